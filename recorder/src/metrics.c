@@ -1,0 +1,78 @@
+/*
+ * metrics.c - the recorder's counters as Prometheus text, for
+ * stallscope_metrics_text() and for the node_exporter textfile convention
+ * (STALLSCOPE_METRICS_FILE, rewritten atomically: a temporary file, then rename).
+ *
+ * supported / configured / active_sessions are separate on purpose: they disagree
+ * exactly when something needs diagnosing (asked for but failed to start, say).
+ * writer_healthy is measured, not declared: see stallscope_get_stats().
+ */
+#include "recorder-private.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+SS_INTERNAL struct ss_counters ss_counters;
+
+struct metric {
+	const char *name, *type, *help;
+	uint64_t value;
+};
+
+STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
+{
+	struct stallscope_stats st;
+	stallscope_get_stats(&st);
+	const struct metric m[] = {
+		{"stallscope_supported", "gauge", "The recorder library is linked and working (always 1).", 1},
+		{"stallscope_configured", "gauge", "Recording was asked for (stallscope_start or STALLSCOPE_ENABLED).",
+		 atomic_load(&ss_counters.configured)},
+		{"stallscope_active_sessions", "gauge", "A session is recording (0 or 1).",
+		 atomic_load(&ss_counters.active)},
+		{"stallscope_disk_usage_bytes", "gauge", "Bytes of this prefix's segments on disk.", st.disk_usage_bytes},
+		{"stallscope_errors_total", "counter", "Setup failures and I/O errors.", st.errors},
+		{"stallscope_events_total", "counter", "Events accepted into thread buffers.", st.events},
+		{"stallscope_events_dropped_total", "counter",
+		 "Events lost: buffer full, no buffer free, or a failed write.",
+		 st.events_dropped + st.events_lost_on_disk},
+		{"stallscope_events_written_total", "counter", "Events written to segment files.", st.events_written},
+		{"stallscope_bytes_written_total", "counter", "Bytes written to segment files.", st.bytes_written},
+		{"stallscope_segments_sealed_total", "counter", "Segments completed with a footer.", st.segments_sealed},
+		{"stallscope_segments_evicted_total", "counter", "Old segments deleted to keep the disk budget.",
+		 st.segments_evicted},
+		{"stallscope_writer_healthy", "gauge",
+		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
+	};
+	size_t need = 0;
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+		char line[512];
+		int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name,
+				 m[i].help, m[i].name, m[i].type, m[i].name,
+				 (unsigned long long)m[i].value);
+		if (n < 0)
+			continue;
+		if (buf && need + (size_t)n < len)
+			memcpy(buf + need, line, (size_t)n);
+		need += (size_t)n;
+	}
+	if (buf && len)
+		buf[need < len ? need : len - 1] = 0;
+	return need;
+}
+
+SS_INTERNAL void ss_metrics_write_file(const char *path)
+{
+	char text[8192], tmp[4200];
+	size_t n = stallscope_metrics_text(text, sizeof text);
+	if (n >= sizeof text || snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+		return;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	ssize_t w = write(fd, text, n);
+	close(fd);
+	if (w != (ssize_t)n || rename(tmp, path) != 0)
+		unlink(tmp);
+}

@@ -1,0 +1,242 @@
+/*
+ * recorder-private.h - what the recorder's files share and nobody else sees.
+ *
+ * The moving parts:
+ *   hooks.c         the hot path: timestamp + append to the calling thread's ring
+ *   thread_slots.c  the pool of per-thread rings and how threads attach/retire
+ *   intern.c        strings and locations interned to small ids
+ *   writer.c        the background thread that drains rings into blocks
+ *   segment_file.c  segment files: create, append blocks, seal, rotate, evict, recover
+ *   config_env.c    STALLSCOPE_* environment parsing
+ *   metrics.c       counters and their Prometheus text
+ *   session.c       start/stop/toggle: glues the above together
+ */
+#ifndef STALLSCOPE_RECORDER_PRIVATE_H
+#define STALLSCOPE_RECORDER_PRIVATE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "segment_format.h"
+#include "stallscope/stallscope.h"
+
+#define SS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SS_INTERNAL __attribute__((visibility("hidden")))
+#define SS_CACHELINE 64
+
+static inline uint64_t ss_now(void)
+{
+	struct timespec ts;
+	/* vDSO: no system call while the clocksource allows it (tsc here). */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- ring entries ----------------------------------------------------------- */
+
+/* Event kinds in a ring. They map 1:1 to segment record types where one exists. */
+enum ss_ev_kind {
+	SS_EV_POLL_BEGIN = 1,
+	SS_EV_POLL_END,
+	SS_EV_PARK,
+	SS_EV_UNPARK,
+	SS_EV_SPAWN,
+	SS_EV_TERMINATE,
+	SS_EV_WAKE,
+	SS_EV_QUEUE,
+	SS_EV_MARK,
+	SS_EV_SPAN_BEGIN,
+	SS_EV_SPAN_END,
+	SS_EV_WORKER_BEGIN,
+	SS_EV_WORKER_END,
+	SS_EV_LOSS, /* ts = first lost, a = count, c = last lost ts */
+};
+
+/* One ring entry: half a cache line, so a producer touches one line per two events. */
+struct ss_ev {
+	uint64_t ts;
+	uint64_t a;
+	uint64_t c;
+	uint32_t b;
+	uint32_t kind;
+};
+_Static_assert(sizeof(struct ss_ev) == 32, "ring entry size");
+
+/* ---- per-thread slots (thread_slots.c) ------------------------------------- */
+
+enum ss_slot_state {
+	SS_SLOT_FREE = 0,   /* in the pool */
+	SS_SLOT_OWNED,      /* a live thread appends to it */
+	SS_SLOT_RETIRED,    /* its thread ended; the writer drains it, then frees it */
+};
+
+/* A single-producer (the owning thread) single-consumer (the writer) ring. */
+struct ss_slot {
+	/* Producer's line: only the owning thread writes these. */
+	_Alignas(SS_CACHELINE) _Atomic uint64_t head;
+	uint64_t cached_tail;      /* last tail seen: re-read only when the ring looks full */
+	uint64_t drop_pending;     /* drops not yet reported by a LOSS entry */
+	uint64_t drop_first_ts;
+	uint64_t drop_last_ts;
+	_Atomic uint64_t dropped;  /* all drops of this slot's life, read by metrics */
+	struct ss_ev *ring;
+	uint64_t mask;
+
+	/* Consumer's line. */
+	_Alignas(SS_CACHELINE) _Atomic uint64_t tail;
+
+	/* Ownership, set at attach, read by the writer after it sees state. */
+	_Alignas(SS_CACHELINE) _Atomic uint32_t state;
+	uint32_t session;
+	uint32_t thread_id;        /* synthetic, unique within a session */
+	int32_t tid;
+	_Atomic uint64_t retired_ts;
+
+	/* Writer-private from here on. */
+	uint32_t w_thread_id;      /* thread_id the writer has set up state for */
+	uint32_t w_runtime;        /* interned runtime name when a worker, else 0 */
+	uint32_t w_worker_index;
+	uint32_t w_open_loc;
+	uint64_t w_open_task;      /* task polled now, for stitching across segments */
+	uint64_t w_open_since;     /* 0 when no poll is open */
+	uint64_t w_parked_since;   /* 0 when not parked */
+	uint64_t w_defined_seg;    /* segment sequence + 1 where THREAD_DEF was written */
+	uint64_t w_events;         /* events drained from this slot in this session */
+};
+
+struct ss_pool {
+	struct ss_slot *slots;
+	uint32_t nslots;
+	uint32_t ring_entries;
+	void *ring_mem;
+	size_t ring_mem_size;
+};
+
+SS_INTERNAL int ss_pool_init(uint32_t nslots, uint32_t ring_entries);
+SS_INTERNAL struct ss_pool *ss_pool_get(void);
+SS_INTERNAL struct ss_slot *ss_attach(uint32_t session);
+SS_INTERNAL void ss_slot_release(struct ss_slot *s);
+SS_INTERNAL void ss_pool_reset(void);
+SS_INTERNAL uint64_t ss_pool_no_slot_drops(void);
+SS_INTERNAL void ss_pool_no_slot_drop(uint64_t ts);
+SS_INTERNAL int ss_pool_take_no_slot_loss(uint64_t *count, uint64_t *first, uint64_t *last);
+
+/* ---- the hot path's view of the session (hooks.c) --------------------------- */
+
+/* Nonzero while recording: the current session number. Hooks test it first. */
+extern SS_INTERNAL _Atomic uint32_t ss_state;
+extern SS_INTERNAL __thread struct ss_slot *ss_tls_slot __attribute__((tls_model("initial-exec")));
+extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("initial-exec")));
+/* The worker identity of the thread, kept across sessions so a thread that became
+ * a worker before recording started is still drawn as one. */
+extern SS_INTERNAL __thread uint32_t ss_tls_worker_runtime __attribute__((tls_model("initial-exec")));
+extern SS_INTERNAL __thread uint32_t ss_tls_worker_index __attribute__((tls_model("initial-exec")));
+
+SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
+			 uint32_t b, uint64_t c);
+
+/* ---- interning (intern.c) ------------------------------------------------------ */
+
+/* The writer reads definitions by index; entries never move once published. */
+struct ss_intern_entry {
+	uint8_t kind;      /* 1 string, 2 location */
+	uint32_t id;
+	uint32_t line;     /* location */
+	uint32_t file_id;  /* location: string id of the file */
+	uint32_t func_id;  /* location: string id of the function */
+	const char *str;   /* string */
+	uint32_t len;
+};
+
+SS_INTERNAL uint32_t ss_intern_string(const char *s);
+/* Number of published entries (acquire): entries [0, n) are complete. */
+SS_INTERNAL uint32_t ss_intern_count(void);
+SS_INTERNAL const struct ss_intern_entry *ss_intern_entry(uint32_t index);
+
+/* ---- configuration (config_env.c) ---------------------------------------------- */
+
+/* Parses the environment into cfg. Returns 1 when STALLSCOPE_ENABLED is true, 0 when
+ * recording is not asked for, -1 on a bad value (message in err). String fields of
+ * cfg point into the environment. */
+SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, size_t errlen);
+
+/* ---- metrics (metrics.c) --------------------------------------------------------- */
+
+struct ss_counters {
+	_Atomic uint64_t events_written;
+	_Atomic uint64_t events_lost_on_disk;
+	_Atomic uint64_t bytes_written;
+	_Atomic uint64_t segments_sealed;
+	_Atomic uint64_t segments_evicted;
+	_Atomic uint64_t disk_usage;
+	_Atomic uint64_t errors;
+	_Atomic uint32_t writer_healthy;
+	_Atomic uint32_t configured;
+	_Atomic uint32_t active;
+	_Atomic uint64_t events_taken;     /* events the writer took from rings */
+	_Atomic uint64_t dropped_retired;  /* drops of slots already released */
+	_Atomic uint64_t last_cycle_ns;    /* writer heartbeat */
+};
+extern SS_INTERNAL struct ss_counters ss_counters;
+
+SS_INTERNAL void ss_metrics_write_file(const char *path);
+
+/* ---- errors (session.c) -------------------------------------------------------- */
+
+/* Records a control-call error for stallscope_last_error() and logs it to stderr. */
+SS_INTERNAL void ss_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Logs a recorder condition to stderr with the "stallscope:" prefix. */
+SS_INTERNAL void ss_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- segment files (segment_file.c) -------------------------------------------- */
+
+struct ss_segments;
+
+struct ss_segments_config {
+	const char *dir;
+	const char *prefix;
+	uint64_t max_file_size;
+	uint32_t rotation_count;
+	uint64_t session_id;
+};
+
+SS_INTERNAL struct ss_segments *ss_segments_open(const struct ss_segments_config *cfg,
+						 char *err, size_t errlen);
+/* Starts segment N+1 at start_ts. Returns 0 or -1 (the writer retries later). */
+SS_INTERNAL int ss_segments_begin(struct ss_segments *sg, uint64_t start_ts);
+SS_INTERNAL int ss_segments_have_active(const struct ss_segments *sg);
+/* Appends one framed block. Returns 0, or -1 when it could not be written whole
+ * (the file is cut back to its last good block). */
+SS_INTERNAL int ss_segments_append(struct ss_segments *sg, const struct ss_block_header *bh,
+				   const void *payload);
+/* Writes the footer, renames .active to .bin, evicts old segments over budget. */
+SS_INTERNAL int ss_segments_seal(struct ss_segments *sg, const struct ss_footer *f);
+SS_INTERNAL uint64_t ss_segments_active_bytes(const struct ss_segments *sg);
+SS_INTERNAL uint64_t ss_segments_active_seq(const struct ss_segments *sg);
+/* 1 when the active file has vanished (its directory was removed). */
+SS_INTERNAL int ss_segments_lost(struct ss_segments *sg);
+/* Forget the active file without sealing (it is gone or broken beyond repair). */
+SS_INTERNAL void ss_segments_abandon(struct ss_segments *sg);
+SS_INTERNAL void ss_segments_close(struct ss_segments *sg);
+
+/* ---- writer (writer.c) ------------------------------------------------------------ */
+
+struct ss_writer_config {
+	struct ss_segments_config seg;
+	uint64_t rotation_period_ns;
+	uint64_t flush_interval_ns;
+	int compress;
+	const char *metrics_file;
+	uint32_t session;
+	const struct stallscope_config *user; /* for META records */
+};
+
+SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen);
+/* Drains everything, seals the last segment, joins the thread. */
+SS_INTERNAL int ss_writer_stop(void);
+/* Asks the writer to run a cycle soon (thread exit, buffers filling). */
+SS_INTERNAL void ss_writer_kick(void);
+
+#endif /* STALLSCOPE_RECORDER_PRIVATE_H */

@@ -1,0 +1,553 @@
+/*
+ * segment_file.c - the files on disk: PREFIX.N.bin.active while written, renamed to
+ * PREFIX.N.bin when sealed by a footer.
+ *
+ * Guarantees:
+ *   - a block is either wholly in the file or not at all: a short or failed write
+ *     is cut back with ftruncate, so no trailing garbage follows the last block;
+ *   - files are created 0640 with O_EXCL|O_NOFOLLOW, so a symlink (or any file)
+ *     planted where a segment should go is refused, never followed;
+ *   - the disk budget max_file_size x rotation_count holds: after each seal the
+ *     oldest sealed segments of the prefix are deleted until the sealed ones plus
+ *     one segment being written fit (with rotation_count = 1 the newest sealed one
+ *     is kept, so the bound is then budget plus one segment);
+ *   - at open, numbering continues after the highest N found, segments of an
+ *     earlier run count against the budget, and an orphaned .active file is cut to
+ *     its last intact block, sealed (sealed_by = RECOVERY) and renamed;
+ *   - a directory removed while recording is noticed (the active file's link count
+ *     drops to 0) and recreated for the next segment.
+ */
+#include "recorder-private.h"
+#include "segment_format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+struct sealed {
+	uint64_t seq;
+	uint64_t bytes;
+};
+
+struct ss_segments {
+	char *dir;
+	char *prefix;
+	uint64_t max_file_size;
+	uint32_t rotation_count;
+	uint64_t session_id;
+	char exe[SS_MAX_EXE_LEN];
+	uint32_t exe_len;
+	char hostname[72];
+	char boot_id[40];
+
+	int fd;                 /* active file, -1 when none */
+	uint64_t active_seq;
+	uint64_t active_bytes;  /* bytes of whole blocks in the active file */
+	uint64_t next_seq;
+	char active_path[PATH_MAX];
+
+	struct sealed *sealed;  /* sealed segments of this prefix on disk, by seq */
+	size_t nsealed, capsealed;
+};
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static void read_small_file(const char *path, char *out, size_t len)
+{
+	memset(out, 0, len);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, len - 1);
+	close(fd);
+	if (n <= 0) {
+		out[0] = 0;
+		return;
+	}
+	out[n] = 0;
+	out[strcspn(out, "\n")] = 0;
+}
+
+static int seg_path(const struct ss_segments *sg, uint64_t seq, int active, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/%s.%llu.bin%s", sg->dir, sg->prefix,
+			 (unsigned long long)seq, active ? ".active" : "");
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* "PREFIX.N.bin" or "PREFIX.N.bin.active": returns 1 / 2 and N, else 0. */
+static int parse_name(const struct ss_segments *sg, const char *name, uint64_t *seq)
+{
+	size_t pl = strlen(sg->prefix);
+	if (strncmp(name, sg->prefix, pl) != 0 || name[pl] != '.')
+		return 0;
+	const char *p = name + pl + 1;
+	if (*p < '0' || *p > '9')
+		return 0;
+	uint64_t n = 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (n > (UINT64_MAX - 9) / 10)
+			return 0;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	*seq = n;
+	if (!strcmp(p, ".bin"))
+		return 1;
+	if (!strcmp(p, ".bin.active"))
+		return 2;
+	return 0;
+}
+
+static int sealed_add(struct ss_segments *sg, uint64_t seq, uint64_t bytes)
+{
+	if (sg->nsealed == sg->capsealed) {
+		size_t cap = sg->capsealed ? sg->capsealed * 2 : 32;
+		struct sealed *n = realloc(sg->sealed, cap * sizeof *n);
+		if (!n)
+			return -1;
+		sg->sealed = n;
+		sg->capsealed = cap;
+	}
+	size_t i = sg->nsealed;
+	while (i > 0 && sg->sealed[i - 1].seq > seq) {
+		sg->sealed[i] = sg->sealed[i - 1];
+		i--;
+	}
+	sg->sealed[i] = (struct sealed){seq, bytes};
+	sg->nsealed++;
+	return 0;
+}
+
+static uint64_t sealed_bytes(const struct ss_segments *sg)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < sg->nsealed; i++)
+		t += sg->sealed[i].bytes;
+	return t;
+}
+
+static void update_usage(const struct ss_segments *sg)
+{
+	atomic_store(&ss_counters.disk_usage, sealed_bytes(sg) + sg->active_bytes);
+}
+
+/* Deletes the oldest sealed segments until the sealed ones and one more segment
+ * fit the budget, always keeping the newest sealed one. */
+static void evict(struct ss_segments *sg)
+{
+	uint64_t budget = sg->max_file_size * sg->rotation_count;
+	uint64_t total = sealed_bytes(sg);
+	size_t drop = 0;
+	while (drop + 1 < sg->nsealed && total + sg->max_file_size > budget) {
+		char path[PATH_MAX];
+		if (seg_path(sg, sg->sealed[drop].seq, 0, path, sizeof path) == 0 &&
+		    unlink(path) != 0 && errno != ENOENT) {
+			ss_log("cannot delete old segment %s: %m", path);
+			atomic_fetch_add(&ss_counters.errors, 1);
+		} else {
+			atomic_fetch_add(&ss_counters.segments_evicted, 1);
+		}
+		total -= sg->sealed[drop].bytes;
+		drop++;
+	}
+	if (drop) {
+		memmove(sg->sealed, sg->sealed + drop, (sg->nsealed - drop) * sizeof *sg->sealed);
+		sg->nsealed -= drop;
+	}
+	update_usage(sg);
+}
+
+static int write_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = pwrite(fd, c, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int read_exact(int fd, void *p, size_t n, uint64_t off)
+{
+	char *c = p;
+	while (n) {
+		ssize_t r = pread(fd, c, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Seals an orphaned .active file left by a process that died: keeps the intact
+ * blocks, appends a footer, renames. Returns the sealed size, or 0 when the file
+ * held nothing usable and was removed. */
+static uint64_t recover_orphan(struct ss_segments *sg, uint64_t seq)
+{
+	char apath[PATH_MAX], fpath[PATH_MAX];
+	if (seg_path(sg, seq, 1, apath, sizeof apath) || seg_path(sg, seq, 0, fpath, sizeof fpath))
+		return 0;
+	int fd = open(apath, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ss_log("cannot open orphaned segment %s: %m", apath);
+		return 0;
+	}
+	struct ss_file_header h;
+	char *exe = NULL;
+	uint64_t off = 0;
+	const char *why = NULL;
+	if (read_exact(fd, &h, sizeof h, 0) != 0)
+		why = "no complete file header";
+	else if ((why = ss_file_header_check(&h, NULL)) == NULL) {
+		exe = malloc(h.exe_len + 1u);
+		if (!exe || read_exact(fd, exe, h.exe_len, sizeof h) != 0)
+			why = "no complete file header";
+		else if ((why = ss_file_header_check(&h, exe)) == NULL)
+			off = h.header_size;
+	}
+	free(exe);
+	if (why) {
+		ss_log("removing orphaned segment %s: %s", apath, why);
+		close(fd);
+		unlink(apath);
+		return 0;
+	}
+
+	struct ss_footer f = {.start_ts = h.start_ts, .sealed_by = SS_SEALED_RECOVERY};
+	uint64_t next_block = 0;
+	int has_footer = 0;
+	void *payload = NULL;
+	for (;;) {
+		struct ss_block_header b;
+		if (read_exact(fd, &b, sizeof b, off) != 0 || ss_block_header_check(&b) != NULL)
+			break;
+		void *np = realloc(payload, b.payload_len ? b.payload_len : 1);
+		if (!np)
+			break;
+		payload = np;
+		if (read_exact(fd, payload, b.payload_len, off + sizeof b) != 0 ||
+		    ss_crc32c(0, payload, b.payload_len) != b.payload_crc || b.block_seq != next_block)
+			break;
+		off += sizeof b + b.payload_len;
+		next_block++;
+		if (b.kind == SS_BLOCK_FOOTER) {
+			has_footer = 1;
+			break;
+		}
+		f.blocks++;
+		f.events += b.record_count;
+		if (b.first_ts && (!f.first_event_ts || b.first_ts < f.first_event_ts))
+			f.first_event_ts = b.first_ts;
+		if (b.last_ts > f.last_event_ts)
+			f.last_event_ts = b.last_ts;
+	}
+	free(payload);
+	int ok = 1;
+	if (!has_footer) {
+		f.end_ts = f.last_event_ts > f.start_ts ? f.last_event_ts : f.start_ts;
+		struct ss_block_header b = {
+			.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_FOOTER,
+			.payload_len = sizeof f, .raw_len = sizeof f, .block_seq = next_block,
+			.first_ts = f.first_event_ts, .last_ts = f.last_event_ts,
+		};
+		b.payload_crc = ss_crc32c(0, &f, sizeof f);
+		b.header_crc = ss_block_header_crc(&b);
+		ok = ftruncate(fd, (off_t)off) == 0 && write_all(fd, &b, sizeof b, off) == 0 &&
+		     write_all(fd, &f, sizeof f, off + sizeof b) == 0;
+		off += sizeof b + sizeof f;
+	}
+	close(fd);
+	if (!ok || rename(apath, fpath) != 0) {
+		ss_log("cannot seal orphaned segment %s: %m", apath);
+		atomic_fetch_add(&ss_counters.errors, 1);
+		return 0;
+	}
+	ss_log("sealed orphaned segment %s (%llu intact blocks)", fpath,
+	       (unsigned long long)f.blocks);
+	return off;
+}
+
+static int scan_dir(struct ss_segments *sg)
+{
+	DIR *d = opendir(sg->dir);
+	if (!d)
+		return -1;
+	uint64_t orphans[64];
+	size_t norphans = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		uint64_t seq;
+		int kind = parse_name(sg, de->d_name, &seq);
+		if (!kind)
+			continue;
+		if (seq >= sg->next_seq)
+			sg->next_seq = seq + 1;
+		if (kind == 2) {
+			if (norphans < 64)
+				orphans[norphans++] = seq;
+			continue;
+		}
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			sealed_add(sg, seq, (uint64_t)st.st_size);
+	}
+	closedir(d);
+	for (size_t i = 0; i < norphans; i++) {
+		uint64_t bytes = recover_orphan(sg, orphans[i]);
+		if (bytes)
+			sealed_add(sg, orphans[i], bytes);
+	}
+	return 0;
+}
+
+SS_INTERNAL struct ss_segments *ss_segments_open(const struct ss_segments_config *cfg,
+						 char *err, size_t errlen)
+{
+	struct ss_segments *sg = calloc(1, sizeof *sg);
+	if (!sg) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	sg->fd = -1;
+	sg->dir = strdup(cfg->dir);
+	sg->prefix = strdup(cfg->prefix);
+	sg->max_file_size = cfg->max_file_size;
+	sg->rotation_count = cfg->rotation_count;
+	sg->session_id = cfg->session_id;
+	if (!sg->dir || !sg->prefix) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (mkdir_p(sg->dir) != 0) {
+		snprintf(err, errlen, "cannot create output directory %s: %s", sg->dir, strerror(errno));
+		goto fail;
+	}
+	if (access(sg->dir, W_OK | X_OK) != 0) {
+		snprintf(err, errlen, "output directory %s is not writable: %s", sg->dir,
+			 strerror(errno));
+		goto fail;
+	}
+	ssize_t n = readlink("/proc/self/exe", sg->exe, sizeof sg->exe - 1);
+	sg->exe_len = n > 0 ? (uint32_t)n : 0;
+	struct utsname u;
+	if (uname(&u) == 0)
+		snprintf(sg->hostname, sizeof sg->hostname, "%s", u.nodename);
+	read_small_file("/proc/sys/kernel/random/boot_id", sg->boot_id, sizeof sg->boot_id);
+	if (scan_dir(sg) != 0) {
+		snprintf(err, errlen, "cannot read output directory %s: %s", sg->dir, strerror(errno));
+		goto fail;
+	}
+	evict(sg);
+	return sg;
+fail:
+	ss_segments_close(sg);
+	return NULL;
+}
+
+SS_INTERNAL int ss_segments_begin(struct ss_segments *sg, uint64_t start_ts)
+{
+	if (sg->fd >= 0)
+		return 0;
+	uint64_t seq = sg->next_seq;
+	if (seg_path(sg, seq, 1, sg->active_path, sizeof sg->active_path) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(sg->active_path, flags, 0640);
+	if (fd < 0 && errno == ENOENT && mkdir_p(sg->dir) == 0) {
+		ss_log("output directory %s was removed; recreated it", sg->dir);
+		fd = open(sg->active_path, flags, 0640);
+	}
+	if (fd < 0) {
+		if (errno == EEXIST)
+			ss_log("refusing to write %s: something already exists there", sg->active_path);
+		/* Skip the number so one stuck name cannot stop recording for good. */
+		if (errno == EEXIST || errno == ELOOP)
+			sg->next_seq++;
+		return -1;
+	}
+
+	struct ss_file_header h = {
+		.version = SS_FORMAT_VERSION, .endian = SS_ENDIAN_MARK,
+		.header_size = (uint32_t)sizeof h + sg->exe_len, .exe_len = sg->exe_len,
+		.session_id = sg->session_id, .segment_seq = seq, .pid = (uint64_t)getpid(),
+		.start_ts = start_ts,
+	};
+	memcpy(h.magic, SS_FILE_MAGIC, 8);
+	struct timespec m, r;
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r);
+	h.anchor_mono_ns = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
+	h.anchor_real_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
+	memcpy(h.boot_id, sg->boot_id, sizeof h.boot_id);
+	memcpy(h.hostname, sg->hostname, sizeof h.hostname);
+	h.header_crc = ss_file_header_crc(&h, sg->exe);
+
+	if (write_all(fd, &h, sizeof h, 0) != 0 || write_all(fd, sg->exe, sg->exe_len, sizeof h) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(sg->active_path);
+		errno = e;
+		return -1;
+	}
+	sg->fd = fd;
+	sg->active_seq = seq;
+	sg->next_seq = seq + 1;
+	sg->active_bytes = h.header_size;
+	update_usage(sg);
+	return 0;
+}
+
+SS_INTERNAL int ss_segments_have_active(const struct ss_segments *sg)
+{
+	return sg->fd >= 0;
+}
+
+SS_INTERNAL int ss_segments_append(struct ss_segments *sg, const struct ss_block_header *bh,
+				   const void *payload)
+{
+	if (sg->fd < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	struct iovec iov[2] = {{(void *)bh, sizeof *bh}, {(void *)payload, bh->payload_len}};
+	size_t want = sizeof *bh + bh->payload_len;
+	ssize_t w = pwritev(sg->fd, iov, 2, (off_t)sg->active_bytes);
+	if (w == (ssize_t)want) {
+		sg->active_bytes += want;
+		atomic_fetch_add(&ss_counters.bytes_written, want);
+		update_usage(sg);
+		return 0;
+	}
+	int e = w < 0 ? errno : ENOSPC;
+	/* Cut back a partial block: a reader must never see a torn one at the end. */
+	if (ftruncate(sg->fd, (off_t)sg->active_bytes) != 0)
+		ss_log("cannot cut back a partial block in %s: %m", sg->active_path);
+	errno = e;
+	return -1;
+}
+
+SS_INTERNAL int ss_segments_seal(struct ss_segments *sg, const struct ss_footer *f)
+{
+	if (sg->fd < 0)
+		return 0;
+	struct ss_block_header b = {
+		.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_FOOTER, .payload_len = sizeof *f,
+		.raw_len = sizeof *f, .block_seq = f->blocks,
+		.first_ts = f->first_event_ts, .last_ts = f->last_event_ts,
+	};
+	b.payload_crc = ss_crc32c(0, f, sizeof *f);
+	b.header_crc = ss_block_header_crc(&b);
+	int rc = ss_segments_append(sg, &b, f);
+	int e = errno;
+	/* A sealed segment is what people copy off the machine: make it durable once. */
+	if (rc == 0)
+		fdatasync(sg->fd);
+	close(sg->fd);
+	sg->fd = -1;
+	char fpath[PATH_MAX];
+	if (seg_path(sg, sg->active_seq, 0, fpath, sizeof fpath) != 0 ||
+	    rename(sg->active_path, fpath) != 0) {
+		/* Left as .active; the next start recovers it. */
+		if (rc == 0)
+			e = errno;
+		rc = -1;
+	}
+	if (rc == 0) {
+		sealed_add(sg, sg->active_seq, sg->active_bytes);
+		atomic_fetch_add(&ss_counters.segments_sealed, 1);
+	}
+	sg->active_bytes = 0;
+	evict(sg);
+	errno = e;
+	return rc;
+}
+
+SS_INTERNAL uint64_t ss_segments_active_bytes(const struct ss_segments *sg)
+{
+	return sg->fd >= 0 ? sg->active_bytes : 0;
+}
+
+SS_INTERNAL uint64_t ss_segments_active_seq(const struct ss_segments *sg)
+{
+	return sg->active_seq;
+}
+
+SS_INTERNAL int ss_segments_lost(struct ss_segments *sg)
+{
+	struct stat st;
+	if (sg->fd < 0)
+		return 0;
+	if (fstat(sg->fd, &st) != 0)
+		return 1;
+	return st.st_nlink == 0;
+}
+
+SS_INTERNAL void ss_segments_abandon(struct ss_segments *sg)
+{
+	if (sg->fd >= 0) {
+		close(sg->fd);
+		sg->fd = -1;
+	}
+	sg->active_bytes = 0;
+	/* The directory may be gone with every sealed file in it: look again. */
+	sg->nsealed = 0;
+	DIR *d = opendir(sg->dir);
+	if (d) {
+		closedir(d);
+		scan_dir(sg);
+	}
+	update_usage(sg);
+}
+
+SS_INTERNAL void ss_segments_close(struct ss_segments *sg)
+{
+	if (!sg)
+		return;
+	if (sg->fd >= 0)
+		close(sg->fd);
+	free(sg->dir);
+	free(sg->prefix);
+	free(sg->sealed);
+	free(sg);
+}

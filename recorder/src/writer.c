@@ -1,0 +1,720 @@
+/*
+ * writer.c - the background thread that turns thread rings into segment blocks.
+ *
+ * Every tick (10 ms, sooner when a thread exits) it drains each ring, encoding
+ * events as compact records into the block being built, and writes the block when
+ * it is big enough or older than the flush interval, so a SIGKILL loses at most
+ * that interval. All the expensive work of recording happens here, never on the
+ * hook path.
+ *
+ * Segments do not overlap in time: a rotation picks a boundary B (the writer's
+ * clock when it decides), drains every ring up to B into the old segment, seals it
+ * with end_ts = B, and starts the next one at B. Each ring holds a thread's events
+ * in time order, so draining "up to B" is a prefix of each ring.
+ *
+ * Every segment is self-contained: strings, locations and thread definitions (with
+ * the poll or park a thread is in at the boundary) are written again in each new
+ * segment before the first event that needs them. A block lost to a failed write
+ * takes its definitions with it, so they are then written again too.
+ *
+ * Failures never stop recording for good: a failed write drops the block, counts
+ * its events, and reports them as a LOSS record in the next block that is written;
+ * a vanished directory is recreated; a segment that cannot be created is retried
+ * once a second.
+ */
+#include "recorder-private.h"
+#include "segment_format.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#ifdef STALLSCOPE_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
+#define TICK_NS 10000000ull
+#define RETRY_NS 1000000000ull
+#define METRICS_PERIOD_NS 10000000000ull
+#define MAX_EVENT_BYTES 64
+
+struct writer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running;
+	int kicked;
+	struct ss_writer_config cfg;
+	char *metrics_file;
+	struct ss_segments *sg;
+
+	/* block under construction */
+	uint8_t *raw;
+	size_t raw_len, block_target, raw_cap;
+	uint32_t block_events;
+	uint64_t block_first_ts, block_last_ts, block_opened_ns;
+	uint32_t cur_thread;   /* THREAD context in the block, 0 = none yet */
+	uint64_t cur_ts;
+	uint8_t *zbuf;
+	size_t zcap;
+#ifdef STALLSCOPE_HAVE_ZSTD
+	ZSTD_CCtx *zctx;
+#endif
+
+	/* active segment */
+	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */
+	uint64_t seg_start_ts, seg_opened_ns, seg_limit;
+	uint64_t retry_at_ns;
+	struct ss_footer foot;
+	uint32_t defs_emitted;
+	uint64_t last_cycle_bytes;
+
+	/* events lost to failed writes, reported in the next block written */
+	uint64_t lost_count, lost_first, lost_last;
+	int failing;
+
+	uint64_t last_metrics_ns;
+};
+
+static struct writer W;
+
+/* ---- encoding ---------------------------------------------------------------- */
+
+static void put_u8(uint8_t v) { W.raw[W.raw_len++] = v; }
+static void put_v(uint64_t v) { W.raw_len += ss_put_varint(W.raw + W.raw_len, v); }
+
+static void put_bytes(const void *p, size_t n)
+{
+	put_v(n);
+	memcpy(W.raw + W.raw_len, p, n);
+	W.raw_len += n;
+}
+
+/* Room for n more bytes; definitions can be long, so the buffer grows for them. */
+static int reserve(size_t n)
+{
+	if (W.raw_len + n <= W.raw_cap)
+		return 0;
+	size_t cap = W.raw_cap * 2;
+	while (cap < W.raw_len + n)
+		cap *= 2;
+	uint8_t *r = realloc(W.raw, cap);
+	if (!r)
+		return -1;
+	W.raw = r;
+	W.raw_cap = cap;
+	return 0;
+}
+
+static void set_thread(uint32_t thread, uint64_t ts)
+{
+	put_u8(SS_REC_THREAD);
+	put_v(thread);
+	put_v(ts);
+	W.cur_thread = thread;
+	W.cur_ts = ts;
+}
+
+static void put_dt(uint64_t ts)
+{
+	put_v(ts > W.cur_ts ? ts - W.cur_ts : 0);
+	if (ts > W.cur_ts)
+		W.cur_ts = ts;
+}
+
+static void note_event(uint64_t ts)
+{
+	if (!W.block_first_ts || ts < W.block_first_ts)
+		W.block_first_ts = ts;
+	if (ts > W.block_last_ts)
+		W.block_last_ts = ts;
+	W.block_events++;
+}
+
+static void put_meta(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_meta(const char *key, const char *fmt, ...)
+{
+	char val[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof val, fmt, ap);
+	va_end(ap);
+	size_t kl = strlen(key), vl = strlen(val);
+	uint8_t body[600];
+	size_t n = ss_put_varint(body, kl);
+	memcpy(body + n, key, kl);
+	n += kl;
+	n += ss_put_varint(body + n, vl);
+	memcpy(body + n, val, vl);
+	n += vl;
+	if (reserve(n + 16) != 0)
+		return;
+	put_u8(SS_REC_META);
+	put_bytes(body, n);
+}
+
+static void put_session_meta(void)
+{
+	const struct stallscope_config *c = W.cfg.user;
+	put_meta("recorder", "libstallscope 0.1.0");
+	put_meta("clock", "CLOCK_MONOTONIC");
+	put_meta("max_file_size", "%llu", (unsigned long long)c->max_file_size);
+	put_meta("rotation_count", "%u", c->rotation_count);
+	put_meta("rotation_period_s", "%u", c->rotation_period_s);
+	put_meta("flush_interval_ms", "%u", c->flush_interval_ms);
+	put_meta("buffer_events", "%u", c->buffer_events);
+	put_meta("max_threads", "%u", c->max_threads);
+	put_meta("compress", "%s", W.cfg.compress ? "zstd" : "none");
+}
+
+/* Definitions interned since the last call (all of them at a segment start). */
+static void put_new_defs(void)
+{
+	uint32_t n = ss_intern_count();
+	for (; W.defs_emitted < n; W.defs_emitted++) {
+		const struct ss_intern_entry *e = ss_intern_entry(W.defs_emitted);
+		if (reserve((size_t)e->len + 48) != 0)
+			return;
+		if (e->kind == 1) {
+			put_u8(SS_REC_STRING);
+			put_v(e->id);
+			put_bytes(e->str, e->len);
+		} else {
+			put_u8(SS_REC_LOCATION);
+			put_v(e->id);
+			put_v(e->file_id);
+			put_v(e->line);
+			put_v(e->func_id);
+		}
+	}
+}
+
+static void thread_name(int tid, char out[17])
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+	memset(out, 0, 17);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, 16);
+	close(fd);
+	if (n > 0)
+		out[strcspn(out, "\n")] = 0;
+	else
+		out[0] = 0;
+}
+
+static void put_thread_def(struct ss_slot *s)
+{
+	char name[17];
+	thread_name(s->tid, name);
+	reserve(128);
+	put_u8(SS_REC_THREAD_DEF);
+	put_v(s->thread_id);
+	put_v((uint64_t)(uint32_t)s->tid);
+	put_bytes(name, strlen(name));
+	put_v(s->w_runtime);
+	put_v(s->w_worker_index);
+	put_v(s->w_runtime ? SS_THREAD_F_WORKER : 0);
+	put_v(s->w_open_since ? s->w_open_task : 0);
+	put_v(s->w_open_since ? s->w_open_loc : 0);
+	put_v(s->w_open_since);
+	put_v(s->w_parked_since);
+	s->w_defined_seg = W.seg_seq1;
+	W.cur_thread = 0; /* a definition does not change the clock, but be explicit */
+}
+
+/* Encodes one ring entry of slot s and updates the writer's view of the thread. */
+static void put_event(struct ss_slot *s, const struct ss_ev *e)
+{
+	if (W.raw_len + MAX_EVENT_BYTES > W.raw_cap && reserve(MAX_EVENT_BYTES) != 0)
+		return;
+	if (W.cur_thread != s->thread_id)
+		set_thread(s->thread_id, e->ts);
+	switch (e->kind) {
+	case SS_EV_POLL_BEGIN:
+		put_u8(SS_REC_POLL_BEGIN); put_dt(e->ts); put_v(e->a); put_v(e->b);
+		s->w_open_task = e->a; s->w_open_loc = e->b; s->w_open_since = e->ts;
+		break;
+	case SS_EV_POLL_END:
+		put_u8(SS_REC_POLL_END); put_dt(e->ts);
+		s->w_open_since = 0;
+		break;
+	case SS_EV_PARK:
+		put_u8(SS_REC_PARK); put_dt(e->ts);
+		s->w_parked_since = e->ts;
+		break;
+	case SS_EV_UNPARK:
+		put_u8(SS_REC_UNPARK); put_dt(e->ts);
+		s->w_parked_since = 0;
+		break;
+	case SS_EV_SPAWN:
+		put_u8(SS_REC_SPAWN); put_dt(e->ts); put_v(e->a); put_v(e->b);
+		break;
+	case SS_EV_TERMINATE:
+		put_u8(SS_REC_TERMINATE); put_dt(e->ts); put_v(e->a);
+		break;
+	case SS_EV_WAKE:
+		put_u8(SS_REC_WAKE); put_dt(e->ts); put_v(e->a);
+		break;
+	case SS_EV_QUEUE:
+		put_u8(SS_REC_QUEUE); put_dt(e->ts); put_v(e->a); put_v(e->b);
+		break;
+	case SS_EV_MARK:
+		put_u8(SS_REC_MARK); put_dt(e->ts); put_v(e->b); put_v(ss_zigzag((int64_t)e->a));
+		break;
+	case SS_EV_SPAN_BEGIN:
+		put_u8(SS_REC_SPAN_BEGIN); put_dt(e->ts); put_v(e->b);
+		break;
+	case SS_EV_SPAN_END:
+		put_u8(SS_REC_SPAN_END); put_dt(e->ts); put_v(e->b);
+		break;
+	case SS_EV_WORKER_BEGIN:
+		put_u8(SS_REC_WORKER_BEGIN); put_dt(e->ts); put_v(e->a); put_v(e->b);
+		s->w_runtime = (uint32_t)e->a; s->w_worker_index = e->b;
+		break;
+	case SS_EV_WORKER_END:
+		put_u8(SS_REC_WORKER_END); put_dt(e->ts);
+		s->w_runtime = 0; s->w_worker_index = 0;
+		break;
+	case SS_EV_LOSS:
+		put_u8(SS_REC_LOSS); put_dt(e->ts); put_v(e->a);
+		put_v(e->c > e->ts ? e->c - e->ts : 0); put_v(e->b);
+		W.foot.dropped_events += e->a;
+		W.foot.loss_records++;
+		return; /* a loss is not an event of the thread */
+	default:
+		return;
+	}
+	note_event(e->ts);
+}
+
+/* ---- blocks and segments ------------------------------------------------------ */
+
+static void reset_block(void)
+{
+	W.raw_len = 0;
+	W.block_events = 0;
+	W.block_first_ts = W.block_last_ts = 0;
+	W.cur_thread = 0;
+	W.block_opened_ns = 0;
+}
+
+/* Forget what the active segment has been told, so it is told again. */
+static void forget_definitions(void)
+{
+	struct ss_pool *p = ss_pool_get();
+	W.defs_emitted = 0;
+	for (uint32_t i = 0; i < p->nslots; i++)
+		p->slots[i].w_defined_seg = 0;
+}
+
+static void note_lost(uint64_t count, uint64_t first, uint64_t last)
+{
+	if (!count)
+		return;
+	if (!W.lost_count || first < W.lost_first)
+		W.lost_first = first;
+	if (last > W.lost_last)
+		W.lost_last = last;
+	W.lost_count += count;
+	atomic_fetch_add(&ss_counters.events_lost_on_disk, count);
+}
+
+/* The loss of earlier failed writes and of threads refused a buffer, as
+ * process-wide LOSS records at the start of a block. */
+static void put_process_losses(void)
+{
+	uint64_t n, first, last;
+	if (ss_pool_take_no_slot_loss(&n, &first, &last)) {
+		set_thread(0, first);
+		put_u8(SS_REC_LOSS); put_dt(first); put_v(n); put_v(last - first);
+		put_v(SS_LOSS_NO_BUFFER);
+		W.foot.dropped_events += n;
+		W.foot.loss_records++;
+	}
+	if (W.lost_count) {
+		set_thread(0, W.lost_first);
+		put_u8(SS_REC_LOSS); put_dt(W.lost_first); put_v(W.lost_count);
+		put_v(W.lost_last - W.lost_first); put_v(SS_LOSS_WRITE_FAILED);
+		W.foot.dropped_events += W.lost_count;
+		W.foot.loss_records++;
+		W.lost_count = 0;
+	}
+}
+
+static void set_failing(int failing, int err)
+{
+	if (failing && !W.failing)
+		ss_log("cannot write segment data in %s: %s; dropping events until it works again",
+		       W.cfg.seg.dir, strerror(err));
+	else if (!failing && W.failing)
+		ss_log("writing segments again in %s", W.cfg.seg.dir);
+	if (failing)
+		atomic_fetch_add(&ss_counters.errors, 1);
+	W.failing = failing;
+	atomic_store(&ss_counters.writer_healthy, failing ? 0u : 1u);
+}
+
+static void flush_block(void)
+{
+	if (!W.raw_len)
+		return;
+	struct ss_block_header b = {
+		.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_EVENTS, .raw_len = (uint32_t)W.raw_len,
+		.record_count = W.block_events, .block_seq = W.foot.blocks,
+		.first_ts = W.block_first_ts, .last_ts = W.block_last_ts,
+	};
+	const void *payload = W.raw;
+	b.payload_len = (uint32_t)W.raw_len;
+#ifdef STALLSCOPE_HAVE_ZSTD
+	if (W.cfg.compress && W.zctx) {
+		size_t z = ZSTD_compressCCtx(W.zctx, W.zbuf, W.zcap, W.raw, W.raw_len, 1);
+		if (!ZSTD_isError(z) && z < W.raw_len) {
+			payload = W.zbuf;
+			b.payload_len = (uint32_t)z;
+			b.flags = SS_BLOCK_F_ZSTD;
+		}
+	}
+#endif
+	b.payload_crc = ss_crc32c(0, payload, b.payload_len);
+	b.header_crc = ss_block_header_crc(&b);
+
+	if (W.seg_seq1 && ss_segments_append(W.sg, &b, payload) == 0) {
+		W.foot.blocks++;
+		W.foot.events += W.block_events;
+		if (W.block_first_ts && (!W.foot.first_event_ts || W.block_first_ts < W.foot.first_event_ts))
+			W.foot.first_event_ts = W.block_first_ts;
+		if (W.block_last_ts > W.foot.last_event_ts)
+			W.foot.last_event_ts = W.block_last_ts;
+		atomic_fetch_add(&ss_counters.events_written, W.block_events);
+		set_failing(0, 0);
+	} else {
+		int e = errno;
+		note_lost(W.block_events, W.block_first_ts ? W.block_first_ts : ss_now(),
+			  W.block_last_ts ? W.block_last_ts : ss_now());
+		/* Whatever the lost block defined must be defined again. */
+		forget_definitions();
+		if (W.seg_seq1)
+			set_failing(1, e);
+	}
+	reset_block();
+}
+
+static void begin_block_if_needed(void)
+{
+	if (W.raw_len)
+		return;
+	W.block_opened_ns = ss_now();
+	if (W.seg_seq1)
+		put_process_losses();
+}
+
+static uint64_t effective_max_size(void)
+{
+	uint64_t max = W.cfg.seg.max_file_size;
+	struct rlimit rl;
+	/* Rotating below the file-size limit avoids SIGXFSZ/EFBIG altogether. */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < max)
+		max = rl.rlim_cur;
+	return max;
+}
+
+static void begin_segment(uint64_t start_ts)
+{
+	uint64_t now = ss_now();
+	if (W.seg_seq1 || now < W.retry_at_ns)
+		return;
+	if (ss_segments_begin(W.sg, start_ts) != 0) {
+		set_failing(1, errno);
+		W.retry_at_ns = now + RETRY_NS;
+		return;
+	}
+	W.seg_seq1 = ss_segments_active_seq(W.sg) + 1;
+	W.seg_start_ts = start_ts;
+	W.seg_opened_ns = now;
+	W.seg_limit = effective_max_size();
+	memset(&W.foot, 0, sizeof W.foot);
+	W.foot.start_ts = start_ts;
+	forget_definitions();
+	reset_block();
+	begin_block_if_needed();
+	put_session_meta();
+	put_new_defs();
+	set_failing(0, 0);
+}
+
+static void seal_segment(uint64_t end_ts)
+{
+	if (!W.seg_seq1)
+		return;
+	flush_block();
+	W.foot.end_ts = end_ts;
+	W.foot.sealed_by = SS_SEALED_WRITER;
+	if (ss_segments_seal(W.sg, &W.foot) != 0) {
+		ss_log("cannot seal segment %llu in %s: %s (left as .active; the next start recovers it)",
+		       (unsigned long long)(W.seg_seq1 - 1), W.cfg.seg.dir, strerror(errno));
+		atomic_fetch_add(&ss_counters.errors, 1);
+	}
+	W.seg_seq1 = 0;
+	W.retry_at_ns = 0;
+}
+
+/* ---- draining ------------------------------------------------------------------ */
+
+/* Drains slot s up to time limit. Returns 1 when the slot was released. */
+static int drain_slot(struct ss_slot *s, uint64_t limit)
+{
+	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+	if ((state != SS_SLOT_OWNED && state != SS_SLOT_RETIRED) || s->session != W.cfg.session)
+		return 0;
+	if (s->w_thread_id != s->thread_id)
+		s->w_thread_id = s->thread_id;
+	uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+
+	if (W.seg_seq1 && tail != head) {
+		begin_block_if_needed();
+		/* After reading head: every id the drained events carry is published. */
+		put_new_defs();
+		if (s->w_defined_seg != W.seg_seq1)
+			put_thread_def(s);
+	}
+	uint64_t taken = 0;
+	for (; tail != head; tail++) {
+		const struct ss_ev *e = &s->ring[tail & s->mask];
+		if (e->ts > limit)
+			break;
+		taken += e->kind != SS_EV_LOSS;
+		if (!W.seg_seq1) {
+			/* No segment to write to: the event is lost, and said so later. */
+			if (e->kind == SS_EV_LOSS)
+				note_lost(e->a, e->ts, e->c);
+			else
+				note_lost(1, e->ts, e->ts);
+			continue;
+		}
+		put_event(s, e);
+		if (W.raw_len >= W.block_target) {
+			flush_block();
+			begin_block_if_needed();
+			put_new_defs();
+			if (s->w_defined_seg != W.seg_seq1)
+				put_thread_def(s);
+		}
+	}
+	atomic_store_explicit(&s->tail, tail, memory_order_release);
+	atomic_fetch_add_explicit(&ss_counters.events_taken, taken, memory_order_relaxed);
+
+	if (state == SS_SLOT_RETIRED && tail == head) {
+		uint64_t ts = atomic_load_explicit(&s->retired_ts, memory_order_relaxed);
+		if (W.seg_seq1 && ts <= limit) {
+			begin_block_if_needed();
+			if (s->w_defined_seg != W.seg_seq1)
+				put_thread_def(s);
+			if (W.cur_thread != s->thread_id)
+				set_thread(s->thread_id, ts);
+			put_u8(SS_REC_THREAD_EXIT);
+			put_dt(ts);
+			note_event(ts);
+		} else if (ts > limit) {
+			return 0;
+		}
+		ss_slot_release(s);
+		return 1;
+	}
+	return 0;
+}
+
+static void drain_all(uint64_t limit)
+{
+	struct ss_pool *p = ss_pool_get();
+	for (uint32_t i = 0; i < p->nslots; i++)
+		drain_slot(&p->slots[i], limit);
+}
+
+static void cycle(int final)
+{
+	uint64_t now = ss_now();
+	atomic_store_explicit(&ss_counters.last_cycle_ns, now, memory_order_relaxed);
+	uint64_t before = ss_segments_active_bytes(W.sg) + W.raw_len;
+
+	if (W.seg_seq1 && ss_segments_lost(W.sg)) {
+		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
+		       (unsigned long long)(W.seg_seq1 - 1));
+		note_lost(W.foot.events + W.block_events,
+			  W.foot.first_event_ts ? W.foot.first_event_ts : W.seg_start_ts, now);
+		atomic_fetch_sub(&ss_counters.events_written, W.foot.events);
+		ss_segments_abandon(W.sg);
+		atomic_fetch_add(&ss_counters.errors, 1);
+		W.seg_seq1 = 0;
+		W.retry_at_ns = 0;
+		reset_block();
+		begin_segment(W.seg_start_ts);
+	}
+	if (!W.seg_seq1)
+		begin_segment(W.seg_start_ts ? W.seg_start_ts : now);
+
+	if (W.seg_seq1) {
+		uint64_t reserve_bytes = 4 * (W.raw_cap > W.last_cycle_bytes ? W.raw_cap : W.last_cycle_bytes);
+		int by_time = W.cfg.rotation_period_ns && now - W.seg_opened_ns >= W.cfg.rotation_period_ns;
+		int by_size = W.foot.blocks > 0 &&
+			      ss_segments_active_bytes(W.sg) + W.raw_len + reserve_bytes > W.seg_limit;
+		if (by_time || by_size) {
+			drain_all(now);
+			seal_segment(now);
+			begin_segment(now);
+		}
+	}
+	drain_all(UINT64_MAX);
+	if (W.raw_len && (final || now - W.block_opened_ns >= W.cfg.flush_interval_ns))
+		flush_block();
+
+	uint64_t after = ss_segments_active_bytes(W.sg) + W.raw_len;
+	W.last_cycle_bytes = after > before ? after - before : W.last_cycle_bytes;
+
+	if (W.metrics_file && now - W.last_metrics_ns >= METRICS_PERIOD_NS) {
+		W.last_metrics_ns = now;
+		ss_metrics_write_file(W.metrics_file);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	/* The writer takes no signals: SIGXFSZ from a file-size limit then becomes a
+	 * plain EFBIG instead of killing the host program, and no handler of the host
+	 * ever runs on this thread. */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+	pthread_mutex_lock(&W.mu);
+	while (W.running) {
+		pthread_mutex_unlock(&W.mu);
+		cycle(0);
+		pthread_mutex_lock(&W.mu);
+		if (!W.running)
+			break;
+		if (!W.kicked) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + TICK_NS;
+			ts.tv_sec = (time_t)(t / 1000000000u);
+			ts.tv_nsec = (long)(t % 1000000000u);
+			pthread_cond_timedwait(&W.cv, &W.mu, &ts);
+		}
+		W.kicked = 0;
+	}
+	pthread_mutex_unlock(&W.mu);
+
+	/* Final: everything buffered goes to disk, the last segment is sealed. */
+	cycle(1);
+	uint64_t end = ss_now();
+	drain_all(UINT64_MAX);
+	flush_block();
+	seal_segment(end);
+	if (W.metrics_file)
+		ss_metrics_write_file(W.metrics_file);
+	return NULL;
+}
+
+SS_INTERNAL void ss_writer_kick(void)
+{
+	pthread_mutex_lock(&W.mu);
+	W.kicked = 1;
+	pthread_cond_signal(&W.cv);
+	pthread_mutex_unlock(&W.mu);
+}
+
+SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen)
+{
+	memset(&W, 0, sizeof W);
+	W.cfg = *cfg;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&W.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&W.mu, NULL);
+
+	/* Blocks stay small enough that four of them fit a segment many times over. */
+	uint64_t t = cfg->seg.max_file_size / 16;
+	W.block_target = t > (256u << 10) ? (256u << 10) : t < 4096 ? 4096 : (size_t)t;
+	W.raw_cap = W.block_target + 4096;
+	W.raw = malloc(W.raw_cap);
+	W.metrics_file = cfg->metrics_file ? strdup(cfg->metrics_file) : NULL;
+	W.cfg.metrics_file = W.metrics_file;
+#ifdef STALLSCOPE_HAVE_ZSTD
+	if (cfg->compress) {
+		W.zcap = ZSTD_compressBound(W.raw_cap * 4);
+		W.zbuf = malloc(W.zcap);
+		W.zctx = ZSTD_createCCtx();
+	}
+#endif
+	if (!W.raw || (cfg->compress && !W.zbuf && W.zcap)) {
+		snprintf(err, errlen, "out of memory for the writer's buffers");
+		goto fail;
+	}
+	W.sg = ss_segments_open(&cfg->seg, err, errlen);
+	if (!W.sg)
+		goto fail;
+	W.seg_start_ts = ss_now();
+	begin_segment(W.seg_start_ts);
+	if (!W.seg_seq1) {
+		snprintf(err, errlen, "cannot create a segment file in %s: %s", cfg->seg.dir,
+			 strerror(errno));
+		goto fail;
+	}
+	atomic_store(&ss_counters.writer_healthy, 1u);
+	W.running = 1;
+	if (pthread_create(&W.thread, NULL, writer_main, NULL) != 0) {
+		snprintf(err, errlen, "cannot start the writer thread");
+		ss_segments_abandon(W.sg);
+		goto fail;
+	}
+	return 0;
+fail:
+	if (W.sg) {
+		ss_segments_abandon(W.sg);
+		ss_segments_close(W.sg);
+	}
+	free(W.raw);
+	free(W.zbuf);
+	free(W.metrics_file);
+#ifdef STALLSCOPE_HAVE_ZSTD
+	ZSTD_freeCCtx(W.zctx);
+#endif
+	memset(&W, 0, sizeof W);
+	return -1;
+}
+
+SS_INTERNAL int ss_writer_stop(void)
+{
+	pthread_mutex_lock(&W.mu);
+	W.running = 0;
+	pthread_cond_signal(&W.cv);
+	pthread_mutex_unlock(&W.mu);
+	pthread_join(W.thread, NULL);
+	int healthy = !W.failing;
+	atomic_store(&ss_counters.writer_healthy, 0u);
+	ss_segments_close(W.sg);
+	free(W.raw);
+	free(W.zbuf);
+	free(W.metrics_file);
+#ifdef STALLSCOPE_HAVE_ZSTD
+	ZSTD_freeCCtx(W.zctx);
+#endif
+	pthread_mutex_destroy(&W.mu);
+	pthread_cond_destroy(&W.cv);
+	memset(&W, 0, sizeof W);
+	return healthy ? 0 : -1;
+}

@@ -1,0 +1,303 @@
+/*
+ * trace_check.c - loading a recorded directory for assertions (see the header).
+ */
+#include "trace_check.h"
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	CHECK(q, "out of memory");
+	return q;
+}
+
+static struct tc_thread *thread_slot(struct tc_trace *t, uint64_t thread)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].thread == thread)
+			return &t->threads[i];
+	if (t->nthreads == t->capthreads) {
+		t->capthreads = t->capthreads ? t->capthreads * 2 : 64;
+		t->threads = xrealloc(t->threads, t->capthreads * sizeof *t->threads);
+	}
+	struct tc_thread *th = &t->threads[t->nthreads++];
+	memset(th, 0, sizeof *th);
+	th->thread = thread;
+	return th;
+}
+
+static void set_string(struct tc_trace *t, uint64_t id, const char *s, size_t len)
+{
+	if (id > 10000000)
+		return;
+	if (id >= t->nstrings) {
+		size_t n = (size_t)id + 1;
+		t->strings = xrealloc(t->strings, n * sizeof *t->strings);
+		memset(t->strings + t->nstrings, 0, (n - t->nstrings) * sizeof *t->strings);
+		t->nstrings = n;
+	}
+	free(t->strings[id]);
+	t->strings[id] = strndup(s, len);
+}
+
+static void set_loc(struct tc_trace *t, uint64_t id, uint64_t func)
+{
+	if (id > 10000000)
+		return;
+	if (id >= t->nlocs) {
+		size_t n = (size_t)id + 1;
+		t->loc_func = xrealloc(t->loc_func, n * sizeof *t->loc_func);
+		memset(t->loc_func + t->nlocs, 0, (n - t->nlocs) * sizeof *t->loc_func);
+		t->nlocs = n;
+	}
+	t->loc_func[id] = func;
+}
+
+struct file_ent {
+	uint64_t seq;
+	bool active;
+	char name[256];
+};
+
+static int cmp_file(const void *a, const void *b)
+{
+	const struct file_ent *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void load_one(struct tc_trace *t, struct tc_segment *sg, uint32_t idx, bool keep)
+{
+	struct ss_reader *r;
+	char err[256];
+	enum ss_damage_kind kind = SS_DAMAGE_NONE;
+	struct stat st;
+	if (stat(sg->path, &st) == 0)
+		sg->bytes = (uint64_t)st.st_size;
+	if (ss_reader_open_file(&r, sg->path, NULL, &kind, err, sizeof err) != 0) {
+		t->header_failures++;
+		sg->damage = kind ? kind : SS_DAMAGE_IO;
+		snprintf(sg->damage_reason, sizeof sg->damage_reason, "%.180s", err);
+		return;
+	}
+	sg->header = *ss_reader_header(r);
+	struct ss_block_info b;
+	while (ss_reader_next_block(r, &b)) {
+		struct ss_record rec;
+		while (ss_reader_next_record(r, &rec)) {
+			t->by_type[rec.type]++;
+			switch (rec.type) {
+			case SS_REC_STRING:
+				set_string(t, rec.u.string.id, rec.u.string.data, rec.u.string.len);
+				continue;
+			case SS_REC_LOCATION:
+				set_loc(t, rec.u.location.id, rec.u.location.function);
+				continue;
+			case SS_REC_THREAD_DEF: {
+				struct tc_thread *th = thread_slot(t, rec.u.thread_def.thread);
+				th->tid = rec.u.thread_def.tid;
+				th->runtime = rec.u.thread_def.runtime;
+				th->worker_index = rec.u.thread_def.worker_index;
+				snprintf(th->name, sizeof th->name, "%.*s", (int)rec.u.thread_def.name_len,
+					 rec.u.thread_def.name);
+				continue;
+			}
+			default:
+				break;
+			}
+			if (!rec.is_event)
+				continue;
+			struct tc_event e = {.ts = rec.ts, .thread = rec.thread, .type = rec.type,
+					     .segment = idx};
+			switch (rec.type) {
+			case SS_REC_POLL_BEGIN: e.a = rec.u.poll_begin.task; e.b = rec.u.poll_begin.location; break;
+			case SS_REC_SPAWN: e.a = rec.u.spawn.task; e.b = rec.u.spawn.location; break;
+			case SS_REC_TERMINATE: e.a = rec.u.terminate.task; break;
+			case SS_REC_WAKE: e.a = rec.u.wake.task; break;
+			case SS_REC_QUEUE: e.a = rec.u.queue.local; e.b = rec.u.queue.global; break;
+			case SS_REC_MARK: e.a = rec.u.mark.name; e.b = (uint64_t)rec.u.mark.value; break;
+			case SS_REC_SPAN_BEGIN:
+			case SS_REC_SPAN_END: e.a = rec.u.span.name; break;
+			case SS_REC_WORKER_BEGIN: e.a = rec.u.worker_begin.runtime; e.b = rec.u.worker_begin.index; break;
+			case SS_REC_LOSS:
+				e.a = rec.u.loss.count; e.b = rec.u.loss.span; e.c = rec.u.loss.reason;
+				t->lost += rec.u.loss.count;
+				t->lost_by_reason[rec.u.loss.reason < 8 ? rec.u.loss.reason : 0] += rec.u.loss.count;
+				break;
+			case SS_REC_THREAD_EXIT:
+				thread_slot(t, rec.thread)->exited = true;
+				break;
+			default: break;
+			}
+			if (rec.type != SS_REC_LOSS) {
+				sg->events++;
+				if (!sg->first_ts || rec.ts < sg->first_ts)
+					sg->first_ts = rec.ts;
+				if (rec.ts > sg->last_ts)
+					sg->last_ts = rec.ts;
+			}
+			if (!keep)
+				continue;
+			if (t->nevents == t->capevents) {
+				t->capevents = t->capevents ? t->capevents * 2 : 4096;
+				t->events = xrealloc(t->events, t->capevents * sizeof *t->events);
+			}
+			t->events[t->nevents++] = e;
+		}
+	}
+	const struct ss_reader_stats *rs = ss_reader_stats(r);
+	sg->sealed = rs->sealed;
+	if (rs->sealed)
+		sg->footer = rs->footer;
+	const struct ss_damage *d = ss_reader_damage(r);
+	sg->damage = d->kind;
+	snprintf(sg->damage_reason, sizeof sg->damage_reason, "%s", d->reason);
+	if (d->kind == SS_DAMAGE_TRUNCATED)
+		t->truncated_segments++;
+	else if (d->kind != SS_DAMAGE_NONE)
+		t->corrupt_segments++;
+	ss_reader_close(r);
+}
+
+int tc_load_dir(struct tc_trace *t, const char *dir, const char *prefix, bool keep_events)
+{
+	memset(t, 0, sizeof *t);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct file_ent *files = NULL;
+	size_t n = 0, cap = 0, pl = strlen(prefix);
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, prefix, pl) != 0 || de->d_name[pl] != '.')
+			continue;
+		char *end;
+		unsigned long long seq = strtoull(de->d_name + pl + 1, &end, 10);
+		if (end == de->d_name + pl + 1)
+			continue;
+		bool active = !strcmp(end, ".bin.active");
+		if (!active && strcmp(end, ".bin") != 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			files = xrealloc(files, cap * sizeof *files);
+		}
+		files[n].seq = seq;
+		files[n].active = active;
+		snprintf(files[n].name, sizeof files[n].name, "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	qsort(files, n, sizeof *files, cmp_file);
+	t->segs = calloc(n ? n : 1, sizeof *t->segs);
+	t->nsegs = n;
+	for (size_t i = 0; i < n; i++) {
+		struct tc_segment *sg = &t->segs[i];
+		snprintf(sg->path, sizeof sg->path, "%s/%s", dir, files[i].name);
+		sg->seq = files[i].seq;
+		sg->active = files[i].active;
+		load_one(t, sg, (uint32_t)i, keep_events);
+	}
+	free(files);
+	return 0;
+}
+
+void tc_free(struct tc_trace *t)
+{
+	free(t->segs);
+	free(t->events);
+	free(t->threads);
+	for (size_t i = 0; i < t->nstrings; i++)
+		free(t->strings[i]);
+	free(t->strings);
+	free(t->loc_func);
+	memset(t, 0, sizeof *t);
+}
+
+const struct tc_thread *tc_thread(const struct tc_trace *t, uint64_t thread)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].thread == thread)
+			return &t->threads[i];
+	return NULL;
+}
+
+const char *tc_string(const struct tc_trace *t, uint64_t id)
+{
+	return id < t->nstrings ? t->strings[id] : NULL;
+}
+
+uint64_t tc_real_events(const struct tc_trace *t)
+{
+	uint64_t n = 0;
+	for (int i = 0x10; i < 0x40; i++)
+		if (i != SS_REC_LOSS)
+			n += t->by_type[i];
+	return n;
+}
+
+char *tc_tmpdir(const char *tag)
+{
+	const char *base = getenv("TMPDIR");
+	char *p = malloc(512);
+	CHECK(p, "out of memory");
+	snprintf(p, 512, "%s/stallscope-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+	CHECK(mkdtemp(p), "mkdtemp %s", p);
+	return p;
+}
+
+static void rmrf_inner(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char p[1024];
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		struct stat st;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			rmrf_inner(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+void tc_rmrf(const char *dir)
+{
+	if (dir && *dir && strcmp(dir, "/") != 0)
+		rmrf_inner(dir);
+}
+
+int tc_fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+long tc_rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kib = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}

@@ -1,0 +1,27 @@
+/*
+ * commands.h - the subcommands of the `stallscope` binary. Adding one is a
+ * function pair here and one line in the table in main.c.
+ */
+#ifndef STALLSCOPE_COMMANDS_H
+#define STALLSCOPE_COMMANDS_H
+
+#include <stdio.h>
+
+/* Exit codes shared by every subcommand. */
+enum {
+	SS_EXIT_OK = 0,
+	SS_EXIT_USAGE = 1,   /* bad arguments, or a file that cannot be opened or read */
+	SS_EXIT_DAMAGE = 2,  /* input damaged: what was intact was still processed */
+};
+
+struct ss_command {
+	const char *name;
+	const char *summary;               /* one line for `stallscope --help` */
+	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+	void (*help)(FILE *out);
+};
+
+int cmd_dump(int argc, char **argv);
+void cmd_dump_help(FILE *out);
+
+#endif /* STALLSCOPE_COMMANDS_H */

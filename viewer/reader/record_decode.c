@@ -1,0 +1,210 @@
+/*
+ * record_decode.c - turns the bytes of one record into a struct ss_record.
+ *
+ * Every length is checked against the bytes that remain before it is used, every
+ * timestamp addition is checked for overflow, and a varint that would not fit 64
+ * bits is rejected, so hostile payloads end in a message rather than in a wrong
+ * value or undefined behaviour.
+ */
+#include "record_decode.h"
+
+#include <string.h>
+
+struct cursor {
+	const uint8_t *p;
+	size_t left;
+	const char *why;
+};
+
+static int get_v(struct cursor *c, uint64_t *v)
+{
+	if (c->why)
+		return 0;
+	size_t n = ss_get_varint(c->p, c->left, v);
+	if (n == 0) {
+		c->why = c->left < 10 ? "record ends inside a varint" : "varint longer than 10 bytes";
+		return 0;
+	}
+	/* The tenth byte may only carry the 64th bit; more would be silently lost. */
+	if (n == 10 && c->p[9] > 1) {
+		c->why = "varint overflows 64 bits";
+		return 0;
+	}
+	c->p += n;
+	c->left -= n;
+	return 1;
+}
+
+static int get_s(struct cursor *c, const char **data, size_t *len)
+{
+	uint64_t l;
+	if (!get_v(c, &l))
+		return 0;
+	if (l > c->left) {
+		c->why = "string longer than its record";
+		return 0;
+	}
+	*data = (const char *)c->p;
+	*len = (size_t)l;
+	c->p += l;
+	c->left -= (size_t)l;
+	return 1;
+}
+
+/* Advances the current thread's clock by dt; the event's absolute time. */
+static int get_dt(struct cursor *c, struct ss_decode_state *st, struct ss_record *rec)
+{
+	uint64_t dt;
+	if (!st->have_thread) {
+		c->why = "event before any THREAD record in its block";
+		return 0;
+	}
+	if (!get_v(c, &dt))
+		return 0;
+	if (dt > UINT64_MAX - st->clock) {
+		c->why = "event timestamp overflows";
+		return 0;
+	}
+	st->clock += dt;
+	rec->ts = st->clock;
+	rec->thread = st->thread;
+	rec->is_event = true;
+	return 1;
+}
+
+void ss_decode_begin(struct ss_decode_state *st, uint64_t first_ts)
+{
+	memset(st, 0, sizeof *st);
+	st->first_ts = first_ts;
+}
+
+static int decode_thread_def(struct cursor *c, struct ss_thread_def *t)
+{
+	return get_v(c, &t->thread) && get_v(c, &t->tid) &&
+	       get_s(c, &t->name, &t->name_len) && get_v(c, &t->runtime) &&
+	       get_v(c, &t->worker_index) && get_v(c, &t->flags) &&
+	       get_v(c, &t->open_task) && get_v(c, &t->open_location) &&
+	       get_v(c, &t->open_since) && get_v(c, &t->parked_since);
+}
+
+/* Types 0x40 and above: a varint body length, then the body. Known ones are
+ * decoded from inside the body only; trailing body bytes are allowed so that a
+ * later version can append fields. */
+static int decode_extension(struct cursor *c, uint8_t type, struct ss_record *rec)
+{
+	uint64_t body_len;
+	if (!get_v(c, &body_len))
+		return 0;
+	if (body_len > c->left) {
+		c->why = "record body longer than the block";
+		return 0;
+	}
+	struct cursor body = { c->p, (size_t)body_len, NULL };
+	c->p += body_len;
+	c->left -= (size_t)body_len;
+
+	if (type == SS_REC_META) {
+		if (!get_s(&body, &rec->u.meta.key, &rec->u.meta.key_len) ||
+		    !get_s(&body, &rec->u.meta.value, &rec->u.meta.value_len)) {
+			c->why = body.why;
+			return 0;
+		}
+		return 1;
+	}
+	rec->u.unknown.body = body.p;
+	rec->u.unknown.len = body.left;
+	return 1;
+}
+
+static int decode_body(struct cursor *c, struct ss_decode_state *st, uint8_t type,
+		       struct ss_record *rec)
+{
+	uint64_t v;
+
+	if (type >= 0x40)
+		return decode_extension(c, type, rec);
+
+	switch (type) {
+	case SS_REC_STRING:
+		return get_v(c, &rec->u.string.id) &&
+		       get_s(c, &rec->u.string.data, &rec->u.string.len);
+	case SS_REC_LOCATION:
+		return get_v(c, &rec->u.location.id) && get_v(c, &rec->u.location.file) &&
+		       get_v(c, &rec->u.location.line) && get_v(c, &rec->u.location.function);
+	case SS_REC_THREAD_DEF:
+		return decode_thread_def(c, &rec->u.thread_def);
+	case SS_REC_THREAD:
+		if (!get_v(c, &rec->u.thread.thread) || !get_v(c, &v))
+			return 0;
+		if (v > UINT64_MAX - st->first_ts) {
+			c->why = "THREAD timestamp overflows";
+			return 0;
+		}
+		st->thread = rec->u.thread.thread;
+		st->clock = st->first_ts + v;
+		st->have_thread = 1;
+		rec->ts = st->clock;
+		rec->thread = st->thread;
+		return 1;
+	case SS_REC_POLL_BEGIN:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.poll_begin.task) &&
+		       get_v(c, &rec->u.poll_begin.location);
+	case SS_REC_SPAWN:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.spawn.task) &&
+		       get_v(c, &rec->u.spawn.location);
+	case SS_REC_POLL_END:
+	case SS_REC_PARK:
+	case SS_REC_UNPARK:
+	case SS_REC_WORKER_END:
+	case SS_REC_THREAD_EXIT:
+		return get_dt(c, st, rec);
+	case SS_REC_TERMINATE:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.terminate.task);
+	case SS_REC_WAKE:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.wake.task);
+	case SS_REC_QUEUE:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.queue.local) &&
+		       get_v(c, &rec->u.queue.global);
+	case SS_REC_MARK:
+		if (!get_dt(c, st, rec) || !get_v(c, &rec->u.mark.name) || !get_v(c, &v))
+			return 0;
+		rec->u.mark.value = ss_unzigzag(v);
+		return 1;
+	case SS_REC_SPAN_BEGIN:
+	case SS_REC_SPAN_END:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.span.name);
+	case SS_REC_WORKER_BEGIN:
+		return get_dt(c, st, rec) && get_v(c, &rec->u.worker_begin.runtime) &&
+		       get_v(c, &rec->u.worker_begin.index);
+	case SS_REC_LOSS:
+		if (!get_dt(c, st, rec) || !get_v(c, &rec->u.loss.count) ||
+		    !get_v(c, &rec->u.loss.span) || !get_v(c, &rec->u.loss.reason))
+			return 0;
+		if (rec->u.loss.span > UINT64_MAX - rec->ts) {
+			c->why = "LOSS time range overflows";
+			return 0;
+		}
+		return 1;
+	default:
+		/* Below 0x40 the reader cannot know the length of what it does not know. */
+		c->why = "unknown record type below 0x40";
+		return 0;
+	}
+}
+
+size_t ss_decode_record(struct ss_decode_state *st, const uint8_t *p, size_t avail,
+			struct ss_record *rec, const char **why)
+{
+	memset(rec, 0, sizeof *rec);
+	if (avail == 0) {
+		*why = "empty record";
+		return 0;
+	}
+	struct cursor c = { p + 1, avail - 1, NULL };
+	rec->type = p[0];
+	if (!decode_body(&c, st, rec->type, rec)) {
+		*why = c.why ? c.why : "malformed record";
+		return 0;
+	}
+	return avail - c.left;
+}
