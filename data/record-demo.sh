@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 
-scenarios="steady long-poll blocking mutex"
+scenarios="steady long-poll blocking mutex starvation leak"
 duration=1.5
 workers=4
 rate=1500
@@ -34,8 +34,8 @@ exe=$build/recorder/examples/stallscope-example-runtime
 # when the segments are imported on another machine. Optional: skipped (with a
 # note) when the CLI is not built yet.
 cli=
-for c in "$build/recorder/cli/stallscope" "$build/stallscope"; do
-	if [ -x "$c" ]; then
+for c in "$build/viewer/stallscope"; do
+	if [ -x "$c" ] && "$c" help symbolize >/dev/null 2>&1; then
 		cli=$c
 		break
 	fi
@@ -71,7 +71,7 @@ for sc in $scenarios; do
 	fi
 done
 
-[ -n "$cli" ] || echo "record-demo: stallscope CLI not built; segments are not symbolized" >&2
+[ -n "$cli" ] || echo "record-demo: this build has no 'stallscope symbolize'; segments are not symbolized" >&2
 
 total_kb=$(du -sk "$tmp" | cut -f1)
 if [ "$total_kb" -gt "$max_total_kb" ]; then

@@ -24,7 +24,7 @@ static inline void put(struct ss_slot *s, uint64_t h, uint32_t kind, uint64_t ts
 	e->kind = kind;
 }
 
-static void drop(struct ss_slot *s, uint64_t ts)
+static __attribute__((noinline, cold)) void drop(struct ss_slot *s, uint64_t ts)
 {
 	if (s->drop_pending++ == 0)
 		s->drop_first_ts = ts;
@@ -34,8 +34,10 @@ static void drop(struct ss_slot *s, uint64_t ts)
 			      memory_order_relaxed);
 }
 
-SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
-			 uint32_t b, uint64_t c)
+/* Inlined into every hook: a call here would cost as much as the rest together. */
+static inline __attribute__((always_inline)) void push(struct ss_slot *s, uint32_t kind,
+							uint64_t ts, uint64_t a, uint32_t b,
+							uint64_t c)
 {
 	uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
 	uint64_t need = SS_UNLIKELY(s->drop_pending) ? 2 : 1;
@@ -59,6 +61,12 @@ SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t
 	atomic_store_explicit(&s->head, h + 1, memory_order_release);
 }
 
+SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
+			 uint32_t b, uint64_t c)
+{
+	push(s, kind, ts, a, b, c);
+}
+
 /* The common prologue: the slot of the calling thread in this session, or NULL. */
 static inline struct ss_slot *slot(void)
 {
@@ -74,7 +82,7 @@ static inline struct ss_slot *slot(void)
 	do {                                                                       \
 		struct ss_slot *s_ = slot();                                       \
 		if (s_)                                                            \
-			ss_push(s_, (kind), ss_now(), (a), (b), (c));              \
+			push(s_, (kind), ss_now(), (a), (b), (c));                 \
 	} while (0)
 
 STALLSCOPE_API void stallscope_poll_begin(uint64_t task, uint32_t location)

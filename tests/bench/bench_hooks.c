@@ -2,8 +2,8 @@
  * bench_hooks.c - what one hook costs, next to what one clock read costs in the
  * same run (this machine is shared and noisy; only the ratio travels).
  *
- * Each figure is the median over batches of 60,000 events, a batch small enough
- * to fit a thread's ring, with a pause between batches for the writer to drain it:
+ * Each figure is the median over batches of 30,000 events, a batch small enough
+ * to fit half a thread's ring, with a pause between batches for the writer to drain it:
  * we time the hook path, not the drop path.
  *
  * Usage: bench_hooks [BATCHES]   (default 200)
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BATCH_PAIRS 30000
+#define BATCH_PAIRS 15000
 
 static uint64_t now_ns(void)
 {
@@ -39,7 +39,7 @@ static double median(double *v, int n)
 
 static void drain_pause(void)
 {
-	struct timespec ts = {0, 15 * 1000000};
+	struct timespec ts = {0, 20 * 1000000};
 	nanosleep(&ts, NULL);
 }
 

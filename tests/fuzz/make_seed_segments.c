@@ -34,7 +34,7 @@ static void start(struct sb *b, uint64_t seq)
 /* Definitions and one event of every type, on two workers and the process. */
 static void every_record(struct sb *b, bool zstd)
 {
-	sb_begin_block(b, T0);
+	sb_begin_block(b);
 	sb_meta(b, "version", "stallscope 0.1.0");
 	sb_string(b, 1, "tokio");
 	sb_string(b, 2, "src/server.c");
@@ -62,7 +62,7 @@ static void every_record(struct sb *b, bool zstd)
 	sb_event(b, SS_REC_LOSS, T0 + 60, 3, (uint64_t)5, (uint64_t)0, (uint64_t)SS_LOSS_NO_BUFFER);
 	sb_end_block(b, zstd);
 
-	sb_begin_block(b, T0 + 100);
+	sb_begin_block(b);
 	sb_thread(b, 1, T0 + 100);
 	sb_event(b, SS_REC_UNPARK, T0 + 101, 0);
 	sb_event(b, SS_REC_WORKER_END, T0 + 150, 0);
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	start(&b, 2);
 	every_record(&b, false);
 	size_t intact = b.len;
-	sb_begin_block(&b, T0 + 200);
+	sb_begin_block(&b);
 	sb_thread(&b, 2, T0 + 200);
 	sb_event(&b, SS_REC_PARK, T0 + 210, 0);
 	sb_end_block(&b, false);
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 
 	start(&b, 3);
 	rc |= write_file(dir, "header-only.bin.active", &b, b.len);
-	sb_begin_block(&b, T0);
+	sb_begin_block(&b);
 	sb_end_block(&b, false);
 	sb_footer(&b, SS_SEALED_RECOVERY, 0);
 	rc |= write_file(dir, "empty-block-recovered.bin", &b, b.len);
@@ -129,14 +129,14 @@ int main(int argc, char **argv)
 
 	/* Many small compressed blocks, alternating threads. */
 	start(&b, 4);
-	sb_begin_block(&b, T0);
+	sb_begin_block(&b);
 	sb_string(&b, 1, "rt");
 	for (uint64_t t = 1; t <= 4; t++)
 		sb_thread_def(&b, t, 100 + t, "w", 1, t - 1, SS_THREAD_F_WORKER);
 	sb_end_block(&b, true);
 	for (uint64_t blk = 0; blk < 6; blk++) {
 		uint64_t base = T0 + 1000 * (blk + 1);
-		sb_begin_block(&b, base);
+		sb_begin_block(&b);
 		for (uint64_t t = 1; t <= 4; t++) {
 			sb_thread(&b, t, base + t);
 			sb_event(&b, SS_REC_POLL_BEGIN, base + t + 1, 2, blk * 10 + t, (uint64_t)0);

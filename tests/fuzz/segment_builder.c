@@ -36,14 +36,16 @@ static void grow(uint8_t **buf, size_t *cap, size_t need)
 static void file_put(struct sb *b, const void *p, size_t n)
 {
 	grow(&b->buf, &b->cap, b->len + n);
-	memcpy(b->buf + b->len, p, n);
+	if (n) /* an empty block's payload pointer may be NULL */
+		memcpy(b->buf + b->len, p, n);
 	b->len += n;
 }
 
 static void blk_put(struct sb *b, const void *p, size_t n)
 {
 	grow(&b->blk, &b->blk_cap, b->blk_len + n);
-	memcpy(b->blk + b->blk_len, p, n);
+	if (n)
+		memcpy(b->blk + b->blk_len, p, n);
 	b->blk_len += n;
 }
 
@@ -63,7 +65,6 @@ static void blk_s(struct sb *b, const char *s)
 static void blk_type(struct sb *b, uint8_t type)
 {
 	blk_put(b, &type, 1);
-	b->blk_records++;
 }
 
 void sb_init(struct sb *b, const struct sb_header *h)
@@ -101,12 +102,12 @@ void sb_free(struct sb *b)
 	memset(b, 0, sizeof *b);
 }
 
-void sb_begin_block(struct sb *b, uint64_t first_ts)
+void sb_begin_block(struct sb *b)
 {
 	b->in_block = true;
 	b->blk_len = 0;
-	b->blk_records = 0;
-	b->first_ts = b->last_ts = b->clock = first_ts;
+	b->blk_events = 0;
+	b->first_ts = b->last_ts = b->clock = 0;
 }
 
 static void put_block(struct sb *b, uint32_t kind, const uint8_t *raw, size_t raw_len, bool zstd)
@@ -136,10 +137,10 @@ static void put_block(struct sb *b, uint32_t kind, const uint8_t *raw, size_t ra
 	h.flags = compressed ? SS_BLOCK_F_ZSTD : 0;
 	h.payload_len = (uint32_t)payload_len;
 	h.raw_len = (uint32_t)raw_len;
-	h.record_count = kind == SS_BLOCK_EVENTS ? b->blk_records : 0;
+	h.record_count = kind == SS_BLOCK_EVENTS ? b->blk_events : 0;
 	h.block_seq = b->block_seq++;
-	h.first_ts = kind == SS_BLOCK_EVENTS ? b->first_ts : 0;
-	h.last_ts = kind == SS_BLOCK_EVENTS ? b->last_ts : 0;
+	h.first_ts = kind == SS_BLOCK_EVENTS ? b->first_ts : b->first_event_ts;
+	h.last_ts = kind == SS_BLOCK_EVENTS ? b->last_ts : b->last_event_ts;
 	h.payload_crc = ss_crc32c(0, payload, payload_len);
 	h.header_crc = ss_block_header_crc(&h);
 	file_put(b, &h, sizeof h);
@@ -210,7 +211,7 @@ void sb_thread(struct sb *b, uint64_t thread, uint64_t ts)
 {
 	blk_type(b, SS_REC_THREAD);
 	blk_v(b, thread);
-	blk_v(b, ts - b->first_ts);
+	blk_v(b, ts);
 	b->clock = ts;
 }
 
@@ -219,20 +220,26 @@ void sb_event(struct sb *b, uint8_t type, uint64_t ts, int n, ...)
 	blk_type(b, type);
 	blk_v(b, ts - b->clock);
 	b->clock = ts;
-	if (ts > b->last_ts)
-		b->last_ts = ts;
 	va_list ap;
 	va_start(ap, n);
 	for (int i = 0; i < n; i++)
 		blk_v(b, va_arg(ap, uint64_t));
 	va_end(ap);
+	/* A LOSS records missing events; the format does not count it as one. */
+	if (type == SS_REC_LOSS) {
+		b->loss_records++;
+		return;
+	}
+	b->blk_events++;
 	b->events++;
+	if (!b->first_ts || ts < b->first_ts)
+		b->first_ts = ts;
+	if (ts > b->last_ts)
+		b->last_ts = ts;
 	if (!b->first_event_ts || ts < b->first_event_ts)
 		b->first_event_ts = ts;
 	if (ts > b->last_event_ts)
 		b->last_event_ts = ts;
-	if (type == SS_REC_LOSS)
-		b->loss_records++;
 }
 
 void sb_ext(struct sb *b, uint8_t type, const void *body, size_t len)
@@ -260,5 +267,4 @@ void sb_meta(struct sb *b, const char *key, const char *value)
 void sb_raw_record(struct sb *b, const void *bytes, size_t len)
 {
 	blk_put(b, bytes, len);
-	b->blk_records++;
 }

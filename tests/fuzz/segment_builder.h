@@ -24,8 +24,8 @@ struct sb {
 	uint8_t *blk;           /* the open block's raw payload */
 	size_t blk_len, blk_cap;
 	bool in_block;
-	uint32_t blk_records;
-	uint64_t first_ts, last_ts, clock;
+	uint32_t blk_events;    /* record_count: events, LOSS excluded */
+	uint64_t first_ts, last_ts, clock; /* first/last: 0 until the block has an event */
 	uint64_t block_seq;
 	uint64_t start_ts;
 	/* footer accounting */
@@ -36,7 +36,7 @@ struct sb {
 void sb_init(struct sb *b, const struct sb_header *h);
 void sb_free(struct sb *b);
 
-void sb_begin_block(struct sb *b, uint64_t first_ts);
+void sb_begin_block(struct sb *b);
 /* Closes the block; compressed with zstd when asked and available. Returns whether
  * it was compressed. */
 bool sb_end_block(struct sb *b, bool zstd);
@@ -46,15 +46,15 @@ void sb_string(struct sb *b, uint64_t id, const char *s);
 void sb_location(struct sb *b, uint64_t id, uint64_t file, uint64_t line, uint64_t function);
 void sb_thread_def(struct sb *b, uint64_t thread, uint64_t tid, const char *name,
 		   uint64_t runtime, uint64_t worker_index, uint64_t flags);
-/* Switches to thread at absolute time ts. */
+/* Switches to thread with its clock at absolute time ts. */
 void sb_thread(struct sb *b, uint64_t thread, uint64_t ts);
-/* An event of the current thread at absolute ts (>= the clock) followed by n
- * varint fields, each passed as uint64_t. */
+/* An event (or LOSS) of the current thread at absolute ts (>= the clock) followed
+ * by n varint fields, each passed as uint64_t. */
 void sb_event(struct sb *b, uint8_t type, uint64_t ts, int n, ...);
 void sb_meta(struct sb *b, const char *key, const char *value);
 /* A length-prefixed record with an arbitrary body. */
 void sb_ext(struct sb *b, uint8_t type, const void *body, size_t len);
-/* Raw bytes counted as one record (for malformed records in tests). */
+/* Raw record bytes, not counted (for malformed records in tests). */
 void sb_raw_record(struct sb *b, const void *bytes, size_t len);
 
 #endif /* STALLSCOPE_SEGMENT_BUILDER_H */

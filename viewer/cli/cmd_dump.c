@@ -66,6 +66,7 @@ int cmd_dump(int argc, char **argv)
 	int c;
 
 	optind = 1;
+	opterr = 0; /* getopt would name the program "dump" */
 	while ((c = getopt_long(argc, argv, "+sh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -75,7 +76,8 @@ int cmd_dump(int argc, char **argv)
 			cmd_dump_help(stdout);
 			return SS_EXIT_OK;
 		default:
-			fputs("see 'stallscope dump --help'\n", stderr);
+			fprintf(stderr, "stallscope dump: unknown option '%s'; see 'stallscope dump --help'\n",
+				argv[optind - 1]);
 			return SS_EXIT_USAGE;
 		}
 	}

@@ -137,10 +137,13 @@ static void print_block(struct dump *d, const struct ss_block_info *b)
 		fprintf(o, "zstd %u -> %u bytes", b->payload_len, b->raw_len);
 	else
 		fprintf(o, "raw %u bytes", b->raw_len);
-	fprintf(o, ", %u records, ts ", b->record_count);
-	put_rel(o, b->first_ts, d->h->start_ts);
-	fputs(" .. ", o);
-	put_rel(o, b->last_ts, d->h->start_ts);
+	fprintf(o, ", %u events", b->record_count);
+	if (b->first_ts || b->last_ts) {
+		fputs(", ts ", o);
+		put_rel(o, b->first_ts, d->h->start_ts);
+		fputs(" .. ", o);
+		put_rel(o, b->last_ts, d->h->start_ts);
+	}
 	fputc('\n', o);
 	if (b->unreadable)
 		fputs("  !!! compressed block: this build has no zstd, its records are skipped\n", o);
@@ -391,8 +394,9 @@ static void print_summary(struct dump *d)
 	if (s->unreadable_blocks)
 		fprintf(o, ", !!! %" PRIu64 " unreadable without zstd", s->unreadable_blocks);
 	fprintf(o, "), %" PRIu64 " -> %" PRIu64 " bytes\n", s->payload_bytes, s->raw_bytes);
-	fprintf(o, "  records    %" PRIu64 ": %" PRIu64 " events, %" PRIu64 " definitions, %" PRIu64
-		" unknown skipped\n", s->records, s->events, s->definitions, s->unknown_records);
+	fprintf(o, "  records    %" PRIu64 ": %" PRIu64 " events, %" PRIu64 " LOSS, %" PRIu64
+		" definitions, %" PRIu64 " unknown skipped\n", s->records, s->events, s->loss_records,
+		s->definitions, s->unknown_records);
 	fputs("  by type   ", o);
 	for (unsigned t = 0; t < 256; t++) {
 		if (!s->by_type[t])
@@ -415,8 +419,8 @@ static void print_summary(struct dump *d)
 	if (s->events_no_thread_def)
 		fprintf(o, "  note       %" PRIu64 " events on threads without a THREAD_DEF\n",
 			s->events_no_thread_def);
-	if (s->by_type[SS_REC_LOSS] || (s->sealed && s->footer.dropped_events)) {
-		fprintf(o, "  !!! losses %" PRIu64 " LOSS records, %" PRIu64 " events lost", s->by_type[SS_REC_LOSS],
+	if (s->loss_records || (s->sealed && s->footer.dropped_events)) {
+		fprintf(o, "  !!! losses %" PRIu64 " LOSS records, %" PRIu64 " events lost", s->loss_records,
 			s->lost_events);
 		for (unsigned i = 1; i < 5; i++)
 			if (s->lost_by_reason[i])

@@ -72,10 +72,9 @@ static int get_dt(struct cursor *c, struct ss_decode_state *st, struct ss_record
 	return 1;
 }
 
-void ss_decode_begin(struct ss_decode_state *st, uint64_t first_ts)
+void ss_decode_begin(struct ss_decode_state *st)
 {
 	memset(st, 0, sizeof *st);
-	st->first_ts = first_ts;
 }
 
 static int decode_thread_def(struct cursor *c, struct ss_thread_def *t)
@@ -136,12 +135,8 @@ static int decode_body(struct cursor *c, struct ss_decode_state *st, uint8_t typ
 	case SS_REC_THREAD:
 		if (!get_v(c, &rec->u.thread.thread) || !get_v(c, &v))
 			return 0;
-		if (v > UINT64_MAX - st->first_ts) {
-			c->why = "THREAD timestamp overflows";
-			return 0;
-		}
 		st->thread = rec->u.thread.thread;
-		st->clock = st->first_ts + v;
+		st->clock = v;
 		st->have_thread = 1;
 		rec->ts = st->clock;
 		rec->thread = st->thread;
@@ -207,4 +202,9 @@ size_t ss_decode_record(struct ss_decode_state *st, const uint8_t *p, size_t ava
 		return 0;
 	}
 	return avail - c.left;
+}
+
+bool ss_record_counts_as_event(uint8_t type)
+{
+	return type >= 0x10 && type < 0x40 && type != SS_REC_LOSS;
 }

@@ -117,7 +117,8 @@ static int64_t source_read(struct ss_reader *r, uint64_t off, void *dst, size_t 
 		if (off > r->buf_len)
 			return 0;
 		size_t n = r->buf_len - (size_t)off < len ? r->buf_len - (size_t)off : len;
-		memcpy(dst, r->buf + off, n);
+		if (n) /* an empty buffer may be NULL */
+			memcpy(dst, r->buf + off, n);
 		return (int64_t)n;
 	}
 	size_t got = 0;
@@ -409,7 +410,7 @@ static const char *decompress(struct ss_reader *r, const uint8_t *src, size_t le
 #endif
 }
 
-/* Pass one: the whole block must decode and hold record_count records. */
+/* Pass one: the whole block must decode and hold record_count events. */
 static bool validate_records(struct ss_reader *r, const struct ss_block_header *h,
 			     const uint8_t *raw, size_t len)
 {
@@ -419,7 +420,7 @@ static bool validate_records(struct ss_reader *r, const struct ss_block_header *
 	size_t pos = 0;
 	uint64_t n = 0;
 
-	ss_decode_begin(&st, h->first_ts);
+	ss_decode_begin(&st);
 	while (pos < len) {
 		size_t used = ss_decode_record(&st, raw + pos, len - pos, &rec, &why);
 		if (used == 0) {
@@ -429,7 +430,7 @@ static bool validate_records(struct ss_reader *r, const struct ss_block_header *
 			return false;
 		}
 		pos += used;
-		n += rec.type >= 0x10 && rec.type < 0x40 && rec.type != SS_REC_LOSS;
+		n += ss_record_counts_as_event(rec.type);
 	}
 	if (n != h->record_count) {
 		set_damage(r, SS_DAMAGE_CORRUPT, r->pos, r->next_index,
@@ -443,6 +444,12 @@ static bool validate_records(struct ss_reader *r, const struct ss_block_header *
 static void count_event(struct ss_reader *r, const struct ss_record *rec)
 {
 	struct ss_reader_stats *s = &r->stats;
+	if (rec->type == SS_REC_LOSS) {
+		s->loss_records++;
+		s->lost_events += rec->u.loss.count;
+		s->lost_by_reason[rec->u.loss.reason < 5 ? rec->u.loss.reason : 0] += rec->u.loss.count;
+		return;
+	}
 	s->events++;
 	if (!s->first_event_ts || rec->ts < s->first_event_ts)
 		s->first_event_ts = rec->ts;
@@ -455,14 +462,10 @@ static void count_event(struct ss_reader *r, const struct ss_record *rec)
 		s->process_events++;
 	else
 		s->events_no_thread_def++;
-	if (rec->type == SS_REC_LOSS) {
-		s->lost_events += rec->u.loss.count;
-		s->lost_by_reason[rec->u.loss.reason < 5 ? rec->u.loss.reason : 0] += rec->u.loss.count;
-	}
 }
 
 /* Pass two: keep definitions and count; the block is known to decode. */
-static void absorb_records(struct ss_reader *r, uint64_t first_ts, const uint8_t *raw, size_t len)
+static void absorb_records(struct ss_reader *r, const uint8_t *raw, size_t len)
 {
 	struct ss_decode_state st;
 	struct ss_record rec;
@@ -470,7 +473,7 @@ static void absorb_records(struct ss_reader *r, uint64_t first_ts, const uint8_t
 	size_t pos = 0;
 	int rc = 0;
 
-	ss_decode_begin(&st, first_ts);
+	ss_decode_begin(&st);
 	while (pos < len) {
 		size_t used = ss_decode_record(&st, raw + pos, len - pos, &rec, &why);
 		if (used == 0)
@@ -535,10 +538,9 @@ static void check_footer(struct ss_reader *r)
 	if (!s->unreadable_blocks && f->events != s->events)
 		add_note(r, "footer counts %llu events, %llu read",
 			 (unsigned long long)f->events, (unsigned long long)s->events);
-	if (!s->unreadable_blocks && f->loss_records != s->by_type[SS_REC_LOSS])
+	if (!s->unreadable_blocks && f->loss_records != s->loss_records)
 		add_note(r, "footer counts %llu LOSS records, %llu read",
-			 (unsigned long long)f->loss_records,
-			 (unsigned long long)s->by_type[SS_REC_LOSS]);
+			 (unsigned long long)f->loss_records, (unsigned long long)s->loss_records);
 	if (f->sealed_by != SS_SEALED_WRITER && f->sealed_by != SS_SEALED_RECOVERY)
 		add_note(r, "footer sealed_by %u is unknown", f->sealed_by);
 }
@@ -679,7 +681,7 @@ static bool load_block(struct ss_reader *r)
 	}
 
 	r->stats.event_blocks++;
-	absorb_records(r, h.first_ts, raw, h.raw_len);
+	absorb_records(r, raw, h.raw_len);
 	r->raw = raw;
 	r->raw_len = h.raw_len;
 	return true;
@@ -694,7 +696,7 @@ bool ss_reader_next_block(struct ss_reader *r, struct ss_block_info *out)
 	if (r->done || !load_block(r))
 		return false;
 	r->have_block = true;
-	ss_decode_begin(&r->st, r->cur.first_ts);
+	ss_decode_begin(&r->st);
 	if (out)
 		*out = r->cur;
 	return true;

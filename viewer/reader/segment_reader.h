@@ -89,7 +89,7 @@ struct ss_block_info {
 	uint32_t raw_len;
 	uint32_t record_count;
 	uint64_t block_seq;
-	uint64_t first_ts;
+	uint64_t first_ts;     /* earliest event, 0 when the block has none */
 	uint64_t last_ts;
 	/* The block is intact but compressed and this build has no zstd: its records are
 	 * not delivered (stats.unreadable_blocks counts it) and reading continues. */
@@ -113,14 +113,14 @@ struct ss_thread_def {
 	size_t name_len;
 	uint64_t runtime, worker_index, flags;
 	uint64_t open_task, open_location, open_since, parked_since;
-	uint64_t events;  /* maintained by the reader: events delivered on this thread */
+	uint64_t events;  /* maintained by the reader: events (LOSS excluded) on this thread */
 };
 
-/* One decoded record. Events carry absolute CLOCK_MONOTONIC ns in ts and the
- * current thread; definitions have ts = 0. */
+/* One decoded record. Events (and LOSS) carry absolute CLOCK_MONOTONIC ns in ts
+ * and the current thread; definitions have ts = 0. */
 struct ss_record {
 	uint8_t type;            /* enum ss_record_type, or an unknown type >= 0x40 */
-	bool is_event;           /* 0x10..0x3f */
+	bool is_event;           /* 0x10..0x3f, LOSS included: carries ts and thread */
 	uint64_t ts;             /* events and THREAD: absolute ns */
 	uint64_t thread;         /* events: the current thread */
 	const struct ss_thread_def *thread_def; /* events: its definition, or NULL */
@@ -152,11 +152,12 @@ struct ss_reader_stats {
 	uint64_t payload_bytes;     /* stored */
 	uint64_t raw_bytes;         /* decoded */
 	uint64_t records;
-	uint64_t events;
+	uint64_t events;            /* as the format counts them: LOSS excluded */
 	uint64_t definitions;
 	uint64_t unknown_records;   /* types >= 0x40 the reader does not know, skipped */
 	uint64_t by_type[256];      /* records delivered, by type byte */
 	uint64_t first_event_ts, last_event_ts; /* 0 when no event */
+	uint64_t loss_records;
 	uint64_t lost_events;       /* sum of LOSS counts */
 	uint64_t lost_by_reason[5]; /* index enum ss_loss_reason; 0 = other */
 	uint64_t defs_not_kept;     /* definitions past max_definition_bytes */
@@ -212,6 +213,11 @@ struct ss_visitor {
 	int (*record)(void *ctx, const struct ss_block_info *b, const struct ss_record *rec);
 };
 int ss_reader_run(struct ss_reader *r, const struct ss_visitor *v, void *ctx);
+
+/* Whether a record type is an "event" as the format counts them (block
+ * record_count, footer events): types 0x10..0x3f except LOSS, which records the
+ * absence of events. */
+bool ss_record_counts_as_event(uint8_t type);
 
 /* "POLL_BEGIN" etc.; NULL for a type the reader does not know. */
 const char *ss_record_type_name(uint8_t type);

@@ -1,0 +1,122 @@
+/*
+ * sampler.h - CPU samples, on/off-CPU switches and memory mappings, delivered to
+ * the writer thread. Nothing here runs on the hook path: the writer calls every
+ * function below from its own thread (the timer fallback's signal handler runs on
+ * the sampled thread, but only ever stores into a per-thread ring the writer
+ * drains).
+ *
+ * Two ways to sample, chosen by ss_sampler_start():
+ *   perf   perf_event_open per worker thread (pid = tid, cpu = -1), software
+ *          cpu-clock with a fixed period, PERF_SAMPLE_CALLCHAIN (frame pointers
+ *          walked by the kernel), context_switch records for on/off-CPU time,
+ *          and, where permitted, a context-switch sample with a call chain at
+ *          every switch-out (off-CPU stacks). mmap2 records for new mappings.
+ *   timer  a per-thread timer_create(CLOCK_THREAD_CPUTIME_ID) + signal whose
+ *          handler walks frame pointers from the interrupted context, every
+ *          read checked against the thread's stack bounds.
+ */
+#ifndef STALLSCOPE_SAMPLER_H
+#define STALLSCOPE_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ss_sampler_mode {
+	SS_SAMPLER_AUTO = 0, /* perf, else timer */
+	SS_SAMPLER_PERF,
+	SS_SAMPLER_TIMER,
+	SS_SAMPLER_OFF,
+};
+
+enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF };
+
+#define SS_MAX_FRAMES 127 /* perf_event_max_stack on these machines */
+
+struct ss_sampler_config {
+	enum ss_sampler_mode mode;
+	enum ss_offcpu_mode offcpu;
+	uint32_t hz;          /* samples per second of CPU time per thread */
+	int all_threads;      /* sample every attached thread, not only workers */
+};
+
+enum ss_sample_kind { SS_SAMPLE_CPU = 1, SS_SAMPLE_OFFCPU = 2 };
+
+struct ss_sample {
+	uint64_t ts;          /* CLOCK_MONOTONIC ns, the hooks' timebase */
+	uint32_t tid;
+	uint32_t cpu;         /* UINT32_MAX when unknown (timer mode) */
+	uint64_t weight;      /* ns of CPU time this sample stands for (the period) */
+	uint32_t kind;        /* enum ss_sample_kind */
+	uint32_t nframes;     /* <= SS_MAX_FRAMES */
+	uint32_t nkernel;     /* frames[0 .. nkernel) are kernel addresses */
+	const uint64_t *frames; /* leaf first, context markers removed; valid during the callback */
+};
+
+struct ss_switch {
+	uint64_t ts;
+	uint32_t tid;
+	uint32_t cpu;
+	uint8_t out;          /* 1 switched out, 0 switched in */
+	uint8_t preempted;    /* switched out while runnable (preempted), not blocked */
+};
+
+struct ss_mapping {
+	uint64_t ts;          /* 0 for the snapshot taken at segment start */
+	uint64_t start, end, pgoff;
+	uint32_t prot;        /* PROT_* */
+	uint8_t build_id_len; /* 0 when unknown */
+	uint8_t build_id[20];
+	const char *path;     /* NUL terminated; valid during the callback */
+};
+
+enum ss_sampler_loss { SS_SLOSS_KERNEL = 1, SS_SLOSS_THROTTLE = 2, SS_SLOSS_FALLBACK = 3 };
+
+struct ss_sampler_lost {
+	uint64_t ts;          /* first lost */
+	uint64_t ts_end;      /* last lost (= ts when unknown) */
+	uint32_t tid;         /* 0 when not tied to a thread */
+	uint32_t reason;      /* enum ss_sampler_loss */
+	uint64_t count;       /* samples or records lost */
+};
+
+/* Everything the sampler hands the writer, one callback per kind. */
+struct ss_sample_sink {
+	void *ctx;
+	void (*sample)(void *ctx, const struct ss_sample *s);
+	void (*switch_rec)(void *ctx, const struct ss_switch *sw);
+	void (*mapping)(void *ctx, const struct ss_mapping *m);
+	void (*comm)(void *ctx, uint32_t tid, const char *name, uint64_t ts);
+	void (*lost)(void *ctx, const struct ss_sampler_lost *l);
+};
+
+/* Chooses the mode (trying perf in AUTO) and prepares it. Never fails the session:
+ * when nothing works the mode is OFF. status receives one line naming the mode and,
+ * for each refusal, what was tried and why it failed ("perf: EACCES
+ * (perf_event_paranoid 3)"), for the segment metadata, the log and the metric. */
+void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t len);
+enum ss_sampler_mode ss_sampler_mode(void); /* PERF, TIMER or OFF after start */
+const char *ss_sampler_mode_name(enum ss_sampler_mode m);
+/* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
+int ss_sampler_offcpu_stacks(void);
+
+/* Start / stop sampling one thread. stack_lo/stack_hi bound the thread's stack for
+ * the timer fallback's frame walk (0, 0 = unknown: the walk then stops at the
+ * first frame). Returns 0, or -1 when this thread cannot be sampled (counted). */
+int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi);
+void ss_sampler_thread_remove(uint32_t tid);
+
+/* Hands everything gathered since the last call to sink, in per-thread time order.
+ * Bounded work per call. */
+void ss_sampler_drain(const struct ss_sample_sink *sink);
+
+/* The executable mappings of the process now (/proc/self/maps + build ids). */
+void ss_sampler_mappings(const struct ss_sample_sink *sink);
+
+/* Disables / re-enables sampling in the kernel (PERF_EVENT_IOC_DISABLE / ENABLE,
+ * or disarming the timers), for stallscope_set_enabled(). */
+void ss_sampler_set_enabled(int on);
+
+/* Closes every descriptor, unmaps every ring, deletes every timer. */
+void ss_sampler_stop(void);
+
+#endif /* STALLSCOPE_SAMPLER_H */
