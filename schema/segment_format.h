@@ -139,10 +139,42 @@ enum ss_record_type {
 				   * 0 the loss is process-wide. */
 
 	/* length-prefixed records (v body_len, body) */
-	SS_REC_META = 0x40,       /* s key, s value: session metadata (config, versions) */
-	/* 0x41..0x4f reserved: CPU samples, switch records (issue 3)      */
-	/* 0x50..0x5f reserved: stacks, mappings, build ids, symbols      */
+	SS_REC_META = 0x40,       /* s key, s value: session metadata (config, versions,
+				   * sampler mode and the reasons for each refusal) */
+	SS_REC_SAMPLE = 0x41,     /* v thread (0 = a thread with no THREAD_DEF), v tid,
+				   * v ts (absolute ns), v cpu + 1 (0 = unknown),
+				   * v weight (ns of CPU time it stands for),
+				   * v kind (enum ss_sample_kind), v stack (STACK id)    */
+	SS_REC_SWITCH = 0x42,     /* v thread, v tid, v ts (absolute ns), v cpu + 1,
+				   * v flags (SS_SWITCH_F_*)                              */
+	SS_REC_COMM = 0x43,       /* v thread, v tid, v ts, s name: a thread (re)named    */
+	SS_REC_SAMPLER_LOSS = 0x44, /* v tid (0 = any), v ts, v ts_end - ts, v count,
+				   * v reason (enum ss_sampler_loss_reason)               */
+	/* 0x45..0x4f reserved for more sampling records                  */
+	SS_REC_STACK = 0x50,      /* v id, v nkernel, v nframes, nframes x v address:
+				   * leaf first; the first nkernel are kernel addresses.
+				   * Ids are unique within a segment and defined before
+				   * use; a writer never reuses an id in a segment.       */
+	SS_REC_MAPPING = 0x51,    /* v ts (0 = snapshot at segment start), v start, v end,
+				   * v pgoff, v prot (PROT_*), s build_id (raw bytes,
+				   * may be empty), s path                               */
+	/* 0x52..0x5f reserved: symbols (issue 5)                          */
 	/* 0x60..0x6f reserved: stalls, task dumps (issue 4)               */
+};
+
+enum ss_sample_kind_rec {
+	SS_SAMPLE_KIND_CPU = 1,    /* a CPU-time sample: the thread was running */
+	SS_SAMPLE_KIND_OFFCPU = 2, /* taken at a switch-out: where the thread blocked */
+};
+
+#define SS_SWITCH_F_OUT 1u       /* switched out (else: switched in) */
+#define SS_SWITCH_F_PREEMPT 2u   /* out while still runnable (preempted), not blocked */
+
+enum ss_sampler_loss_reason {
+	SS_SAMPLER_LOSS_KERNEL = 1,   /* PERF_RECORD_LOST: the kernel ring was full */
+	SS_SAMPLER_LOSS_THROTTLE = 2, /* the kernel throttled sampling */
+	SS_SAMPLER_LOSS_FALLBACK = 3, /* the timer fallback's ring was full */
+	SS_SAMPLER_LOSS_WRITER = 4,   /* the writer could not keep the samples */
 };
 
 #define SS_THREAD_F_WORKER 1u   /* the thread is a worker lane */
@@ -152,7 +184,7 @@ enum ss_loss_reason {
 	SS_LOSS_BUFFER_FULL = 1, /* the thread's ring was full */
 	SS_LOSS_NO_BUFFER = 2,   /* no free thread buffer (max_threads reached) */
 	SS_LOSS_WRITE_FAILED = 3, /* disk full, file size limit, I/O error */
-	SS_LOSS_SAMPLER = 4,     /* kernel sample loss (issue 3) */
+	SS_LOSS_SAMPLER = 4,     /* unused: sampler losses are SAMPLER_LOSS records */
 };
 
 /* ---- helpers shared by writer and readers (schema/format.c) ----------------- */
@@ -187,6 +219,9 @@ static inline size_t ss_get_varint(const uint8_t *p, size_t avail, uint64_t *out
 {
 	uint64_t v = 0;
 	for (size_t i = 0; i < avail && i < 10; i++) {
+		/* The 10th byte holds bit 63 only: anything more would be silently lost. */
+		if (i == 9 && p[i] > 1)
+			return 0;
 		v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
 		if (!(p[i] & 0x80)) {
 			*out = v;

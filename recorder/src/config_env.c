@@ -22,7 +22,7 @@ static const char *const known[] = {
 	"STALLSCOPE_TASK_DUMP_ENABLED", "STALLSCOPE_TASK_DUMP_IDLE_THRESHOLD_MS",
 	"STALLSCOPE_METRICS_FILE", "STALLSCOPE_FLUSH_INTERVAL_MS", "STALLSCOPE_BUFFER_EVENTS",
 	"STALLSCOPE_MAX_THREADS", "STALLSCOPE_COMPRESS", "STALLSCOPE_SAMPLER",
-	"STALLSCOPE_OFFCPU_STACKS", NULL,
+	"STALLSCOPE_OFFCPU_STACKS", "STALLSCOPE_SAMPLE_ALL_THREADS", NULL,
 };
 
 /* Returns 1/0, or -1 when v is not a boolean word. */
@@ -112,6 +112,28 @@ static int get_bool(const char *name, int32_t *out, char *err, size_t errlen)
 	return 1;
 }
 
+/* One of a fixed list of words (case-insensitive); *out = its index. */
+static int get_word(const char *name, const char *const *words, int32_t *out, char *err,
+		    size_t errlen)
+{
+	const char *v = getenv(name);
+	if (!v)
+		return 0;
+	for (int i = 0; words[i]; i++) {
+		if (!strcasecmp(v, words[i])) {
+			*out = i;
+			return 1;
+		}
+	}
+	char list[128] = "";
+	for (int i = 0; words[i]; i++) {
+		strncat(list, i ? "|" : "", sizeof list - strlen(list) - 1);
+		strncat(list, words[i], sizeof list - strlen(list) - 1);
+	}
+	snprintf(err, errlen, "%s=\"%s\" is not one of %s", name, v, list);
+	return -1;
+}
+
 static void warn_unknown(void)
 {
 	for (char **e = environ; e && *e; e++) {
@@ -193,6 +215,12 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 	if (period && cfg->rotation_period_s == 0)
 		cfg->rotation_period_s = UINT32_MAX;
 
+	static const char *const sampler_words[] = {"auto", "perf", "timer", "off", NULL};
+	static const char *const offcpu_words[] = {"auto", "on", "off", NULL};
+	if (get_word("STALLSCOPE_SAMPLER", sampler_words, &cfg->sampler, err, errlen) < 0 ||
+	    get_word("STALLSCOPE_OFFCPU_STACKS", offcpu_words, &cfg->offcpu_stacks, err, errlen) < 0 ||
+	    get_bool("STALLSCOPE_SAMPLE_ALL_THREADS", &cfg->sample_all_threads, err, errlen) < 0)
+		return -1;
 	if (get_bool("STALLSCOPE_CPU_SAMPLING", &cfg->cpu_sampling, err, errlen) < 0 ||
 	    get_bool("STALLSCOPE_TASK_DUMP_ENABLED", &cfg->task_dump_enabled, err, errlen) < 0 ||
 	    get_bool("STALLSCOPE_COMPRESS", &cfg->compress, err, errlen) < 0)

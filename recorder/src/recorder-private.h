@@ -77,9 +77,12 @@ struct ss_slot {
 	/* Producer's line: only the owning thread writes these. */
 	_Alignas(SS_CACHELINE) _Atomic uint64_t head;
 	uint64_t cached_tail;      /* last tail seen: re-read only when the ring looks full */
-	uint64_t drop_pending;     /* drops not yet reported by a LOSS entry */
-	uint64_t drop_first_ts;
-	uint64_t drop_last_ts;
+	/* Drops not yet reported by a LOSS entry, and their time range. Written by the
+	 * owner only (relaxed load + store, no RMW); atomic because the writer takes
+	 * what is left when the thread has exited or recording has stopped. */
+	_Atomic uint64_t drop_pending;
+	_Atomic uint64_t drop_first_ts;
+	_Atomic uint64_t drop_last_ts;
 	_Atomic uint64_t dropped;  /* all drops of this slot's life, read by metrics */
 	struct ss_ev *ring;
 	uint64_t mask;
@@ -93,6 +96,7 @@ struct ss_slot {
 	uint32_t thread_id;        /* synthetic, unique within a session */
 	int32_t tid;
 	_Atomic uint64_t retired_ts;
+	uint64_t stack_lo, stack_hi; /* the thread's stack, when known (worker_begin) */
 
 	/* Writer-private from here on. */
 	uint32_t w_thread_id;      /* thread_id the writer has set up state for */
@@ -104,6 +108,7 @@ struct ss_slot {
 	uint64_t w_parked_since;   /* 0 when not parked */
 	uint64_t w_defined_seg;    /* segment sequence + 1 where THREAD_DEF was written */
 	uint64_t w_events;         /* events drained from this slot in this session */
+	uint32_t w_sampled;        /* the sampler follows this thread */
 };
 
 struct ss_pool {
@@ -133,6 +138,10 @@ extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("in
  * a worker before recording started is still drawn as one. */
 extern SS_INTERNAL __thread uint32_t ss_tls_worker_runtime __attribute__((tls_model("initial-exec")));
 extern SS_INTERNAL __thread uint32_t ss_tls_worker_index __attribute__((tls_model("initial-exec")));
+/* The thread's stack bounds, found by a control call (pthread_getattr_np), for the
+ * sampler's timer fallback: its frame walk never reads outside them. */
+extern SS_INTERNAL __thread uint64_t ss_tls_stack_lo __attribute__((tls_model("initial-exec")));
+extern SS_INTERNAL __thread uint64_t ss_tls_stack_hi __attribute__((tls_model("initial-exec")));
 
 SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
 			 uint32_t b, uint64_t c);
@@ -231,6 +240,7 @@ struct ss_writer_config {
 	const char *metrics_file;
 	uint32_t session;
 	const struct stallscope_config *user; /* for META records */
+	int sample_all_threads;   /* sample every attached thread, not only workers */
 };
 
 SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen);
@@ -238,5 +248,10 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 SS_INTERNAL int ss_writer_stop(void);
 /* Asks the writer to run a cycle soon (thread exit, buffers filling). */
 SS_INTERNAL void ss_writer_kick(void);
+/* stallscope_set_enabled(): the writer disables or enables the sampler's events in
+ * the kernel on its next cycle. */
+SS_INTERNAL void ss_writer_set_sampling(int on);
+/* The sampler's mode and reasons, as started by the writer ("off" when none). */
+SS_INTERNAL const char *ss_writer_sampler_status(void);
 
 #endif /* STALLSCOPE_RECORDER_PRIVATE_H */

@@ -18,6 +18,26 @@
 
 SS_INTERNAL __thread uint32_t ss_tls_worker_runtime __attribute__((tls_model("initial-exec")));
 SS_INTERNAL __thread uint32_t ss_tls_worker_index __attribute__((tls_model("initial-exec")));
+SS_INTERNAL __thread uint64_t ss_tls_stack_lo __attribute__((tls_model("initial-exec")));
+SS_INTERNAL __thread uint64_t ss_tls_stack_hi __attribute__((tls_model("initial-exec")));
+
+/* Once per thread, from a control call: pthread_getattr_np may read /proc and
+ * allocate (for the main thread), which a hook must never do. */
+static void learn_stack_bounds(void)
+{
+	if (ss_tls_stack_hi)
+		return;
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+		ss_tls_stack_lo = (uint64_t)(uintptr_t)addr;
+		ss_tls_stack_hi = (uint64_t)(uintptr_t)addr + size;
+	}
+	pthread_attr_destroy(&a);
+}
 
 static pthread_mutex_t session_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t session_counter;
@@ -275,6 +295,7 @@ STALLSCOPE_API void stallscope_set_enabled(int enabled)
 
 STALLSCOPE_API void stallscope_thread_attach(void)
 {
+	learn_stack_bounds();
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_acquire);
 	if (st && ss_tls_session != st)
 		ss_attach(st);
@@ -282,6 +303,7 @@ STALLSCOPE_API void stallscope_thread_attach(void)
 
 STALLSCOPE_API void stallscope_worker_begin(const char *runtime, uint32_t index)
 {
+	learn_stack_bounds();
 	ss_tls_worker_runtime = ss_intern_string(runtime && *runtime ? runtime : "worker");
 	ss_tls_worker_index = index;
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_acquire);

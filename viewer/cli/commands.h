@@ -24,4 +24,8 @@ struct ss_command {
 int cmd_dump(int argc, char **argv);
 void cmd_dump_help(FILE *out);
 
+/* recorder/cli/record.c */
+int cmd_record(int argc, char **argv);
+void cmd_record_help(FILE *out);
+
 #endif /* STALLSCOPE_COMMANDS_H */

@@ -360,14 +360,14 @@ static void print_threads(struct dump *d)
 		qsort(l.v, l.n, sizeof *l.v, cmp_thread);
 	size_t workers = 0;
 	for (size_t i = 0; i < l.n; i++)
-		workers += (l.v[i]->flags & SS_THREAD_F_WORKER) != 0;
+		workers += (l.v[i]->flags & SS_THREAD_F_WORKER) || l.v[i]->became_worker;
 	fprintf(o, "  threads    %zu defined, %zu workers\n", l.n, workers);
 	for (size_t i = 0; i < l.n; i++) {
 		const struct ss_thread_def *t = l.v[i];
 		fprintf(o, "    T%-4" PRIu64 " tid %-7" PRIu64 " %8" PRIu64 " events  ", t->thread, t->tid,
 			t->events);
 		put_escaped(o, t->name, t->name_len);
-		if (t->flags & SS_THREAD_F_WORKER) {
+		if ((t->flags & SS_THREAD_F_WORKER) || t->became_worker) {
 			fputs("  worker ", o);
 			put_string_id(d, t->runtime);
 			fprintf(o, "#%" PRIu64, t->worker_index);
@@ -398,6 +398,8 @@ static void print_summary(struct dump *d)
 		" definitions, %" PRIu64 " unknown skipped\n", s->records, s->events, s->loss_records,
 		s->definitions, s->unknown_records);
 	fputs("  by type   ", o);
+	if (!s->records)
+		fputs(" (no records)", o);
 	for (unsigned t = 0; t < 256; t++) {
 		if (!s->by_type[t])
 			continue;

@@ -15,6 +15,7 @@
 
 static const struct ss_command commands[] = {
 	{ "dump", "print a segment file human-readably", cmd_dump, cmd_dump_help },
+	{ "record", "run a program with recording on (-- CMD ARGS...)", cmd_record, cmd_record_help },
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -208,6 +208,7 @@ int ss_defs_put_thread(struct ss_defs *d, const struct ss_thread_def *t)
 	*n = *t;
 	n->name = copy;
 	n->events = 0;
+	n->became_worker = false;
 	void *old;
 	if (table_put(d, &d->threads, t->thread, n, &old) != 0) {
 		d->bytes -= charged;
@@ -217,7 +218,13 @@ int ss_defs_put_thread(struct ss_defs *d, const struct ss_thread_def *t)
 	if (old) {
 		/* A redefinition (e.g. at each segment or after a rename) keeps the
 		 * thread's event count. */
-		n->events = ((struct ss_thread_def *)old)->events;
+		const struct ss_thread_def *o = old;
+		n->events = o->events;
+		if (!(n->flags & SS_THREAD_F_WORKER) && o->became_worker) {
+			n->became_worker = true;
+			n->runtime = o->runtime;
+			n->worker_index = o->worker_index;
+		}
 		d->bytes -= entry_size_thread(old);
 		free(old);
 	}

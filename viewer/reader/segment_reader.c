@@ -456,6 +456,12 @@ static void count_event(struct ss_reader *r, const struct ss_record *rec)
 	if (rec->ts > s->last_event_ts)
 		s->last_event_ts = rec->ts;
 	struct ss_thread_def *t = ss_defs_thread(r->defs, rec->thread);
+	if (t && rec->type == SS_REC_WORKER_BEGIN && !(t->flags & SS_THREAD_F_WORKER)) {
+		/* A thread defined before the runtime adopted it as a worker. */
+		t->became_worker = true;
+		t->runtime = rec->u.worker_begin.runtime;
+		t->worker_index = rec->u.worker_begin.index;
+	}
 	if (t)
 		t->events++;
 	else if (rec->thread == 0)

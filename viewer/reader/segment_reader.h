@@ -113,7 +113,10 @@ struct ss_thread_def {
 	size_t name_len;
 	uint64_t runtime, worker_index, flags;
 	uint64_t open_task, open_location, open_since, parked_since;
-	uint64_t events;  /* maintained by the reader: events (LOSS excluded) on this thread */
+	/* Maintained by the reader, not read from the file: */
+	uint64_t events;  /* events (LOSS excluded) on this thread so far */
+	bool became_worker; /* not flagged a worker when defined, but a WORKER_BEGIN
+			     * followed; runtime and worker_index are then its fields */
 };
 
 /* One decoded record. Events (and LOSS) carry absolute CLOCK_MONOTONIC ns in ts

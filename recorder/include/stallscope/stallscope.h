@@ -54,8 +54,21 @@ struct stallscope_config {
 	int32_t task_dump_enabled;     /* 1 record idle-task backtraces (0) */
 	uint32_t task_dump_idle_threshold_ms; /* mean idle time before a dump (10) */
 	const char *metrics_file;      /* Prometheus textfile, rewritten every 10 s (NULL) */
-	uint64_t reserved[8];          /* zero; room for later options without an ABI break */
+	int32_t sampler;               /* STALLSCOPE_SAMPLER_AUTO (perf, else timer), _PERF,
+					* _TIMER or _OFF (AUTO) */
+	int32_t offcpu_stacks;         /* stacks at every switch-out where permitted:
+					* STALLSCOPE_OFFCPU_AUTO, _ON or _OFF (AUTO) */
+	int32_t sample_all_threads;    /* 1 sample every thread that made a hook, not only
+					* workers (0) */
+	uint32_t pad0;
+	uint64_t reserved[6];          /* zero; room for later options without an ABI break */
 };
+
+enum {
+	STALLSCOPE_SAMPLER_AUTO = 0, STALLSCOPE_SAMPLER_PERF = 1,
+	STALLSCOPE_SAMPLER_TIMER = 2, STALLSCOPE_SAMPLER_OFF = 3,
+};
+enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2 };
 
 /* Statistics of the current (or last) session, for tests and dashboards. */
 struct stallscope_stats {
