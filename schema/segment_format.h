@@ -25,6 +25,7 @@
 #define SS_MAX_EXE_LEN 4096u
 #define SS_MAX_BLOCK_PAYLOAD (16u << 20) /* readers refuse larger blocks as damage */
 #define SS_MAX_BLOCK_RAW (64u << 20)
+#define SS_MAX_STACK_FRAMES 256u      /* readers refuse longer STACK records */
 
 /* The fixed part of the file header. The executable path (exe_len bytes, no NUL)
  * follows it; header_crc covers the fixed part (with header_crc = 0) and the path. */

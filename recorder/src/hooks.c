@@ -26,9 +26,12 @@ static inline void put(struct ss_slot *s, uint64_t h, uint32_t kind, uint64_t ts
 
 static __attribute__((noinline, cold)) void drop(struct ss_slot *s, uint64_t ts)
 {
-	if (s->drop_pending++ == 0)
-		s->drop_first_ts = ts;
-	s->drop_last_ts = ts;
+	uint64_t n = atomic_load_explicit(&s->drop_pending, memory_order_relaxed);
+	if (n == 0)
+		atomic_store_explicit(&s->drop_first_ts, ts, memory_order_relaxed);
+	atomic_store_explicit(&s->drop_last_ts, ts, memory_order_relaxed);
+	/* Release: a writer that takes the count (thread gone, or stop) sees its times. */
+	atomic_store_explicit(&s->drop_pending, n + 1, memory_order_release);
 	atomic_store_explicit(&s->dropped,
 			      atomic_load_explicit(&s->dropped, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
@@ -40,7 +43,8 @@ static inline __attribute__((always_inline)) void push(struct ss_slot *s, uint32
 							uint64_t c)
 {
 	uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-	uint64_t need = SS_UNLIKELY(s->drop_pending) ? 2 : 1;
+	uint64_t pending = atomic_load_explicit(&s->drop_pending, memory_order_relaxed);
+	uint64_t need = SS_UNLIKELY(pending) ? 2 : 1;
 	uint64_t cap = s->mask + 1;
 
 	if (SS_UNLIKELY(h + need - s->cached_tail > cap)) {
@@ -53,9 +57,11 @@ static inline __attribute__((always_inline)) void push(struct ss_slot *s, uint32
 		}
 	}
 	if (SS_UNLIKELY(need == 2)) {
-		put(s, h++, SS_EV_LOSS, s->drop_first_ts, s->drop_pending, SS_LOSS_BUFFER_FULL,
-		    s->drop_last_ts);
-		s->drop_pending = 0;
+		put(s, h++, SS_EV_LOSS,
+		    atomic_load_explicit(&s->drop_first_ts, memory_order_relaxed), pending,
+		    SS_LOSS_BUFFER_FULL,
+		    atomic_load_explicit(&s->drop_last_ts, memory_order_relaxed));
+		atomic_store_explicit(&s->drop_pending, 0, memory_order_relaxed);
 	}
 	put(s, h, kind, ts, a, b, c);
 	atomic_store_explicit(&s->head, h + 1, memory_order_release);

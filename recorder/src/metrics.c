@@ -53,8 +53,11 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 				 (unsigned long long)m[i].value);
 		if (n < 0)
 			continue;
-		if (buf && need + (size_t)n < len)
-			memcpy(buf + need, line, (size_t)n);
+		/* Like snprintf: as much as fits, even part of a line. */
+		if (buf && need + 1 < len) {
+			size_t room = len - 1 - need;
+			memcpy(buf + need, line, (size_t)n < room ? (size_t)n : room);
+		}
 		need += (size_t)n;
 	}
 	if (buf && len)

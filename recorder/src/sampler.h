@@ -35,8 +35,15 @@ enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF };
 struct ss_sampler_config {
 	enum ss_sampler_mode mode;
 	enum ss_offcpu_mode offcpu;
-	uint32_t hz;          /* samples per second of CPU time per thread */
+	uint32_t hz;          /* samples per second of CPU time per thread; 0 = 999 */
 	int all_threads;      /* sample every attached thread, not only workers */
+	/* Ring sizes, 0 = default. Rounded down to a power of two. perf_pages is the
+	 * data part of each thread's perf ring (plus one header page): 8 (32 KiB)
+	 * holds ~150 ms of 999 Hz samples with 20-frame stacks, and 9 pages a thread
+	 * lets ~100 threads share the unprivileged mlock budget. timer_ring is in
+	 * samples of ~1 KiB each. Tests shrink both to provoke losses. */
+	uint32_t perf_pages;
+	uint32_t timer_ring;
 };
 
 enum ss_sample_kind { SS_SAMPLE_CPU = 1, SS_SAMPLE_OFFCPU = 2 };
@@ -45,7 +52,9 @@ struct ss_sample {
 	uint64_t ts;          /* CLOCK_MONOTONIC ns, the hooks' timebase */
 	uint32_t tid;
 	uint32_t cpu;         /* UINT32_MAX when unknown (timer mode) */
-	uint64_t weight;      /* ns of CPU time this sample stands for (the period) */
+	uint64_t weight;      /* ns of CPU time this sample stands for (the period; in timer
+			       * mode times 1 + the timer's overrun); 0 for OFFCPU samples,
+			       * whose duration is their switch-out -> switch-in gap */
 	uint32_t kind;        /* enum ss_sample_kind */
 	uint32_t nframes;     /* <= SS_MAX_FRAMES */
 	uint32_t nkernel;     /* frames[0 .. nkernel) are kernel addresses */
@@ -69,6 +78,9 @@ struct ss_mapping {
 	const char *path;     /* NUL terminated; valid during the callback */
 };
 
+/* KERNEL: the perf ring was full (PERF_RECORD_LOST and the events' lost counters);
+ * THROTTLE: the kernel throttled sampling (count estimated from the throttled time);
+ * FALLBACK: the timer fallback's per-thread ring was full. */
 enum ss_sampler_loss { SS_SLOSS_KERNEL = 1, SS_SLOSS_THROTTLE = 2, SS_SLOSS_FALLBACK = 3 };
 
 struct ss_sampler_lost {
@@ -98,10 +110,30 @@ enum ss_sampler_mode ss_sampler_mode(void); /* PERF, TIMER or OFF after start */
 const char *ss_sampler_mode_name(enum ss_sampler_mode m);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
+/* The status line of ss_sampler_start() plus anything learnt since (a thread that
+ * fell back to the timer, rings shrunk to fit the mlock budget). Valid until the
+ * next call into the sampler. */
+const char *ss_sampler_status(void);
+
+struct ss_sampler_stats {
+	uint32_t threads_perf;      /* threads sampled now, by perf */
+	uint32_t threads_timer;     /* ... by the timer fallback */
+	uint64_t threads_refused;   /* thread_add calls that returned -1 */
+	uint64_t threads_fell_back; /* perf refused for a thread, timer took over */
+	uint64_t samples;           /* handed to sink->sample */
+	uint64_t switches;          /* handed to sink->switch_rec */
+	uint64_t lost;              /* sum of sink->lost counts */
+};
+void ss_sampler_get_stats(struct ss_sampler_stats *st);
 
 /* Start / stop sampling one thread. stack_lo/stack_hi bound the thread's stack for
  * the timer fallback's frame walk (0, 0 = unknown: the walk then stops at the
- * first frame). Returns 0, or -1 when this thread cannot be sampled (counted). */
+ * first frame). Returns 0, or -1 when this thread cannot be sampled (counted).
+ * In perf mode a thread whose perf_event_open or ring is refused (descriptor or
+ * mlock limits) is sampled by the timer instead. A removed thread's descriptors
+ * and timer go at once; what its ring still holds is handed over by the next
+ * drain, which then unmaps / frees it. At most SS_SAMPLER_MAX_THREADS at once. */
+#define SS_SAMPLER_MAX_THREADS 1024
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi);
 void ss_sampler_thread_remove(uint32_t tid);
 
@@ -116,7 +148,9 @@ void ss_sampler_mappings(const struct ss_sample_sink *sink);
  * or disarming the timers), for stallscope_set_enabled(). */
 void ss_sampler_set_enabled(int on);
 
-/* Closes every descriptor, unmaps every ring, deletes every timer. */
+/* Closes every descriptor, unmaps every ring, deletes every timer. What the rings
+ * still hold is discarded: drain first. The timer signal's previous disposition
+ * is restored after pending instances are flushed (SIG_IGN first). */
 void ss_sampler_stop(void);
 
 #endif /* STALLSCOPE_SAMPLER_H */

@@ -73,8 +73,19 @@ static int mkdir_p(const char *path)
 			return -1;
 		*p = '/';
 	}
-	if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-		return -1;
+	if (mkdir(buf, 0750) != 0) {
+		struct stat st;
+		if (errno != EEXIST)
+			return -1;
+		/* Something is there: it must be a directory (or a link to one), else the
+		 * reason given later would be a misleading EACCES or nothing at all. */
+		if (stat(buf, &st) != 0)
+			return -1;
+		if (!S_ISDIR(st.st_mode)) {
+			errno = ENOTDIR;
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -387,25 +398,32 @@ SS_INTERNAL int ss_segments_begin(struct ss_segments *sg, uint64_t start_ts)
 {
 	if (sg->fd >= 0)
 		return 0;
-	uint64_t seq = sg->next_seq;
-	if (seg_path(sg, seq, 1, sg->active_path, sizeof sg->active_path) != 0) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	uint64_t seq = 0;
 	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd = open(sg->active_path, flags, 0640);
-	if (fd < 0 && errno == ENOENT && mkdir_p(sg->dir) == 0) {
-		ss_log("output directory %s was removed; recreated it", sg->dir);
+	int fd = -1;
+	/* A name that is taken (a planted file or symlink) is skipped, and the next
+	 * number tried at once, so one stuck name neither stops recording nor opens a
+	 * gap until the writer's next retry. */
+	for (int tries = 0; tries < 16 && fd < 0; tries++) {
+		seq = sg->next_seq;
+		if (seg_path(sg, seq, 1, sg->active_path, sizeof sg->active_path) != 0) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
 		fd = open(sg->active_path, flags, 0640);
+		if (fd < 0 && errno == ENOENT && mkdir_p(sg->dir) == 0) {
+			ss_log("output directory %s was removed; recreated it", sg->dir);
+			fd = open(sg->active_path, flags, 0640);
+		}
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST && errno != ELOOP)
+			return -1;
+		ss_log("refusing to write %s: something already exists there", sg->active_path);
+		sg->next_seq++;
 	}
-	if (fd < 0) {
-		if (errno == EEXIST)
-			ss_log("refusing to write %s: something already exists there", sg->active_path);
-		/* Skip the number so one stuck name cannot stop recording for good. */
-		if (errno == EEXIST || errno == ELOOP)
-			sg->next_seq++;
+	if (fd < 0)
 		return -1;
-	}
 
 	struct ss_file_header h = {
 		.version = SS_FORMAT_VERSION, .endian = SS_ENDIAN_MARK,
@@ -453,13 +471,26 @@ SS_INTERNAL int ss_segments_append(struct ss_segments *sg, const struct ss_block
 	struct iovec iov[2] = {{(void *)bh, sizeof *bh}, {(void *)payload, bh->payload_len}};
 	size_t want = sizeof *bh + bh->payload_len;
 	ssize_t w = pwritev(sg->fd, iov, 2, (off_t)sg->active_bytes);
+	if (w >= 0 && (size_t)w < want) {
+		/* A short write (a file-size limit, a full disk): finish it, or learn the
+		 * real reason it cannot be finished (EFBIG, ENOSPC) for the log. */
+		size_t done = (size_t)w, pdone = done > sizeof *bh ? done - sizeof *bh : 0;
+		int rc = 0;
+		if (done < sizeof *bh)
+			rc = write_all(sg->fd, (const char *)bh + done, sizeof *bh - done,
+				       sg->active_bytes + done);
+		if (rc == 0)
+			rc = write_all(sg->fd, (const char *)payload + pdone, bh->payload_len - pdone,
+				       sg->active_bytes + sizeof *bh + pdone);
+		w = rc == 0 ? (ssize_t)want : -1;
+	}
 	if (w == (ssize_t)want) {
 		sg->active_bytes += want;
 		atomic_fetch_add(&ss_counters.bytes_written, want);
 		update_usage(sg);
 		return 0;
 	}
-	int e = w < 0 ? errno : ENOSPC;
+	int e = errno;
 	/* Cut back a partial block: a reader must never see a torn one at the end. */
 	if (ftruncate(sg->fd, (off_t)sg->active_bytes) != 0)
 		ss_log("cannot cut back a partial block in %s: %m", sg->active_path);

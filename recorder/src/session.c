@@ -232,6 +232,7 @@ STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 		.metrics_file = active_cfg.metrics_file,
 		.session = session,
 		.user = &active_cfg,
+		.sample_all_threads = active_cfg.sample_all_threads,
 	};
 	if (ss_writer_start(&wc, err, sizeof err) != 0) {
 		atomic_fetch_add(&ss_counters.errors, 1);
@@ -275,10 +276,12 @@ STALLSCOPE_API int stallscope_stop(void)
 		return 0;
 	}
 	atomic_store_explicit(&ss_state, 0u, memory_order_release);
+	/* Before the writer's last cycle: the metrics file it writes at stop is the one
+	 * left behind, and must say the session is over (active 0, writer not healthy). */
+	atomic_store(&ss_counters.active, 0u);
 	int rc = ss_writer_stop();
 	ss_pool_reset();
 	active_session = 0;
-	atomic_store(&ss_counters.active, 0u);
 	pthread_mutex_unlock(&session_mu);
 	if (rc != 0)
 		ss_set_error("the last segment could not be written completely");
@@ -290,6 +293,8 @@ STALLSCOPE_API void stallscope_set_enabled(int enabled)
 	pthread_mutex_lock(&session_mu);
 	enabled_flag = enabled != 0;
 	atomic_store_explicit(&ss_state, enabled_flag ? active_session : 0u, memory_order_release);
+	if (active_session)
+		ss_writer_set_sampling(enabled_flag);
 	pthread_mutex_unlock(&session_mu);
 }
 

@@ -7,10 +7,12 @@
  * that interval. All the expensive work of recording happens here, never on the
  * hook path.
  *
- * Segments do not overlap in time: a rotation picks a boundary B (the writer's
- * clock when it decides), drains every ring up to B into the old segment, seals it
- * with end_ts = B, and starts the next one at B. Each ring holds a thread's events
- * in time order, so draining "up to B" is a prefix of each ring.
+ * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
+ * up to B into the old segment, seals it with end_ts = B, and starts the next one at
+ * B. Each ring holds a thread's events in time order, so draining "up to B" is a
+ * prefix of each ring. Rings are drained in time windows of a bounded number of
+ * events per ring, and the size check runs between windows (B = the last window's
+ * end), so however far the writer fell behind a segment never outgrows its limit.
  *
  * Every segment is self-contained: strings, locations and thread definitions (with
  * the poll or park a thread is in at the boundary) are written again in each new
@@ -23,7 +25,9 @@
  * once a second.
  */
 #include "recorder-private.h"
+#include "sampler.h"
 #include "segment_format.h"
+#include "stack_table.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -74,16 +78,29 @@ struct writer {
 	uint64_t retry_at_ns;
 	struct ss_footer foot;
 	uint32_t defs_emitted;
-	uint64_t last_cycle_bytes;
+	uint64_t drained_to;     /* every event up to this time has left the rings */
+	uint64_t window_events;  /* most events a drain window takes from one ring */
 
 	/* events lost to failed writes, reported in the next block written */
 	uint64_t lost_count, lost_first, lost_last;
 	int failing;
+	/* What the LOSS records of the block being built (blk_) and of the active
+	 * segment's written blocks (seg_) report. When those bytes never reach the disk
+	 * (a failed write, a vanished file) the footer forgets them and a write-failure
+	 * loss they carried is reported again, so the trace still accounts for it. */
+	uint64_t blk_dropped, blk_loss_records;
+	uint64_t blk_lost_count, blk_lost_first, blk_lost_last;
+	uint64_t seg_lost_count, seg_lost_first, seg_lost_last;
 
 	uint64_t last_metrics_ns;
+	char sampler_status[512];
+	uint64_t sampler_lost;       /* samples that arrived with no segment to go to */
+	_Atomic int sampling_on;     /* what stallscope_set_enabled() asked for */
+	int sampling_applied;        /* what the sampler was last told */
 };
 
 static struct writer W;
+static const struct ss_sample_sink sink; /* defined with the sampler callbacks below */
 
 /* ---- encoding ---------------------------------------------------------------- */
 
@@ -172,6 +189,7 @@ static void put_session_meta(void)
 	put_meta("buffer_events", "%u", c->buffer_events);
 	put_meta("max_threads", "%u", c->max_threads);
 	put_meta("compress", "%s", W.cfg.compress ? "zstd" : "none");
+	put_meta("sampler", "%s", ss_writer_sampler_status());
 }
 
 /* Definitions interned since the last call (all of them at a segment start). */
@@ -290,6 +308,8 @@ static void put_event(struct ss_slot *s, const struct ss_ev *e)
 		put_v(e->c > e->ts ? e->c - e->ts : 0); put_v(e->b);
 		W.foot.dropped_events += e->a;
 		W.foot.loss_records++;
+		W.blk_dropped += e->a;
+		W.blk_loss_records++;
 		return; /* a loss is not an event of the thread */
 	default:
 		return;
@@ -315,6 +335,7 @@ static void forget_definitions(void)
 	W.defs_emitted = 0;
 	for (uint32_t i = 0; i < p->nslots; i++)
 		p->slots[i].w_defined_seg = 0;
+	ss_stacks_forget();
 }
 
 static void note_lost(uint64_t count, uint64_t first, uint64_t last)
@@ -329,6 +350,18 @@ static void note_lost(uint64_t count, uint64_t first, uint64_t last)
 	atomic_fetch_add(&ss_counters.events_lost_on_disk, count);
 }
 
+static void merge_range(uint64_t *count, uint64_t *first, uint64_t *last,
+			uint64_t n, uint64_t n_first, uint64_t n_last)
+{
+	if (!n)
+		return;
+	if (!*count || n_first < *first)
+		*first = n_first;
+	if (!*count || n_last > *last)
+		*last = n_last;
+	*count += n;
+}
+
 /* The loss of earlier failed writes and of threads refused a buffer, as
  * process-wide LOSS records at the start of a block. */
 static void put_process_losses(void)
@@ -340,6 +373,8 @@ static void put_process_losses(void)
 		put_v(SS_LOSS_NO_BUFFER);
 		W.foot.dropped_events += n;
 		W.foot.loss_records++;
+		W.blk_dropped += n;
+		W.blk_loss_records++;
 	}
 	if (W.lost_count) {
 		set_thread(0, W.lost_first);
@@ -347,8 +382,23 @@ static void put_process_losses(void)
 		put_v(W.lost_last - W.lost_first); put_v(SS_LOSS_WRITE_FAILED);
 		W.foot.dropped_events += W.lost_count;
 		W.foot.loss_records++;
+		W.blk_dropped += W.lost_count;
+		W.blk_loss_records++;
+		merge_range(&W.blk_lost_count, &W.blk_lost_first, &W.blk_lost_last,
+			    W.lost_count, W.lost_first, W.lost_last);
 		W.lost_count = 0;
 	}
+}
+
+/* The block being built will never be on disk: its LOSS records leave the footer,
+ * and the write-failure loss it carried is reported again by a later block. */
+static void unreport_block_losses(void)
+{
+	W.foot.dropped_events -= W.blk_dropped;
+	W.foot.loss_records -= W.blk_loss_records;
+	merge_range(&W.lost_count, &W.lost_first, &W.lost_last,
+		    W.blk_lost_count, W.blk_lost_first, W.blk_lost_last);
+	W.blk_dropped = W.blk_loss_records = W.blk_lost_count = 0;
 }
 
 static void set_failing(int failing, int err)
@@ -396,9 +446,13 @@ static void flush_block(void)
 		if (W.block_last_ts > W.foot.last_event_ts)
 			W.foot.last_event_ts = W.block_last_ts;
 		atomic_fetch_add(&ss_counters.events_written, W.block_events);
+		merge_range(&W.seg_lost_count, &W.seg_lost_first, &W.seg_lost_last,
+			    W.blk_lost_count, W.blk_lost_first, W.blk_lost_last);
+		W.blk_dropped = W.blk_loss_records = W.blk_lost_count = 0;
 		set_failing(0, 0);
 	} else {
 		int e = errno;
+		unreport_block_losses();
 		note_lost(W.block_events, W.block_first_ts ? W.block_first_ts : ss_now(),
 			  W.block_last_ts ? W.block_last_ts : ss_now());
 		/* Whatever the lost block defined must be defined again. */
@@ -440,15 +494,20 @@ static void begin_segment(uint64_t start_ts)
 	}
 	W.seg_seq1 = ss_segments_active_seq(W.sg) + 1;
 	W.seg_start_ts = start_ts;
+	if (W.drained_to < start_ts)
+		W.drained_to = start_ts;
 	W.seg_opened_ns = now;
 	W.seg_limit = effective_max_size();
 	memset(&W.foot, 0, sizeof W.foot);
 	W.foot.start_ts = start_ts;
+	W.seg_lost_count = 0;
 	forget_definitions();
 	reset_block();
 	begin_block_if_needed();
 	put_session_meta();
 	put_new_defs();
+	if (ss_sampler_mode() != SS_SAMPLER_OFF)
+		ss_sampler_mappings(&sink);
 	set_failing(0, 0);
 }
 
@@ -468,7 +527,213 @@ static void seal_segment(uint64_t end_ts)
 	W.retry_at_ns = 0;
 }
 
+
+/* ---- samples, switches and mappings from the sampler -------------------------- */
+
+/* The recorder's thread id for a kernel tid, 0 when the tid has no slot. The last
+ * answer is cached: samples come in runs per thread. */
+static uint32_t thread_of_tid(uint32_t tid)
+{
+	static uint32_t last_tid, last_thread;
+	if (tid == last_tid && last_thread)
+		return last_thread;
+	struct ss_pool *p = ss_pool_get();
+	for (uint32_t i = 0; i < p->nslots; i++) {
+		struct ss_slot *s = &p->slots[i];
+		uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+		if ((st == SS_SLOT_OWNED || st == SS_SLOT_RETIRED) && s->session == W.cfg.session &&
+		    (uint32_t)s->tid == tid) {
+			last_tid = tid;
+			last_thread = s->thread_id;
+			return s->thread_id;
+		}
+	}
+	return 0;
+}
+
+/* A length-prefixed record: the body is built in a scratch buffer first, since its
+ * length precedes it. */
+static void put_lp(uint8_t type, const uint8_t *body, size_t n)
+{
+	if (reserve(n + 16) != 0)
+		return;
+	put_u8(type);
+	put_bytes(body, n);
+}
+
+static int sink_ready(void)
+{
+	if (!W.seg_seq1)
+		return 0;
+	begin_block_if_needed();
+	return 1;
+}
+
+static void sink_flush_if_full(void)
+{
+	if (W.raw_len >= W.block_target)
+		flush_block();
+}
+
+static void sink_sample(void *ctx, const struct ss_sample *sm)
+{
+	(void)ctx;
+	if (!sink_ready()) {
+		W.sampler_lost++;
+		return;
+	}
+	uint32_t n = sm->nframes > SS_MAX_FRAMES ? SS_MAX_FRAMES : sm->nframes;
+	int is_new;
+	uint32_t stack = ss_stacks_intern(sm->frames, n, sm->nkernel, &is_new);
+	uint8_t body[SS_MAX_FRAMES * 10 + 64];
+	size_t k;
+	if (is_new) {
+		k = ss_put_varint(body, stack);
+		k += ss_put_varint(body + k, sm->nkernel);
+		k += ss_put_varint(body + k, n);
+		for (uint32_t i = 0; i < n; i++)
+			k += ss_put_varint(body + k, sm->frames[i]);
+		put_lp(SS_REC_STACK, body, k);
+	}
+	k = ss_put_varint(body, thread_of_tid(sm->tid));
+	k += ss_put_varint(body + k, sm->tid);
+	k += ss_put_varint(body + k, sm->ts);
+	k += ss_put_varint(body + k, sm->cpu == UINT32_MAX ? 0 : (uint64_t)sm->cpu + 1);
+	k += ss_put_varint(body + k, sm->weight);
+	k += ss_put_varint(body + k, sm->kind);
+	k += ss_put_varint(body + k, stack);
+	put_lp(SS_REC_SAMPLE, body, k);
+	sink_flush_if_full();
+}
+
+static void sink_switch(void *ctx, const struct ss_switch *sw)
+{
+	(void)ctx;
+	if (!sink_ready())
+		return;
+	uint8_t body[64];
+	size_t k = ss_put_varint(body, thread_of_tid(sw->tid));
+	k += ss_put_varint(body + k, sw->tid);
+	k += ss_put_varint(body + k, sw->ts);
+	k += ss_put_varint(body + k, sw->cpu == UINT32_MAX ? 0 : (uint64_t)sw->cpu + 1);
+	k += ss_put_varint(body + k, (sw->out ? SS_SWITCH_F_OUT : 0) |
+					  (sw->preempted ? SS_SWITCH_F_PREEMPT : 0));
+	put_lp(SS_REC_SWITCH, body, k);
+	sink_flush_if_full();
+}
+
+static void sink_mapping(void *ctx, const struct ss_mapping *m)
+{
+	(void)ctx;
+	if (!sink_ready())
+		return;
+	size_t pl = m->path ? strlen(m->path) : 0;
+	if (pl > 4096)
+		pl = 4096;
+	uint8_t body[4096 + 128];
+	size_t k = ss_put_varint(body, m->ts);
+	k += ss_put_varint(body + k, m->start);
+	k += ss_put_varint(body + k, m->end);
+	k += ss_put_varint(body + k, m->pgoff);
+	k += ss_put_varint(body + k, m->prot);
+	uint8_t bl = m->build_id_len > 20 ? 20 : m->build_id_len;
+	k += ss_put_varint(body + k, bl);
+	memcpy(body + k, m->build_id, bl);
+	k += bl;
+	k += ss_put_varint(body + k, pl);
+	if (pl)
+		memcpy(body + k, m->path, pl);
+	k += pl;
+	put_lp(SS_REC_MAPPING, body, k);
+}
+
+static void sink_comm(void *ctx, uint32_t tid, const char *name, uint64_t ts)
+{
+	(void)ctx;
+	if (!sink_ready())
+		return;
+	size_t nl = strnlen(name, 64);
+	uint8_t body[128];
+	size_t k = ss_put_varint(body, thread_of_tid(tid));
+	k += ss_put_varint(body + k, tid);
+	k += ss_put_varint(body + k, ts);
+	k += ss_put_varint(body + k, nl);
+	memcpy(body + k, name, nl);
+	k += nl;
+	put_lp(SS_REC_COMM, body, k);
+}
+
+static void sink_lost(void *ctx, const struct ss_sampler_lost *l)
+{
+	(void)ctx;
+	if (!sink_ready()) {
+		W.sampler_lost += l->count;
+		return;
+	}
+	uint8_t body[64];
+	size_t k = ss_put_varint(body, l->tid);
+	k += ss_put_varint(body + k, l->ts);
+	k += ss_put_varint(body + k, l->ts_end > l->ts ? l->ts_end - l->ts : 0);
+	k += ss_put_varint(body + k, l->count);
+	k += ss_put_varint(body + k, l->reason);
+	put_lp(SS_REC_SAMPLER_LOSS, body, k);
+}
+
+static const struct ss_sample_sink sink = {
+	.sample = sink_sample, .switch_rec = sink_switch, .mapping = sink_mapping,
+	.comm = sink_comm, .lost = sink_lost,
+};
+
+/* Starts or stops following a thread with the sampler as it becomes or stops
+ * being a worker (or, with all-threads sampling, as it appears and exits). */
+static void follow_thread(struct ss_slot *s, int exiting)
+{
+	int want = !exiting && (s->w_runtime || W.cfg.sample_all_threads);
+	if (want && !s->w_sampled) {
+		s->w_sampled = 1;
+		ss_sampler_thread_add((uint32_t)s->tid, s->stack_lo, s->stack_hi);
+	} else if (!want && s->w_sampled) {
+		s->w_sampled = 0;
+		ss_sampler_thread_remove((uint32_t)s->tid);
+	}
+}
+
+SS_INTERNAL void ss_writer_set_sampling(int on)
+{
+	atomic_store(&W.sampling_on, on != 0);
+	ss_writer_kick();
+}
+
+SS_INTERNAL const char *ss_writer_sampler_status(void)
+{
+	return W.sampler_status[0] ? W.sampler_status : "off";
+}
+
 /* ---- draining ------------------------------------------------------------------ */
+
+/* Drops counted after a thread's last successful push have no later entry of that
+ * thread to carry their LOSS record: write it here. Only where the owner cannot
+ * race: the slot is retired (the thread is gone) or recording has stopped. */
+static void put_pending_drops(struct ss_slot *s)
+{
+	uint64_t n = atomic_exchange_explicit(&s->drop_pending, 0, memory_order_acquire);
+	if (!n)
+		return;
+	struct ss_ev e = {
+		.ts = atomic_load_explicit(&s->drop_first_ts, memory_order_relaxed),
+		.a = n, .b = SS_LOSS_BUFFER_FULL,
+		.c = atomic_load_explicit(&s->drop_last_ts, memory_order_relaxed),
+		.kind = SS_EV_LOSS,
+	};
+	if (!W.seg_seq1) {
+		note_lost(n, e.ts, e.c);
+		return;
+	}
+	begin_block_if_needed();
+	if (s->w_defined_seg != W.seg_seq1)
+		put_thread_def(s);
+	put_event(s, &e);
+}
 
 /* Drains slot s up to time limit. Returns 1 when the slot was released. */
 static int drain_slot(struct ss_slot *s, uint64_t limit)
@@ -513,9 +778,12 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 	}
 	atomic_store_explicit(&s->tail, tail, memory_order_release);
 	atomic_fetch_add_explicit(&ss_counters.events_taken, taken, memory_order_relaxed);
+	follow_thread(s, state == SS_SLOT_RETIRED);
 
 	if (state == SS_SLOT_RETIRED && tail == head) {
 		uint64_t ts = atomic_load_explicit(&s->retired_ts, memory_order_relaxed);
+		if (ts <= limit)
+			put_pending_drops(s);
 		if (W.seg_seq1 && ts <= limit) {
 			begin_block_if_needed();
 			if (s->w_defined_seg != W.seg_seq1)
@@ -534,6 +802,14 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 	return 0;
 }
 
+/* Samples, switches and mappings gathered since the last cycle, into the segment
+ * being written (they carry their own times). */
+static void drain_sampler(void)
+{
+	if (ss_sampler_mode() != SS_SAMPLER_OFF)
+		ss_sampler_drain(&sink);
+}
+
 static void drain_all(uint64_t limit)
 {
 	struct ss_pool *p = ss_pool_get();
@@ -541,11 +817,75 @@ static void drain_all(uint64_t limit)
 		drain_slot(&p->slots[i], limit);
 }
 
+/* The end of the next drain window: the latest time <= end at which no ring holds
+ * more than k events not yet drained. *busy counts the rings with events <= end
+ * (0: nothing to drain). */
+static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
+{
+	struct ss_pool *p = ss_pool_get();
+	uint64_t lim = end, oldest = UINT64_MAX;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->nslots; i++) {
+		struct ss_slot *s = &p->slots[i];
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if ((state != SS_SLOT_OWNED && state != SS_SLOT_RETIRED) || s->session != W.cfg.session)
+			continue;
+		uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+		uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+		if (head == tail || s->ring[tail & s->mask].ts > end)
+			continue;
+		n++;
+		if (s->ring[tail & s->mask].ts < oldest)
+			oldest = s->ring[tail & s->mask].ts;
+		if (head - tail > k) {
+			uint64_t tk = s->ring[(tail + k) & s->mask].ts;
+			if (tk - 1 < lim)
+				lim = tk - 1;
+		}
+	}
+	*busy = n;
+	/* Progress even when more than k events share one timestamp. */
+	return n && lim < oldest ? oldest : lim;
+}
+
+/* Drains every ring up to time end, in windows that take at most window_events
+ * events from each ring, and rotates by size between windows. At a window's end
+ * every event up to that time has been drained and none after it, so it is a valid
+ * segment boundary; and the size check before a window reserves room for all that
+ * window can add, so a segment stays within its limit however far the writer fell
+ * behind. */
+static void drain_windows(uint64_t end)
+{
+	uint64_t k = W.window_events;
+	for (;;) {
+		uint32_t busy;
+		uint64_t lim = window_end(end, k, &busy);
+		uint64_t room = (uint64_t)busy * (k * MAX_EVENT_BYTES + 256) + 1024;
+		if (busy && W.seg_seq1 && W.foot.blocks > 0 &&
+		    ss_segments_active_bytes(W.sg) + W.raw_len + room > W.seg_limit) {
+			uint64_t b = W.drained_to;
+			seal_segment(b);
+			begin_segment(b);
+		}
+		/* With no event left, this pass still retires exited threads. */
+		drain_all(busy ? lim : end);
+		if (!busy || lim >= end)
+			break;
+		W.drained_to = lim;
+	}
+	if (W.drained_to < end)
+		W.drained_to = end;
+}
+
 static void cycle(int final)
 {
 	uint64_t now = ss_now();
 	atomic_store_explicit(&ss_counters.last_cycle_ns, now, memory_order_relaxed);
-	uint64_t before = ss_segments_active_bytes(W.sg) + W.raw_len;
+	int want = atomic_load(&W.sampling_on);
+	if (want != W.sampling_applied) {
+		ss_sampler_set_enabled(want);
+		W.sampling_applied = want;
+	}
 
 	if (W.seg_seq1 && ss_segments_lost(W.sg)) {
 		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
@@ -553,6 +893,11 @@ static void cycle(int final)
 		note_lost(W.foot.events + W.block_events,
 			  W.foot.first_event_ts ? W.foot.first_event_ts : W.seg_start_ts, now);
 		atomic_fetch_sub(&ss_counters.events_written, W.foot.events);
+		/* The write-failure losses the vanished file reported are lost with it. */
+		unreport_block_losses();
+		merge_range(&W.lost_count, &W.lost_first, &W.lost_last,
+			    W.seg_lost_count, W.seg_lost_first, W.seg_lost_last);
+		W.seg_lost_count = 0;
 		ss_segments_abandon(W.sg);
 		atomic_fetch_add(&ss_counters.errors, 1);
 		W.seg_seq1 = 0;
@@ -563,23 +908,17 @@ static void cycle(int final)
 	if (!W.seg_seq1)
 		begin_segment(W.seg_start_ts ? W.seg_start_ts : now);
 
-	if (W.seg_seq1) {
-		uint64_t reserve_bytes = 4 * (W.raw_cap > W.last_cycle_bytes ? W.raw_cap : W.last_cycle_bytes);
-		int by_time = W.cfg.rotation_period_ns && now - W.seg_opened_ns >= W.cfg.rotation_period_ns;
-		int by_size = W.foot.blocks > 0 &&
-			      ss_segments_active_bytes(W.sg) + W.raw_len + reserve_bytes > W.seg_limit;
-		if (by_time || by_size) {
-			drain_all(now);
-			seal_segment(now);
-			begin_segment(now);
-		}
+	/* Everything up to now, rotating by size on the way; events stamped after now
+	 * wait for the next cycle, so a cycle's work is bounded by its start. */
+	drain_windows(now);
+	drain_sampler();
+	if (W.seg_seq1 && W.cfg.rotation_period_ns &&
+	    now - W.seg_opened_ns >= W.cfg.rotation_period_ns) {
+		seal_segment(now);
+		begin_segment(now);
 	}
-	drain_all(UINT64_MAX);
 	if (W.raw_len && (final || now - W.block_opened_ns >= W.cfg.flush_interval_ns))
 		flush_block();
-
-	uint64_t after = ss_segments_active_bytes(W.sg) + W.raw_len;
-	W.last_cycle_bytes = after > before ? after - before : W.last_cycle_bytes;
 
 	if (W.metrics_file && now - W.last_metrics_ns >= METRICS_PERIOD_NS) {
 		W.last_metrics_ns = now;
@@ -620,6 +959,18 @@ static void *writer_main(void *arg)
 	cycle(1);
 	uint64_t end = ss_now();
 	drain_all(UINT64_MAX);
+	drain_sampler();
+	/* Hooks are off now: the trailing drops of live threads, and process-wide
+	 * losses that no later block would carry, go into this last block. */
+	struct ss_pool *p = ss_pool_get();
+	for (uint32_t i = 0; i < p->nslots; i++) {
+		struct ss_slot *s = &p->slots[i];
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if ((state == SS_SLOT_OWNED || state == SS_SLOT_RETIRED) && s->session == W.cfg.session)
+			put_pending_drops(s);
+	}
+	if (W.seg_seq1)
+		begin_block_if_needed();
 	flush_block();
 	seal_segment(end);
 	if (W.metrics_file)
@@ -649,6 +1000,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	/* Blocks stay small enough that four of them fit a segment many times over. */
 	uint64_t t = cfg->seg.max_file_size / 16;
 	W.block_target = t > (256u << 10) ? (256u << 10) : t < 4096 ? 4096 : (size_t)t;
+	W.window_events = W.block_target / MAX_EVENT_BYTES;
 	W.raw_cap = W.block_target + 4096;
 	W.raw = malloc(W.raw_cap);
 	W.metrics_file = cfg->metrics_file ? strdup(cfg->metrics_file) : NULL;
@@ -667,6 +1019,15 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	W.sg = ss_segments_open(&cfg->seg, err, errlen);
 	if (!W.sg)
 		goto fail;
+	struct ss_sampler_config sc = {
+		.mode = !cfg->user->cpu_sampling ? SS_SAMPLER_OFF : (enum ss_sampler_mode)cfg->user->sampler,
+		.offcpu = (enum ss_offcpu_mode)cfg->user->offcpu_stacks,
+		.hz = cfg->user->sample_hz,
+		.all_threads = cfg->user->sample_all_threads,
+	};
+	ss_sampler_start(&sc, W.sampler_status, sizeof W.sampler_status);
+	atomic_store(&W.sampling_on, 1);
+	W.sampling_applied = 1;
 	W.seg_start_ts = ss_now();
 	begin_segment(W.seg_start_ts);
 	if (!W.seg_seq1) {
@@ -683,6 +1044,8 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	}
 	return 0;
 fail:
+	ss_sampler_stop();
+	ss_stacks_free();
 	if (W.sg) {
 		ss_segments_abandon(W.sg);
 		ss_segments_close(W.sg);
@@ -704,6 +1067,8 @@ SS_INTERNAL int ss_writer_stop(void)
 	pthread_cond_signal(&W.cv);
 	pthread_mutex_unlock(&W.mu);
 	pthread_join(W.thread, NULL);
+	ss_sampler_stop();
+	ss_stacks_free();
 	int healthy = !W.failing;
 	atomic_store(&ss_counters.writer_healthy, 0u);
 	ss_segments_close(W.sg);

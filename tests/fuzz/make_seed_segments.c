@@ -67,8 +67,20 @@ static void every_record(struct sb *b, bool zstd)
 	sb_event(b, SS_REC_UNPARK, T0 + 101, 0);
 	sb_event(b, SS_REC_WORKER_END, T0 + 150, 0);
 	sb_event(b, SS_REC_THREAD_EXIT, T0 + 151, 0);
-	uint8_t sample[] = { 1, 2, 3, 4, 5 };
-	sb_ext(b, 0x41, sample, sizeof sample); /* a future CPU sample */
+	/* Sampling records: a stack, a sample using it, a switch, a thread name, a
+	 * sampler loss and a mapping (bodies are varints; see segment_format.h). */
+	static const uint8_t stack[] = { 7, 1, 3, 0x81, 0x80, 0x80, 0x80, 0x0f, 0x90, 0x20, 0x91, 0x21 };
+	sb_ext(b, SS_REC_STACK, stack, sizeof stack);
+	static const uint8_t sample[] = { 1, 42, 0xe4, 0x00, 2, 0x81, 0x84, 0x3d, 1, 7 };
+	sb_ext(b, SS_REC_SAMPLE, sample, sizeof sample);
+	static const uint8_t sw[] = { 1, 42, 0xe5, 0x00, 2, 1 };
+	sb_ext(b, SS_REC_SWITCH, sw, sizeof sw);
+	static const uint8_t comm[] = { 1, 42, 0xe6, 0x00, 4, 'w', 'r', 'k', '0' };
+	sb_ext(b, SS_REC_COMM, comm, sizeof comm);
+	static const uint8_t sloss[] = { 42, 0xe7, 0x00, 10, 3, 1 };
+	sb_ext(b, SS_REC_SAMPLER_LOSS, sloss, sizeof sloss);
+	static const uint8_t map[] = { 0, 0x80, 0x20, 0x80, 0x40, 0, 5, 2, 0xab, 0xcd, 4, '/', 'b', 'i', 'n' };
+	sb_ext(b, SS_REC_MAPPING, map, sizeof map);
 	sb_ext(b, 0x6f, "", 0);
 	sb_end_block(b, zstd);
 }

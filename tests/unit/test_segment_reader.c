@@ -355,7 +355,7 @@ static void test_unknown_extensions(void)
 	struct readout o;
 	begin(&b);
 	sb_begin_block(&b);
-	sb_ext(&b, 0x41, "\x01\x02\x03", 3);
+	sb_ext(&b, 0x45, "\x01\x02\x03", 3);
 	sb_thread(&b, 1, T0 + 5);
 	sb_ext(&b, 0x5f, "", 0);
 	sb_event(&b, SS_REC_PARK, T0 + 7, 0);
@@ -368,7 +368,7 @@ static void test_unknown_extensions(void)
 	sb_end_block(&b, false);
 	read_buf(b.buf, b.len, &o);
 	CHECK(o.damage.kind == SS_DAMAGE_NONE);
-	CHECK(strcmp(o.text, "0x41 len 3\nTHREAD t=5 T1\n0x5f len 0\nPARK t=7 T1\n0xff len 300\n"
+	CHECK(strcmp(o.text, "0x45 len 3\nTHREAD t=5 T1\n0x5f len 0\nPARK t=7 T1\n0xff len 300\n"
 			     "UNPARK t=9 T1\nMETA a=b\n") == 0);
 	CHECK(o.stats.unknown_records == 3 && o.stats.events == 2);
 	sb_free(&b);

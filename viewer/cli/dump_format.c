@@ -226,6 +226,84 @@ static void print_event_fields(struct dump *d, const struct ss_record *rec)
 	}
 }
 
+/* SAMPLE, SWITCH, COMM, SAMPLER_LOSS, STACK and MAPPING; returns 0 for others. */
+static int print_sampling_record(struct dump *d, const struct ss_record *rec, const char *tname)
+{
+	FILE *o = d->out;
+	switch (rec->type) {
+	case SS_REC_SAMPLE:
+	case SS_REC_SWITCH:
+	case SS_REC_COMM:
+	case SS_REC_SAMPLER_LOSS:
+		fputs(rec->type == SS_REC_SAMPLER_LOSS ? "!!! " : "    ", o);
+		put_rel(o, rec->ts, d->h->start_ts);
+		fprintf(o, " %" PRIu64 " ", rec->ts);
+		break;
+	case SS_REC_STACK:
+	case SS_REC_MAPPING:
+		fprintf(o, "    def %s", tname);
+		break;
+	default:
+		return 0;
+	}
+	switch (rec->type) {
+	case SS_REC_SAMPLE:
+		fprintf(o, "T%" PRIu64 "/%" PRIu64 " SAMPLE %s", rec->u.sample.thread, rec->u.sample.tid,
+			rec->u.sample.kind == SS_SAMPLE_KIND_OFFCPU ? "off-cpu" :
+			rec->u.sample.kind == SS_SAMPLE_KIND_CPU ? "cpu" : "kind?");
+		if (rec->u.sample.cpu)
+			fprintf(o, " cpu=%" PRIu64, rec->u.sample.cpu - 1);
+		fprintf(o, " weight=%" PRIu64 "ns stack#%" PRIu64 "\n", rec->u.sample.weight,
+			rec->u.sample.stack);
+		break;
+	case SS_REC_SWITCH:
+		fprintf(o, "T%" PRIu64 "/%" PRIu64 " SWITCH %s", rec->u.switch_rec.thread,
+			rec->u.switch_rec.tid,
+			!(rec->u.switch_rec.flags & SS_SWITCH_F_OUT) ? "in" :
+			(rec->u.switch_rec.flags & SS_SWITCH_F_PREEMPT) ? "out preempted" : "out blocked");
+		if (rec->u.switch_rec.cpu)
+			fprintf(o, " cpu=%" PRIu64, rec->u.switch_rec.cpu - 1);
+		fputc('\n', o);
+		break;
+	case SS_REC_COMM:
+		fprintf(o, "T%" PRIu64 "/%" PRIu64 " COMM ", rec->u.comm.thread, rec->u.comm.tid);
+		put_escaped(o, rec->u.comm.name, rec->u.comm.name_len);
+		fputc('\n', o);
+		break;
+	case SS_REC_SAMPLER_LOSS:
+		fprintf(o, "tid %" PRIu64 " SAMPLER_LOSS %" PRIu64 " LOST over %" PRIu64 " ns (%s)\n",
+			rec->u.sampler_loss.tid, rec->u.sampler_loss.count, rec->u.sampler_loss.span,
+			ss_sampler_loss_reason_name(rec->u.sampler_loss.reason));
+		break;
+	case SS_REC_STACK: {
+		uint64_t f[SS_MAX_STACK_FRAMES];
+		size_t n = ss_stack_frames(rec, f, SS_MAX_STACK_FRAMES);
+		fprintf(o, " #%" PRIu64 " %zu frames (%" PRIu64 " kernel):", rec->u.stack.id, n,
+			rec->u.stack.nkernel);
+		for (size_t i = 0; i < n; i++)
+			fprintf(o, " %s0x%" PRIx64, i < rec->u.stack.nkernel ? "k:" : "", f[i]);
+		fputc('\n', o);
+		break;
+	}
+	case SS_REC_MAPPING:
+		fprintf(o, " 0x%" PRIx64 "-0x%" PRIx64 " off 0x%" PRIx64 " %c%c%c", rec->u.mapping.start,
+			rec->u.mapping.end, rec->u.mapping.pgoff, rec->u.mapping.prot & 1 ? 'r' : '-',
+			rec->u.mapping.prot & 2 ? 'w' : '-', rec->u.mapping.prot & 4 ? 'x' : '-');
+		if (rec->ts)
+			fprintf(o, " at %" PRIu64, rec->ts);
+		fputs(" build-id ", o);
+		if (!rec->u.mapping.build_id_len)
+			fputs("none", o);
+		for (size_t i = 0; i < rec->u.mapping.build_id_len; i++)
+			fprintf(o, "%02x", rec->u.mapping.build_id[i]);
+		fputc(' ', o);
+		put_escaped(o, rec->u.mapping.path, rec->u.mapping.path_len);
+		fputc('\n', o);
+		break;
+	}
+	return 1;
+}
+
 static void print_record(struct dump *d, const struct ss_record *rec)
 {
 	FILE *o = d->out;
@@ -266,6 +344,8 @@ static void print_record(struct dump *d, const struct ss_record *rec)
 		fputc('\n', o);
 		return;
 	}
+	if (print_sampling_record(d, rec, tname))
+		return;
 	if (rec->type >= 0x40) {
 		fprintf(o, "    skip %s (%zu bytes, extension this reader does not know)\n", tname,
 			rec->u.unknown.len);

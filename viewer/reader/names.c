@@ -27,6 +27,12 @@ const char *ss_record_type_name(uint8_t type)
 	case SS_REC_THREAD_EXIT: return "THREAD_EXIT";
 	case SS_REC_LOSS: return "LOSS";
 	case SS_REC_META: return "META";
+	case SS_REC_SAMPLE: return "SAMPLE";
+	case SS_REC_SWITCH: return "SWITCH";
+	case SS_REC_COMM: return "COMM";
+	case SS_REC_SAMPLER_LOSS: return "SAMPLER_LOSS";
+	case SS_REC_STACK: return "STACK";
+	case SS_REC_MAPPING: return "MAPPING";
 	default: return NULL;
 	}
 }
@@ -38,6 +44,17 @@ const char *ss_loss_reason_name(uint64_t reason)
 	case SS_LOSS_NO_BUFFER: return "no thread buffer";
 	case SS_LOSS_WRITE_FAILED: return "write failed";
 	case SS_LOSS_SAMPLER: return "sampler loss";
+	default: return "unknown reason";
+	}
+}
+
+const char *ss_sampler_loss_reason_name(uint64_t reason)
+{
+	switch (reason) {
+	case SS_SAMPLER_LOSS_KERNEL: return "kernel ring full";
+	case SS_SAMPLER_LOSS_THROTTLE: return "throttled by the kernel";
+	case SS_SAMPLER_LOSS_FALLBACK: return "timer fallback ring full";
+	case SS_SAMPLER_LOSS_WRITER: return "no segment to write to";
 	default: return "unknown reason";
 	}
 }

@@ -110,9 +110,87 @@ static int decode_extension(struct cursor *c, uint8_t type, struct ss_record *re
 		}
 		return 1;
 	}
-	rec->u.unknown.body = body.p;
-	rec->u.unknown.len = body.left;
+	int ok = 1;
+	switch (type) {
+	case SS_REC_SAMPLE:
+		ok = get_v(&body, &rec->u.sample.thread) && get_v(&body, &rec->u.sample.tid) &&
+		     get_v(&body, &rec->ts) && get_v(&body, &rec->u.sample.cpu) &&
+		     get_v(&body, &rec->u.sample.weight) && get_v(&body, &rec->u.sample.kind) &&
+		     get_v(&body, &rec->u.sample.stack);
+		rec->thread = rec->u.sample.thread;
+		break;
+	case SS_REC_SWITCH:
+		ok = get_v(&body, &rec->u.switch_rec.thread) && get_v(&body, &rec->u.switch_rec.tid) &&
+		     get_v(&body, &rec->ts) && get_v(&body, &rec->u.switch_rec.cpu) &&
+		     get_v(&body, &rec->u.switch_rec.flags);
+		rec->thread = rec->u.switch_rec.thread;
+		break;
+	case SS_REC_COMM:
+		ok = get_v(&body, &rec->u.comm.thread) && get_v(&body, &rec->u.comm.tid) &&
+		     get_v(&body, &rec->ts) && get_s(&body, &rec->u.comm.name, &rec->u.comm.name_len);
+		rec->thread = rec->u.comm.thread;
+		break;
+	case SS_REC_SAMPLER_LOSS:
+		ok = get_v(&body, &rec->u.sampler_loss.tid) && get_v(&body, &rec->ts) &&
+		     get_v(&body, &rec->u.sampler_loss.span) && get_v(&body, &rec->u.sampler_loss.count) &&
+		     get_v(&body, &rec->u.sampler_loss.reason);
+		if (ok && rec->u.sampler_loss.span > UINT64_MAX - rec->ts) {
+			body.why = "SAMPLER_LOSS time range overflows";
+			ok = 0;
+		}
+		break;
+	case SS_REC_STACK: {
+		ok = get_v(&body, &rec->u.stack.id) && get_v(&body, &rec->u.stack.nkernel) &&
+		     get_v(&body, &rec->u.stack.nframes);
+		if (ok && (rec->u.stack.nframes > SS_MAX_STACK_FRAMES ||
+			   rec->u.stack.nkernel > rec->u.stack.nframes)) {
+			body.why = "STACK with too many frames or kernel frames";
+			ok = 0;
+		}
+		rec->u.stack.frames = body.p;
+		/* Every frame must be a whole varint now, so ss_stack_frames cannot fail. */
+		uint64_t addr;
+		for (uint64_t i = 0; ok && i < rec->u.stack.nframes; i++)
+			ok = get_v(&body, &addr);
+		rec->u.stack.frames_len = ok ? (size_t)(body.p - rec->u.stack.frames) : 0;
+		break;
+	}
+	case SS_REC_MAPPING: {
+		const char *bid = NULL;
+		ok = get_v(&body, &rec->ts) && get_v(&body, &rec->u.mapping.start) &&
+		     get_v(&body, &rec->u.mapping.end) && get_v(&body, &rec->u.mapping.pgoff) &&
+		     get_v(&body, &rec->u.mapping.prot) &&
+		     get_s(&body, &bid, &rec->u.mapping.build_id_len) &&
+		     get_s(&body, &rec->u.mapping.path, &rec->u.mapping.path_len);
+		rec->u.mapping.build_id = (const uint8_t *)bid;
+		if (ok && rec->u.mapping.build_id_len > 64) {
+			body.why = "MAPPING build id longer than 64 bytes";
+			ok = 0;
+		}
+		break;
+	}
+	default:
+		rec->u.unknown.body = body.p;
+		rec->u.unknown.len = body.left;
+		return 1;
+	}
+	if (!ok) {
+		c->why = body.why ? body.why : "malformed record";
+		return 0;
+	}
 	return 1;
+}
+
+size_t ss_stack_frames(const struct ss_record *rec, uint64_t *out, size_t max)
+{
+	if (rec->type != SS_REC_STACK)
+		return 0;
+	struct cursor c = { rec->u.stack.frames, rec->u.stack.frames_len, NULL };
+	size_t n = 0;
+	for (; n < max && n < rec->u.stack.nframes; n++)
+		if (!get_v(&c, &out[n]))
+			break;
+	return n;
 }
 
 static int decode_body(struct cursor *c, struct ss_decode_state *st, uint8_t type,

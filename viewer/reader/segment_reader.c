@@ -507,8 +507,10 @@ static void absorb_records(struct ss_reader *r, const uint8_t *raw, size_t len)
 			count_event(r, &rec);
 		else if (rec.type == SS_REC_THREAD)
 			; /* a clock switch, neither an event nor a definition */
-		else if (rec.type >= 0x40 && rec.type != SS_REC_META)
+		else if (rec.type >= 0x40 && !ss_record_type_name(rec.type))
 			r->stats.unknown_records++;
+		else if (rec.type == SS_REC_SAMPLER_LOSS)
+			r->stats.lost_samples += rec.u.sampler_loss.count;
 		else
 			r->stats.definitions++;
 	}

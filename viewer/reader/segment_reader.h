@@ -144,6 +144,22 @@ struct ss_record {
 		struct { uint64_t count, span, reason; } loss;
 		struct { const char *key; size_t key_len; const char *value; size_t value_len; } meta;
 		struct { const uint8_t *body; size_t len; } unknown; /* skipped >= 0x40 */
+		/* SAMPLE (time in ts): cpu is cpu + 1, 0 = unknown */
+		struct { uint64_t thread, tid, cpu, weight, kind, stack; } sample;
+		/* SWITCH (time in ts): flags SS_SWITCH_F_* */
+		struct { uint64_t thread, tid, cpu, flags; } switch_rec;
+		/* COMM (time in ts) */
+		struct { uint64_t thread, tid; const char *name; size_t name_len; } comm;
+		/* SAMPLER_LOSS (first lost at ts, last at ts + span) */
+		struct { uint64_t tid, span, count, reason; } sampler_loss;
+		/* STACK: frames are still varints; ss_stack_frames() decodes them */
+		struct { uint64_t id, nkernel, nframes; const uint8_t *frames; size_t frames_len; } stack;
+		/* MAPPING (ts 0 = snapshot at segment start) */
+		struct {
+			uint64_t start, end, pgoff, prot;
+			const uint8_t *build_id; size_t build_id_len;
+			const char *path; size_t path_len;
+		} mapping;
 	} u;
 };
 
@@ -164,6 +180,7 @@ struct ss_reader_stats {
 	uint64_t lost_events;       /* sum of LOSS counts */
 	uint64_t lost_by_reason[5]; /* index enum ss_loss_reason; 0 = other */
 	uint64_t defs_not_kept;     /* definitions past max_definition_bytes */
+	uint64_t lost_samples;      /* sum of SAMPLER_LOSS counts */
 	uint64_t process_events;    /* events on thread 0 (process-wide) with no THREAD_DEF */
 	uint64_t events_no_thread_def; /* events on other threads with no THREAD_DEF */
 	uint64_t intact_end;        /* file offset just after the last intact block */
@@ -222,9 +239,15 @@ int ss_reader_run(struct ss_reader *r, const struct ss_visitor *v, void *ctx);
  * absence of events. */
 bool ss_record_counts_as_event(uint8_t type);
 
+/* Decodes up to max frames of a STACK record into out (leaf first; the first
+ * rec->u.stack.nkernel are kernel addresses). Returns the count decoded; the reader
+ * has already checked that all nframes varints are present. */
+size_t ss_stack_frames(const struct ss_record *rec, uint64_t *out, size_t max);
+
 /* "POLL_BEGIN" etc.; NULL for a type the reader does not know. */
 const char *ss_record_type_name(uint8_t type);
 const char *ss_loss_reason_name(uint64_t reason);
+const char *ss_sampler_loss_reason_name(uint64_t reason);
 const char *ss_damage_kind_name(enum ss_damage_kind kind);
 /* Whether this build can decode SS_BLOCK_F_ZSTD blocks. */
 bool ss_reader_has_zstd(void);

@@ -1,0 +1,135 @@
+/*
+ * sampler-private.h - what sampler.c, sampler_perf.c, sampler_timer.c and
+ * proc_maps.c share. The thread table lives here because two very different
+ * readers use it: the writer thread (everything) and the timer fallback's signal
+ * handler, which finds its entry by the index carried in the timer's sigval and
+ * touches only the atomics and the sample ring of that entry.
+ */
+#ifndef STALLSCOPE_SAMPLER_PRIVATE_H
+#define STALLSCOPE_SAMPLER_PRIVATE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "recorder-private.h"
+#include "sampler.h"
+
+enum ss_st_kind { SS_ST_FREE = 0, SS_ST_PERF, SS_ST_TIMER };
+
+/* One sample as the signal handler stores it: fixed size so the ring is a plain
+ * array and the handler never computes a variable length. */
+struct ss_tsample {
+	uint64_t ts;
+	uint64_t weight;
+	uint32_t nframes;
+	uint32_t pad;
+	uint64_t frames[SS_MAX_FRAMES];
+};
+
+struct ss_sthread {
+	/* ---- read by the signal handler ---- */
+	/* (generation << 1) | 1 while the timer may deliver into this entry; the
+	 * handler compares it with the value its sigval carries. */
+	_Atomic uint32_t armed;
+	/* Handlers running on this entry now: the writer waits for 0 before it frees
+	 * the ring (a signal queued before timer_delete can still arrive). */
+	_Atomic uint32_t inflight;
+	uint64_t stack_lo, stack_hi;
+	struct ss_tsample *tring;
+	uint32_t tmask;
+	uint64_t weight;                  /* timer period, ns */
+	_Atomic uint64_t thead;           /* handler-written */
+	_Atomic uint64_t ttail;           /* writer-written */
+	_Atomic uint64_t tlost;           /* refused by the full ring; the writer swaps 0 in */
+	_Atomic uint64_t tlost_first, tlost_last;
+
+	/* ---- writer-only ---- */
+	uint32_t kind;                    /* enum ss_st_kind */
+	uint32_t tid;
+	uint32_t gen;
+	uint8_t closing;                  /* removed: drain once more, then release */
+	uint8_t comm_pending;
+	char comm[16];
+	timer_t timer;
+	int have_timer;
+
+	int fd_clock, fd_cs;              /* perf: -1 when not open */
+	uint64_t id_clock, id_cs;
+	void *ring;                       /* header page + data pages */
+	size_t ring_len;
+	uint64_t data_size;
+	/* Losses: the ring's LOST records arrive only once there is room again (never,
+	 * for a thread that ends while its ring is full), so the events' own counters
+	 * (PERF_FORMAT_LOST) are read too; both are cumulative counts of the same
+	 * losses, and only what exceeds lost_emitted is reported. */
+	uint64_t lost_emitted, lost_records, lost_counter;
+	uint64_t last_drain;
+	uint64_t throttled_at;            /* THROTTLE seen, UNTHROTTLE not yet: its time */
+	uint64_t throttled_id;
+};
+
+struct ss_sampler_state {
+	int started;
+	enum ss_sampler_mode mode;
+	int enabled;
+	uint32_t hz;
+	uint64_t period_ns;
+	uint32_t perf_pages;
+	uint32_t timer_ring;
+	int all_threads;
+
+	/* perf */
+	int kernel_ok;                    /* exclude_kernel = 0 accepted */
+	int offcpu;                       /* context-switch samples are opened */
+	int fmt_lost;                     /* PERF_FORMAT_LOST accepted (Linux 6.0+) */
+	uint32_t max_stack;
+	int paranoid;
+
+	/* timer */
+	int timer_ready;
+	int signo;
+
+	char status[512];
+	struct ss_sampler_stats stats;
+	struct ss_sthread threads[SS_SAMPLER_MAX_THREADS];
+};
+
+extern SS_INTERNAL struct ss_sampler_state ss_smp;
+
+/* Appends to ss_smp.status ("; " separated). */
+SS_INTERNAL void ss_sampler_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+SS_INTERNAL const char *ss_errno_name(int err);
+SS_INTERNAL int ss_read_int_file(const char *path, int dflt);
+
+/* sampler_perf.c */
+/* Probes perf on the calling thread: 0 when usable (sets kernel_ok, offcpu),
+ * else -errno with why written into why. */
+SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len);
+SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len);
+SS_INTERNAL void ss_perf_close_fds(struct ss_sthread *t);
+SS_INTERNAL void ss_perf_unmap(struct ss_sthread *t);
+SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink *sink);
+SS_INTERNAL void ss_perf_enable(struct ss_sthread *t, int on);
+
+/* sampler_timer.c */
+/* Installs the signal handler once. 0, or -1 with why. */
+SS_INTERNAL int ss_timer_init(char *why, size_t len);
+SS_INTERNAL void ss_timer_fini(void);
+SS_INTERNAL int ss_timer_open(struct ss_sthread *t, uint32_t index, char *why, size_t len);
+SS_INTERNAL void ss_timer_close(struct ss_sthread *t);   /* timer_delete + wait for handlers */
+SS_INTERNAL void ss_timer_free(struct ss_sthread *t);    /* ring */
+SS_INTERNAL void ss_timer_drain(struct ss_sthread *t, const struct ss_sample_sink *sink);
+SS_INTERNAL void ss_timer_enable(struct ss_sthread *t, int on);
+
+/* proc_maps.c */
+/* Build id of the ELF file at path, cached by (dev, inode, path). Returns its
+ * length (0 when none or unreadable). dev/ino 0 = unknown: looked up by stat. */
+SS_INTERNAL uint32_t ss_build_id_lookup(const char *path, uint64_t dev, uint64_t ino,
+					uint8_t out[20]);
+SS_INTERNAL void ss_build_id_cache_clear(void);
+SS_INTERNAL void ss_proc_maps_emit(const struct ss_sample_sink *sink);
+
+#endif /* STALLSCOPE_SAMPLER_PRIVATE_H */

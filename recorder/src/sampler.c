@@ -1,0 +1,352 @@
+/*
+ * sampler.c - the sampler's front: picks perf or the timer fallback once per
+ * session, keeps the table of sampled threads, and dispatches drain, enable and
+ * stop to the mode each thread ended up in. Every entry point runs on the writer
+ * thread; only sampler_timer.c's signal handler runs elsewhere, and it reaches
+ * the table solely through the index in its timer's sigval.
+ */
+#include "sampler-private.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+SS_INTERNAL struct ss_sampler_state ss_smp;
+
+SS_INTERNAL const char *ss_errno_name(int err)
+{
+	const char *n = strerrorname_np(err);
+	return n ? n : "unknown errno";
+}
+
+SS_INTERNAL int ss_read_int_file(const char *path, int dflt)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dflt;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return dflt;
+	buf[n] = 0;
+	char *end;
+	long v = strtol(buf, &end, 10);
+	return end == buf ? dflt : (int)v;
+}
+
+SS_INTERNAL void ss_sampler_note(const char *fmt, ...)
+{
+	size_t used = strlen(ss_smp.status);
+	if (used + 3 >= sizeof ss_smp.status)
+		return;
+	if (used) {
+		memcpy(ss_smp.status + used, "; ", 3);
+		used += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(ss_smp.status + used, sizeof ss_smp.status - used, fmt, ap);
+	va_end(ap);
+}
+
+const char *ss_sampler_mode_name(enum ss_sampler_mode m)
+{
+	switch (m) {
+	case SS_SAMPLER_AUTO: return "auto";
+	case SS_SAMPLER_PERF: return "perf";
+	case SS_SAMPLER_TIMER: return "timer";
+	case SS_SAMPLER_OFF: return "off";
+	}
+	return "?";
+}
+
+enum ss_sampler_mode ss_sampler_mode(void)
+{
+	return ss_smp.started ? ss_smp.mode : SS_SAMPLER_OFF;
+}
+
+int ss_sampler_offcpu_stacks(void)
+{
+	return ss_smp.started && ss_smp.mode == SS_SAMPLER_PERF && ss_smp.offcpu;
+}
+
+const char *ss_sampler_status(void)
+{
+	return ss_smp.status;
+}
+
+void ss_sampler_get_stats(struct ss_sampler_stats *st)
+{
+	*st = ss_smp.stats;
+}
+
+static uint32_t pow2_floor(uint32_t v, uint32_t dflt)
+{
+	if (!v)
+		return dflt;
+	uint32_t p = 1;
+	while (p <= v / 2)
+		p *= 2;
+	return p;
+}
+
+static void start_timer_mode(const char *perf_why)
+{
+	char why[200];
+	if (ss_timer_init(why, sizeof why) == 0) {
+		ss_smp.mode = SS_SAMPLER_TIMER;
+		ss_sampler_note("timer: signal %d (SIGRTMIN+%d) on each thread's CPU clock, %u Hz, "
+				"in-process frame-pointer walk, no switch records, no off-CPU stacks "
+				"(CPU-clock timers expire on scheduler ticks: at most CONFIG_HZ samples "
+				"a second, missed periods add to a sample's weight)",
+				ss_smp.signo, ss_smp.signo - SIGRTMIN, ss_smp.hz);
+	} else {
+		ss_smp.mode = SS_SAMPLER_OFF;
+		ss_sampler_note("off: timer fallback refused: %s", why);
+	}
+	if (perf_why)
+		ss_sampler_note("%s", perf_why);
+}
+
+void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t len)
+{
+	if (ss_smp.started)
+		ss_sampler_stop();
+	memset(&ss_smp, 0, sizeof ss_smp);
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		ss_smp.threads[i].fd_clock = -1;
+		ss_smp.threads[i].fd_cs = -1;
+	}
+	ss_smp.started = 1;
+	ss_smp.enabled = 1;
+	ss_smp.hz = cfg->hz ? cfg->hz : 999;
+	if (ss_smp.hz > 100000)
+		ss_smp.hz = 100000; /* perf_event_max_sample_rate's usual value */
+	ss_smp.period_ns = 1000000000ull / ss_smp.hz;
+	ss_smp.perf_pages = pow2_floor(cfg->perf_pages, 8);
+	ss_smp.timer_ring = pow2_floor(cfg->timer_ring, 64);
+	ss_smp.all_threads = cfg->all_threads;
+	ss_smp.paranoid = ss_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2);
+
+	switch (cfg->mode) {
+	case SS_SAMPLER_OFF:
+		ss_smp.mode = SS_SAMPLER_OFF;
+		ss_sampler_note("off: CPU sampling not asked for");
+		break;
+	case SS_SAMPLER_TIMER:
+		start_timer_mode("perf not tried: timer mode asked for");
+		break;
+	case SS_SAMPLER_AUTO:
+	case SS_SAMPLER_PERF: {
+		char why[300];
+		if (ss_perf_probe(cfg->offcpu, why, sizeof why) == 0) {
+			ss_smp.mode = SS_SAMPLER_PERF;
+			/* why holds the details of what perf granted */
+			ss_sampler_note("perf: %s", why);
+		} else if (cfg->mode == SS_SAMPLER_AUTO) {
+			char w2[340];
+			snprintf(w2, sizeof w2, "perf refused: %s", why);
+			start_timer_mode(w2);
+		} else {
+			ss_smp.mode = SS_SAMPLER_OFF;
+			ss_sampler_note("off: perf asked for and refused: %s", why);
+		}
+		break;
+	}
+	}
+	if (status && len)
+		snprintf(status, len, "%s", ss_smp.status);
+}
+
+static struct ss_sthread *find(uint32_t tid)
+{
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind != SS_ST_FREE && !t->closing && t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
+static void read_comm(struct ss_sthread *t)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, t->comm, sizeof t->comm - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	t->comm[n] = 0;
+	char *nl = strchr(t->comm, '\n');
+	if (nl)
+		*nl = 0;
+	t->comm_pending = 1;
+}
+
+int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
+{
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF || !tid)
+		return -1;
+	if (find(tid))
+		return 0;
+	struct ss_sthread *t = NULL;
+	uint32_t index = 0;
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		if (ss_smp.threads[i].kind == SS_ST_FREE) {
+			t = &ss_smp.threads[i];
+			index = i;
+			break;
+		}
+	}
+	if (!t) {
+		ss_smp.stats.threads_refused++;
+		return -1;
+	}
+	uint32_t gen = t->gen + 1;
+	/* armed and inflight stay as they are: a stray signal for the previous
+	 * occupant may be counting itself in inflight right now. */
+	memset((char *)t + offsetof(struct ss_sthread, stack_lo), 0,
+	       sizeof *t - offsetof(struct ss_sthread, stack_lo));
+	t->gen = gen;
+	t->fd_clock = t->fd_cs = -1;
+	t->tid = tid;
+	if (stack_lo < stack_hi) {
+		t->stack_lo = stack_lo;
+		t->stack_hi = stack_hi;
+	}
+
+	char why[200];
+	if (ss_smp.mode == SS_SAMPLER_PERF) {
+		int r = ss_perf_open(t, why, sizeof why);
+		if (r == 0) {
+			t->kind = SS_ST_PERF;
+			ss_smp.stats.threads_perf++;
+			read_comm(t);
+			return 0;
+		}
+		if (r == -ESRCH) { /* the thread is gone already */
+			ss_smp.stats.threads_refused++;
+			return -1;
+		}
+		/* Descriptor or mlock limits: this thread still gets timer samples. */
+		char tw[200];
+		if (ss_timer_init(tw, sizeof tw) != 0) {
+			if (ss_smp.stats.threads_refused++ == 0)
+				ss_sampler_note("thread %u not sampled: perf %s, timer %s", tid, why, tw);
+			return -1;
+		}
+		if (ss_smp.stats.threads_fell_back++ == 0)
+			ss_sampler_note("thread %u (and later ones like it) on the timer: perf %s",
+					tid, why);
+	}
+	if (ss_timer_open(t, index, why, sizeof why) != 0) {
+		if (ss_smp.stats.threads_refused++ == 0)
+			ss_sampler_note("thread %u not sampled: %s", tid, why);
+		return -1;
+	}
+	t->kind = SS_ST_TIMER;
+	ss_smp.stats.threads_timer++;
+	read_comm(t);
+	return 0;
+}
+
+void ss_sampler_thread_remove(uint32_t tid)
+{
+	if (!ss_smp.started)
+		return;
+	struct ss_sthread *t = find(tid);
+	if (!t)
+		return;
+	/* Stop sampling now; the ring keeps what the thread produced until the next
+	 * drain hands it over. */
+	if (t->kind == SS_ST_PERF) {
+		ss_perf_close_fds(t);
+		ss_smp.stats.threads_perf--;
+	} else {
+		ss_timer_close(t);
+		ss_smp.stats.threads_timer--;
+	}
+	t->closing = 1;
+}
+
+static void release(struct ss_sthread *t)
+{
+	if (t->kind == SS_ST_PERF) {
+		ss_perf_close_fds(t);
+		ss_perf_unmap(t);
+	} else if (t->kind == SS_ST_TIMER) {
+		ss_timer_close(t);
+		ss_timer_free(t);
+	}
+	t->kind = SS_ST_FREE;
+	t->closing = 0;
+}
+
+void ss_sampler_drain(const struct ss_sample_sink *sink)
+{
+	if (!ss_smp.started)
+		return;
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind == SS_ST_FREE)
+			continue;
+		if (t->comm_pending && sink->comm) {
+			sink->comm(sink->ctx, t->tid, t->comm, ss_now());
+			t->comm_pending = 0;
+		}
+		if (t->kind == SS_ST_PERF)
+			ss_perf_drain(t, sink);
+		else
+			ss_timer_drain(t, sink);
+		if (t->closing)
+			release(t);
+	}
+}
+
+void ss_sampler_mappings(const struct ss_sample_sink *sink)
+{
+	if (sink->mapping)
+		ss_proc_maps_emit(sink);
+}
+
+void ss_sampler_set_enabled(int on)
+{
+	if (!ss_smp.started || ss_smp.enabled == !!on)
+		return;
+	ss_smp.enabled = !!on;
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind == SS_ST_FREE || t->closing)
+			continue;
+		if (t->kind == SS_ST_PERF)
+			ss_perf_enable(t, on);
+		else
+			ss_timer_enable(t, on);
+	}
+}
+
+void ss_sampler_stop(void)
+{
+	if (!ss_smp.started)
+		return;
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind != SS_ST_FREE)
+			release(t);
+	}
+	ss_timer_fini();
+	ss_build_id_cache_clear();
+	ss_smp.stats.threads_perf = ss_smp.stats.threads_timer = 0;
+	ss_smp.started = 0;
+	ss_smp.mode = SS_SAMPLER_OFF;
+}

@@ -1,0 +1,325 @@
+/*
+ * sampler_timer.c - the fallback when perf_event_open is refused: one POSIX timer
+ * per sampled thread on that thread's CPU-time clock, delivering a real-time
+ * signal to that very thread (SIGEV_THREAD_ID). The handler walks frame pointers
+ * from the interrupted context into a per-thread single-producer ring.
+ *
+ * Why a real-time signal and not SIGPROF: SIGPROF is what other profilers
+ * (gperftools, setitimer users) take, and a host that uses it must keep it. We
+ * take the highest real-time signal whose disposition is still SIG_DFL, so a
+ * host's handler is never replaced; if every one is taken, the timer mode is
+ * refused and says so. A POSIX timer never queues more than one instance of its
+ * signal (further expiries become si_overrun), so a slow handler cannot pile up.
+ *
+ * Why the walk cannot fault: every load is from [max(stack_lo, sp), stack_hi) of
+ * the interrupted thread, 8-aligned, and frame addresses must strictly increase,
+ * so a garbage frame pointer ends the walk instead of being dereferenced. The
+ * part of a thread's stack above its stack pointer is mapped by construction.
+ */
+#include "sampler-private.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define IDX_BITS 10
+_Static_assert((1u << IDX_BITS) == SS_SAMPLER_MAX_THREADS, "sigval index width");
+#define GEN_MASK ((1u << (31 - IDX_BITS)) - 1)
+
+static struct sigaction old_action;
+
+static uint32_t armed_value(uint32_t gen)
+{
+	return ((gen & GEN_MASK) << 1) | 1u;
+}
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe (vDSO) */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Not instrumented: a frame slot may sit next to an ASan redzone, and the bounds
+ * checks below are what make these loads safe. */
+__attribute__((no_sanitize("address", "undefined")))
+static uint32_t walk(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t lo, uint64_t hi,
+		     uint64_t *out)
+{
+	uint32_t n = 0;
+	out[n++] = pc;
+	if (!lo || sp < lo || sp >= hi)
+		return n; /* unknown bounds, or running on another (alternate) stack */
+	lo = sp;
+	while (n < SS_MAX_FRAMES) {
+		if ((fp & 7) || fp < lo || fp > hi || hi - fp < 16)
+			break;
+		const volatile uint64_t *f = (const volatile uint64_t *)(uintptr_t)fp;
+		uint64_t next = f[0], ret = f[1];
+		if (ret < 4096)
+			break; /* not a code address: the end of the chain */
+		out[n++] = ret;
+		if (next <= fp)
+			break;
+		lo = fp + 16;
+		fp = next;
+	}
+	return n;
+}
+
+static void record(struct ss_sthread *t, const ucontext_t *uc, int overrun)
+{
+	uint64_t now = mono_ns();
+	uint64_t head = atomic_load_explicit(&t->thead, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&t->ttail, memory_order_acquire);
+	if (head - tail > t->tmask) {
+		if (atomic_fetch_add_explicit(&t->tlost, 1, memory_order_relaxed) == 0)
+			atomic_store_explicit(&t->tlost_first, now, memory_order_relaxed);
+		atomic_store_explicit(&t->tlost_last, now, memory_order_release);
+		return;
+	}
+	struct ss_tsample *s = &t->tring[head & t->tmask];
+	uint64_t pc, sp, fp;
+#if defined(__x86_64__)
+	pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+	fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+	pc = uc->uc_mcontext.pc;
+	sp = uc->uc_mcontext.sp;
+	fp = uc->uc_mcontext.regs[29];
+#else
+	pc = 0; sp = 0; fp = 0; (void)uc;
+#endif
+	s->ts = now;
+	s->weight = t->weight * (1u + (overrun > 0 ? (uint64_t)overrun : 0));
+	s->nframes = walk(pc, sp, fp, t->stack_lo, t->stack_hi, s->frames);
+	atomic_store_explicit(&t->thead, head + 1, memory_order_release);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	int saved = errno;
+	if (si && si->si_code == SI_TIMER) {
+		uint32_t v = (uint32_t)si->si_value.sival_int;
+		struct ss_sthread *t = &ss_smp.threads[v & (SS_SAMPLER_MAX_THREADS - 1)];
+		/* Count ourselves in before looking: the writer disarms, then waits for
+		 * inflight to drain before freeing the ring. */
+		atomic_fetch_add(&t->inflight, 1);
+		if (atomic_load(&t->armed) == armed_value(v >> IDX_BITS))
+			record(t, (const ucontext_t *)ucv, si->si_overrun);
+		atomic_fetch_sub(&t->inflight, 1);
+	}
+	errno = saved;
+}
+
+SS_INTERNAL int ss_timer_init(char *why, size_t len)
+{
+	if (ss_smp.timer_ready)
+		return 0;
+	int chosen = 0;
+	for (int sig = SIGRTMAX; sig > SIGRTMIN; sig--) {
+		struct sigaction cur;
+		if (sigaction(sig, NULL, &cur) != 0)
+			continue;
+		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+			chosen = sig;
+			old_action = cur;
+			break;
+		}
+	}
+	if (!chosen) {
+		snprintf(why, len, "every real-time signal SIGRTMIN+1..SIGRTMAX has a handler");
+		return -1;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigfillset(&sa.sa_mask); /* nothing else of ours nests inside */
+	if (sigaction(chosen, &sa, NULL) != 0) {
+		snprintf(why, len, "sigaction(%d): %s", chosen, ss_errno_name(errno));
+		return -1;
+	}
+	/* Can this kernel time another thread's CPU clock at all? Try on ours. */
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_NONE;
+	timer_t probe;
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &probe) != 0) {
+		snprintf(why, len, "timer_create(CLOCK_THREAD_CPUTIME_ID): %s", ss_errno_name(errno));
+		sigaction(chosen, &old_action, NULL);
+		return -1;
+	}
+	timer_delete(probe);
+	ss_smp.signo = chosen;
+	ss_smp.timer_ready = 1;
+	return 0;
+}
+
+SS_INTERNAL void ss_timer_fini(void)
+{
+	if (!ss_smp.timer_ready)
+		return;
+	/* Setting SIG_IGN discards instances still pending in any thread; only then
+	 * is the default action (terminate) safe to put back. */
+	struct sigaction ign;
+	memset(&ign, 0, sizeof ign);
+	ign.sa_handler = SIG_IGN;
+	sigaction(ss_smp.signo, &ign, NULL);
+	sigaction(ss_smp.signo, &old_action, NULL);
+	ss_smp.timer_ready = 0;
+}
+
+static int arm(struct ss_sthread *t, int on)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof its);
+	if (on) {
+		its.it_value.tv_sec = (time_t)(t->weight / 1000000000u);
+		its.it_value.tv_nsec = (long)(t->weight % 1000000000u);
+		its.it_interval = its.it_value;
+	}
+	return timer_settime(t->timer, 0, &its, NULL);
+}
+
+/* A thread that blocks our signal gets no samples until it unblocks it: say so
+ * once rather than leave an empty lane unexplained. */
+static void warn_if_blocked(uint32_t tid)
+{
+	static int warned;
+	if (warned)
+		return;
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/self/task/%u/status", tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	unsigned long long blk = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+			break;
+	fclose(f);
+	if ((blk >> (ss_smp.signo - 1)) & 1) {
+		warned = 1;
+		ss_sampler_note("thread %u blocks signal %d: no timer samples from it while it does",
+				tid, ss_smp.signo);
+	}
+}
+
+SS_INTERNAL int ss_timer_open(struct ss_sthread *t, uint32_t index, char *why, size_t len)
+{
+	if (!t->tring) {
+		t->tring = calloc(ss_smp.timer_ring, sizeof *t->tring);
+		if (!t->tring) {
+			snprintf(why, len, "timer ring: out of memory");
+			return -1;
+		}
+	}
+	t->tmask = ss_smp.timer_ring - 1;
+	t->weight = ss_smp.period_ns;
+	atomic_store(&t->thead, 0);
+	atomic_store(&t->ttail, 0);
+	atomic_store(&t->tlost, 0);
+
+	/* The kernel's encoding of "CPU clock of thread tid" (MAKE_THREAD_CPUCLOCK
+	 * with CPUCLOCK_SCHED, as glibc's pthread_getcpuclockid builds it): we hold
+	 * a tid, not a pthread_t, since the writer starts timers for other threads. */
+	clockid_t clk = (clockid_t)((~(uint32_t)t->tid << 3) | 2u /* SCHED */ | 4u /* PERTHREAD */);
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = ss_smp.signo;
+	sev.sigev_value.sival_int = (int)(index | ((t->gen & GEN_MASK) << IDX_BITS));
+	sev._sigev_un._tid = (pid_t)t->tid;
+	atomic_store(&t->armed, armed_value(t->gen));
+	if (timer_create(clk, &sev, &t->timer) != 0) {
+		int e = errno;
+		atomic_store(&t->armed, 0);
+		snprintf(why, len, "timer_create(thread %u CPU clock): %s", t->tid, ss_errno_name(e));
+		free(t->tring);
+		t->tring = NULL;
+		return -e;
+	}
+	t->have_timer = 1;
+	warn_if_blocked(t->tid);
+	if (ss_smp.enabled && arm(t, 1) != 0) {
+		int e = errno;
+		snprintf(why, len, "timer_settime: %s", ss_errno_name(e));
+		ss_timer_close(t);
+		ss_timer_free(t);
+		return -e;
+	}
+	return 0;
+}
+
+SS_INTERNAL void ss_timer_close(struct ss_sthread *t)
+{
+	atomic_store(&t->armed, 0);
+	if (t->have_timer) {
+		timer_delete(t->timer);
+		t->have_timer = 0;
+	}
+	/* A handler that read armed before we cleared it may still be storing. */
+	while (atomic_load(&t->inflight) != 0)
+		sched_yield();
+}
+
+SS_INTERNAL void ss_timer_free(struct ss_sthread *t)
+{
+	free(t->tring);
+	t->tring = NULL;
+}
+
+SS_INTERNAL void ss_timer_enable(struct ss_sthread *t, int on)
+{
+	if (t->have_timer)
+		arm(t, on);
+}
+
+SS_INTERNAL void ss_timer_drain(struct ss_sthread *t, const struct ss_sample_sink *sink)
+{
+	if (!t->tring)
+		return;
+	uint64_t tail = atomic_load_explicit(&t->ttail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&t->thead, memory_order_acquire);
+	for (; tail != head; tail++) {
+		const struct ss_tsample *ts = &t->tring[tail & t->tmask];
+		struct ss_sample s = {
+			.ts = ts->ts,
+			.tid = t->tid,
+			.cpu = UINT32_MAX,
+			.weight = ts->weight,
+			.kind = SS_SAMPLE_CPU,
+			.nframes = ts->nframes <= SS_MAX_FRAMES ? ts->nframes : SS_MAX_FRAMES,
+			.nkernel = 0,
+			.frames = ts->frames,
+		};
+		if (sink->sample)
+			sink->sample(sink->ctx, &s);
+		ss_smp.stats.samples++;
+	}
+	atomic_store_explicit(&t->ttail, tail, memory_order_release);
+
+	uint64_t lost = atomic_exchange_explicit(&t->tlost, 0, memory_order_acquire);
+	if (lost) {
+		struct ss_sampler_lost l = {
+			.ts = atomic_load_explicit(&t->tlost_first, memory_order_relaxed),
+			.ts_end = atomic_load_explicit(&t->tlost_last, memory_order_acquire),
+			.tid = t->tid,
+			.reason = SS_SLOSS_FALLBACK,
+			.count = lost,
+		};
+		if (l.ts_end < l.ts)
+			l.ts_end = l.ts;
+		if (sink->lost)
+			sink->lost(sink->ctx, &l);
+		ss_smp.stats.lost += lost;
+	}
+}

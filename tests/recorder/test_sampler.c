@@ -1,0 +1,853 @@
+/*
+ * test_sampler.c - drives the recorder's sampler module (recorder/src/sampler.h)
+ * directly, the way the writer does: start, add threads by tid, drain every few
+ * milliseconds into a sink, remove, stop. Checks that stacks are right (a spinning
+ * leaf and its caller), that sample times share CLOCK_MONOTONIC with the hooks,
+ * that sleeps show up as blocked switch-out / switch-in pairs with off-CPU stacks,
+ * that the timer fallback survives a garbage frame pointer, that tiny rings lose
+ * records instead of corrupting them, that thousands of short-lived threads leak
+ * no descriptor or mapping, and that a refused perf_event_open falls back.
+ *
+ * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
+ */
+#include <dlfcn.h>
+#include <dirent.h>
+#include <errno.h>
+#include <link.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler.h"
+
+#define CHECK(cond, ...)                                                             \
+	do {                                                                         \
+		if (!(cond)) {                                                       \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                \
+			fprintf(stderr, "\n");                                       \
+			exit(1);                                                     \
+		}                                                                    \
+	} while (0)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* ---- the code whose stacks we look for (exported: dladdr1 gives their size) ---- */
+
+uint64_t spin_leaf(uint64_t n);
+void spin_caller(uint64_t ns);
+void sleep_inner(long ns);
+void sleeper(int times, long ns);
+void corrupt_spin(uint64_t iters, uint64_t garbage);
+
+static volatile uint64_t sink_v;
+
+/* The accumulator lives on the stack on purpose: gcc 12 gives a leaf function
+ * that needs no stack frame no frame pointer at all, even with
+ * -mno-omit-leaf-frame-pointer, and then its caller is invisible to any
+ * frame-pointer walk (perf's included). A leaf with a frame is what we test. */
+__attribute__((noinline)) uint64_t spin_leaf(uint64_t n)
+{
+	volatile uint64_t x = n;
+	for (uint64_t i = 0; i < n; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
+__attribute__((noinline)) void spin_caller(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+	while (now_ns() < end)
+		sink_v += spin_leaf(20000);
+}
+
+/* The blocking system call is issued right here, not inside libc, so the frame
+ * walk (which needs frame pointers, and libc has none) starts in this function. */
+__attribute__((noinline)) void sleep_inner(long ns)
+{
+	struct timespec ts = { 0, ns };
+#if defined(__x86_64__)
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_nanosleep), "D"(&ts), "S"(0L)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+#else
+	nanosleep(&ts, NULL);
+#endif
+}
+
+__attribute__((noinline)) void sleeper(int times, long ns)
+{
+	for (int i = 0; i < times; i++)
+		sleep_inner(ns);
+}
+
+/* Spins with the frame pointer register holding garbage: whatever samples land
+ * here must not make the walk dereference it. */
+__attribute__((noinline)) void corrupt_spin(uint64_t iters, uint64_t garbage)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%rbp, %%r12\n\t"
+			 "mov %1, %%rbp\n\t"
+			 "1: dec %0\n\t"
+			 "jnz 1b\n\t"
+			 "mov %%r12, %%rbp\n\t"
+			 : "+r"(iters)
+			 : "r"(garbage)
+			 : "r12", "cc", "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("mov x9, x29\n\t"
+			 "mov x29, %1\n\t"
+			 "1: subs %0, %0, #1\n\t"
+			 "b.ne 1b\n\t"
+			 "mov x29, x9\n\t"
+			 : "+r"(iters)
+			 : "r"(garbage)
+			 : "x9", "cc", "memory");
+#else
+	sink_v += spin_leaf(iters);
+	(void)garbage;
+#endif
+}
+
+struct range {
+	uint64_t lo, hi;
+};
+
+static struct range fn_range(void *fn)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	struct range r = { (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)fn + 256 };
+	if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size &&
+	    (uint64_t)(uintptr_t)info.dli_saddr == r.lo)
+		r.hi = r.lo + sym->st_size;
+	else
+		printf("note: no symbol size for %p, assuming 256 bytes\n", fn);
+	return r;
+}
+
+static int in(struct range r, uint64_t a)
+{
+	return a >= r.lo && a < r.hi;
+}
+
+/* ---- the sink: everything copied into flat arrays ---- */
+
+#define KEEP 16
+struct smp {
+	uint64_t ts, weight;
+	uint32_t tid, kind, nframes, nkernel;
+	uint64_t f[KEEP]; /* frames[nkernel ...], user part */
+	uint64_t k0;      /* frames[0] */
+};
+
+struct col {
+	struct smp *s;
+	size_t ns, cap;
+	struct ss_switch *sw;
+	size_t nsw, capsw;
+	uint64_t lost[4];
+	uint64_t lost_records;
+	size_t nmaps;
+	int exe_bid, libc_bid;
+	int dl_seen, dl_bid;
+	char exe[4096];
+	uint64_t comms;
+	int bad;
+	int count_only;   /* keep nothing: the leak check must not see our own growth */
+	uint64_t counted;
+};
+
+static struct col C;
+
+static void on_sample(void *ctx, const struct ss_sample *s)
+{
+	struct col *c = ctx;
+	if (s->nframes > SS_MAX_FRAMES || s->nkernel > s->nframes)
+		c->bad++;
+	c->counted++;
+	if (c->count_only)
+		return;
+	if (c->ns == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 1024;
+		c->s = realloc(c->s, c->cap * sizeof *c->s);
+		CHECK(c->s, "oom");
+	}
+	struct smp *d = &c->s[c->ns++];
+	memset(d, 0, sizeof *d);
+	d->ts = s->ts;
+	d->weight = s->weight;
+	d->tid = s->tid;
+	d->kind = s->kind;
+	d->nframes = s->nframes;
+	d->nkernel = s->nkernel;
+	d->k0 = s->nframes ? s->frames[0] : 0;
+	for (uint32_t i = s->nkernel, j = 0; i < s->nframes && j < KEEP; i++, j++)
+		d->f[j] = s->frames[i];
+}
+
+static void on_switch(void *ctx, const struct ss_switch *sw)
+{
+	struct col *c = ctx;
+	if (c->count_only)
+		return;
+	if (c->nsw == c->capsw) {
+		c->capsw = c->capsw ? c->capsw * 2 : 1024;
+		c->sw = realloc(c->sw, c->capsw * sizeof *c->sw);
+		CHECK(c->sw, "oom");
+	}
+	c->sw[c->nsw++] = *sw;
+}
+
+static void on_mapping(void *ctx, const struct ss_mapping *m)
+{
+	struct col *c = ctx;
+	c->nmaps++;
+	if (m->end <= m->start || !m->path)
+		c->bad++;
+	if (strcmp(m->path, c->exe) == 0 && m->build_id_len == 20)
+		c->exe_bid = 1;
+	if (strstr(m->path, "/libc.so") && m->build_id_len >= 16)
+		c->libc_bid = 1;
+	if (m->ts && getenv("SAMPLER_DEBUG"))
+		printf("    mapping ts %llu %s bid %u\n", (unsigned long long)m->ts, m->path,
+		       m->build_id_len);
+	if (m->ts && strstr(m->path, "libresolv")) {
+		c->dl_seen = 1;
+		c->dl_bid = m->build_id_len >= 16 && (m->prot & 4);
+	}
+}
+
+static void on_comm(void *ctx, uint32_t tid, const char *name, uint64_t ts)
+{
+	struct col *c = ctx;
+	(void)tid;
+	(void)ts;
+	if (name && name[0])
+		c->comms++;
+}
+
+static void on_lost(void *ctx, const struct ss_sampler_lost *l)
+{
+	struct col *c = ctx;
+	if (l->reason < 4)
+		c->lost[l->reason] += l->count;
+	c->lost_records++;
+	if (l->ts_end < l->ts)
+		c->bad++;
+}
+
+static const struct ss_sample_sink SINK = {
+	.ctx = &C, .sample = on_sample, .switch_rec = on_switch, .mapping = on_mapping,
+	.comm = on_comm, .lost = on_lost,
+};
+
+static void col_reset(void)
+{
+	free(C.s);
+	free(C.sw);
+	char exe[4096];
+	memcpy(exe, C.exe, sizeof exe);
+	memset(&C, 0, sizeof C);
+	memcpy(C.exe, exe, sizeof exe);
+}
+
+/* ---- sampled threads: the writer adds them by tid, like the real writer ---- */
+
+enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN };
+
+struct worker {
+	pthread_t th;
+	enum work what;
+	uint64_t arg;
+	_Atomic uint32_t tid;
+	uint64_t stack_lo, stack_hi;
+	_Atomic int go, done;
+	uint64_t t0, t1; /* the work's window */
+	uint64_t cpu;    /* CPU time the thread spent in it: the machine is shared */
+};
+
+static void *worker_main(void *p)
+{
+	struct worker *w = p;
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	pthread_getattr_np(pthread_self(), &a);
+	pthread_attr_getstack(&a, &addr, &size);
+	pthread_attr_destroy(&a);
+	w->stack_lo = (uint64_t)(uintptr_t)addr;
+	w->stack_hi = w->stack_lo + size;
+	atomic_store(&w->tid, (uint32_t)gettid());
+	while (!atomic_load(&w->go))
+		sched_yield();
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	w->t0 = now_ns();
+	switch (w->what) {
+	case W_SPIN:
+		spin_caller(w->arg);
+		break;
+	case W_SLEEP:
+		sleeper(20, 5000000);
+		break;
+	case W_CORRUPT: {
+		/* Garbage of every kind: unaligned, null, kernel, out of the stack, in
+		 * the stack but pointing at itself, in the stack below sp. */
+		uint64_t self[2];
+		self[0] = (uint64_t)(uintptr_t)self;
+		self[1] = (uint64_t)(uintptr_t)spin_leaf + 8;
+		uint64_t desc[4];
+		desc[0] = (uint64_t)(uintptr_t)desc - 320; /* goes down: must stop */
+		desc[1] = (uint64_t)(uintptr_t)spin_leaf + 8;
+		uint64_t garbage[] = {
+			0xdeadbeefull, 0, 0xffff888000000000ull, 0x1000,
+			(uint64_t)(uintptr_t)self, (uint64_t)(uintptr_t)desc,
+			(uint64_t)(uintptr_t)self - 4096, w->stack_hi - 8, w->stack_hi,
+			~0ull - 15,
+		};
+		for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++)
+			for (int k = 0; k < 10; k++)
+				corrupt_spin(w->arg, garbage[i]);
+		break;
+	}
+	case W_SHORT:
+		sink_v += spin_leaf(w->arg);
+		break;
+	case W_DLOPEN:
+		/* A library this program does not link: its code is mapped by this
+		 * (sampled) thread, so an MMAP2 record must come out. */
+		w->arg = (uint64_t)(uintptr_t)dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
+		break;
+	}
+	w->t1 = now_ns();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	w->cpu = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000000u + (uint64_t)c1.tv_nsec -
+		 (uint64_t)c0.tv_nsec;
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static void worker_spawn(struct worker *w, enum work what, uint64_t arg)
+{
+	memset(w, 0, sizeof *w);
+	w->what = what;
+	w->arg = arg;
+	CHECK(pthread_create(&w->th, NULL, worker_main, w) == 0, "pthread_create");
+	while (!atomic_load(&w->tid))
+		sched_yield();
+}
+
+/* Adds the worker, lets it run to completion while draining every 10 ms as the
+ * writer does (or not at all when drain_ms is 0), then removes it. */
+static int run_worker(struct worker *w, unsigned drain_ms)
+{
+	int r = ss_sampler_thread_add(w->tid, w->stack_lo, w->stack_hi);
+	atomic_store(&w->go, 1);
+	while (!atomic_load(&w->done)) {
+		sleep_ms(drain_ms ? drain_ms : 5);
+		if (drain_ms)
+			ss_sampler_drain(&SINK);
+	}
+	pthread_join(w->th, NULL);
+	ss_sampler_thread_remove(w->tid);
+	ss_sampler_drain(&SINK);
+	return r;
+}
+
+static struct range R_leaf, R_caller, R_sleep_inner, R_sleeper, R_corrupt;
+
+/* Fraction of CPU samples of tid whose user leaf is in spin_leaf and whose next
+ * frame returns into spin_caller; also checks the sample times. */
+static double stack_fraction(uint32_t tid, const struct worker *w, size_t *n_out,
+			     size_t *outside, uint64_t *weight)
+{
+	size_t n = 0, good = 0, out = 0;
+	*weight = 0;
+	for (size_t i = 0; i < C.ns; i++) {
+		const struct smp *s = &C.s[i];
+		if (s->tid != tid || s->kind != SS_SAMPLE_CPU)
+			continue;
+		n++;
+		*weight += s->weight;
+		uint32_t nu = s->nframes - s->nkernel;
+		if (nu >= 2 && in(R_leaf, s->f[0]) && in(R_caller, s->f[1] - 1)) {
+			good++;
+			/* 2 ms of slack: a sample's time is the timer expiry, the window
+			 * is read by the thread itself. */
+			if (s->ts + 2000000 < w->t0 || s->ts > w->t1 + 2000000)
+				out++;
+		}
+	}
+	if (getenv("SAMPLER_DEBUG"))
+		for (size_t i = 0, k = 0; i < C.ns && k < 5; i++)
+			if (C.s[i].tid == tid) {
+				k++;
+				printf("    sample nf %u nk %u k0 %#llx f %#llx %#llx %#llx (leaf %#llx-%#llx caller %#llx-%#llx)\n",
+				       C.s[i].nframes, C.s[i].nkernel, (unsigned long long)C.s[i].k0,
+				       (unsigned long long)C.s[i].f[0], (unsigned long long)C.s[i].f[1],
+				       (unsigned long long)C.s[i].f[2], (unsigned long long)R_leaf.lo,
+				       (unsigned long long)R_leaf.hi, (unsigned long long)R_caller.lo,
+				       (unsigned long long)R_caller.hi);
+			}
+	*n_out = n;
+	*outside = out;
+	return n ? (double)good / (double)n : 0;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Lines of /proc/self/maps, and of those the perf rings ([perf_event] anon inodes). */
+static int count_maps_rings(int *rings)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int n = 0;
+	*rings = 0;
+	while (fgets(line, sizeof line, f)) {
+		n += strchr(line, '\n') != NULL;
+		*rings += strstr(line, "perf_event") != NULL;
+	}
+	fclose(f);
+	return n;
+}
+
+static int count_maps(void)
+{
+	int r;
+	return count_maps_rings(&r);
+}
+
+/* ASan maps memory of its own per thread (fake stacks, allocator caches), so the
+ * line count is exact only without it. The -san build links the runtime without
+ * compiling this file with -fsanitize, hence the weak symbol, not a macro. */
+extern void __asan_init(void) __attribute__((weak));
+#define EXACT_MAPS (!__asan_init)
+
+static struct ss_sampler_config cfg_of(enum ss_sampler_mode m, uint32_t hz, uint32_t pages,
+				       uint32_t tring)
+{
+	struct ss_sampler_config c;
+	memset(&c, 0, sizeof c);
+	c.mode = m;
+	c.offcpu = SS_OFFCPU_AUTO;
+	c.hz = hz;
+	c.perf_pages = pages;
+	c.timer_ring = tring;
+	return c;
+}
+
+static char status[512];
+
+static int start_mode(enum ss_sampler_mode m, uint32_t hz, uint32_t pages, uint32_t tring)
+{
+	struct ss_sampler_config c = cfg_of(m, hz, pages, tring);
+	ss_sampler_start(&c, status, sizeof status);
+	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
+	col_reset();
+	return ss_sampler_mode() == m;
+}
+
+/* ---- the parts ---- */
+
+static void part_stacks(const char *label)
+{
+	struct worker w;
+	worker_spawn(&w, W_SPIN, 300000000);
+	CHECK(run_worker(&w, 10) == 0, "thread_add: %s", ss_sampler_status());
+	size_t n, outside;
+	uint64_t weight;
+	double f = stack_fraction(w.tid, &w, &n, &outside, &weight);
+	printf("  %s: %zu CPU samples in a 300 ms spin (%.0f ms window, %.0f ms on CPU) weighing "
+	       "%.0f ms, %.1f%% with leaf in spin_leaf and caller spin_caller, %zu of those outside "
+	       "the window, comm %llu\n", label, n, (double)(w.t1 - w.t0) / 1e6,
+	       (double)w.cpu / 1e6, (double)weight / 1e6, f * 100, outside,
+	       (unsigned long long)C.comms);
+	/* Relative to the CPU time the thread got (the VM is shared); POSIX CPU timers
+	 * fire at scheduler ticks, so there samples are fewer and heavier. */
+	CHECK(n >= 15, "%s: only %zu samples", label, n);
+	CHECK(weight >= w.cpu * 6 / 10 && weight <= w.cpu * 14 / 10 + 10000000,
+	      "%s: samples weigh %llu ns for %llu ns of CPU", label, (unsigned long long)weight,
+	      (unsigned long long)w.cpu);
+	CHECK(f >= 0.90, "%s: %.3f of samples in spin_leaf<-spin_caller", label, f);
+	CHECK(outside == 0, "%s: %zu samples outside the spin window", label, outside);
+	CHECK(C.bad == 0, "malformed records");
+	CHECK(C.comms >= 1, "no thread name delivered");
+}
+
+static void part_enable(const char *label)
+{
+	/* Disabled: nothing for the thread; enabled again: samples. */
+	ss_sampler_set_enabled(0);
+	struct worker w;
+	worker_spawn(&w, W_SPIN, 100000000);
+	run_worker(&w, 10);
+	size_t off = 0;
+	for (size_t i = 0; i < C.ns; i++)
+		off += C.s[i].tid == w.tid;
+	ss_sampler_set_enabled(1);
+	worker_spawn(&w, W_SPIN, 100000000);
+	run_worker(&w, 10);
+	size_t on = 0;
+	for (size_t i = 0; i < C.ns; i++)
+		on += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_CPU;
+	printf("  %s: disabled 100 ms spin -> %zu samples of any kind, enabled -> %zu CPU samples\n",
+	       label, off, on);
+	CHECK(off == 0, "%s: samples while disabled", label);
+	CHECK(on >= 5, "%s: too few samples after re-enabling", label);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void part_sleep(void)
+{
+	struct worker w;
+	worker_spawn(&w, W_SLEEP, 0);
+	run_worker(&w, 10);
+	uint64_t gaps[256];
+	size_t ng = 0, outs = 0, preempt = 0, ins = 0;
+	for (size_t i = 0; i < C.nsw; i++) {
+		const struct ss_switch *s = &C.sw[i];
+		if (s->tid != w.tid)
+			continue;
+		if (!s->out) {
+			ins++;
+			continue;
+		}
+		if (s->preempted) {
+			preempt++;
+			continue;
+		}
+		if (s->ts < w.t0 || s->ts > w.t1)
+			continue;
+		outs++;
+		for (size_t j = i + 1; j < C.nsw; j++)
+			if (C.sw[j].tid == w.tid && !C.sw[j].out) {
+				if (ng < 256)
+					gaps[ng++] = C.sw[j].ts - s->ts;
+				break;
+			}
+	}
+	qsort(gaps, ng, sizeof gaps[0], cmp_u64);
+	size_t in_tol = 0;
+	for (size_t i = 0; i < ng; i++)
+		in_tol += gaps[i] >= 4500000 && gaps[i] <= 8000000;
+	printf("  sleep: %zu blocked switch-outs in the window (%zu preempted, %zu switch-ins in "
+	       "all), %zu paired; off-CPU min %.2f median %.2f max %.2f ms; %zu within 4.5..8 ms\n",
+	       outs, preempt, ins, ng, ng ? gaps[0] / 1e6 : 0, ng ? gaps[ng / 2] / 1e6 : 0,
+	       ng ? gaps[ng - 1] / 1e6 : 0, in_tol);
+	CHECK(outs >= 20 && ng >= 20, "expected 20 blocked switch-outs paired, got %zu/%zu", outs,
+	      ng);
+	CHECK(in_tol >= 18, "only %zu of %zu sleeps measured within 4.5..8 ms", in_tol, ng);
+
+	if (!ss_sampler_offcpu_stacks()) {
+		printf("  SKIP off-CPU stacks: not available (%s)\n", ss_sampler_status());
+		return;
+	}
+	size_t noff = 0, found = 0, kern = 0;
+	for (size_t i = 0; i < C.ns; i++) {
+		const struct smp *s = &C.s[i];
+		if (s->tid != w.tid || s->kind != SS_SAMPLE_OFFCPU)
+			continue;
+		noff++;
+		kern += s->nkernel > 0;
+		uint32_t nu = s->nframes - s->nkernel;
+		for (uint32_t j = 0; j < nu && j < KEEP; j++)
+			if (in(R_sleep_inner, s->f[j] - (j ? 1 : 0)) ||
+			    in(R_sleeper, s->f[j] - (j ? 1 : 0))) {
+				found++;
+				break;
+			}
+	}
+	printf("  off-CPU: %zu samples, %zu with kernel frames, %zu with sleep_inner/sleeper in "
+	       "the user frames\n", noff, kern, found);
+	CHECK(found >= 20, "off-CPU stacks of the sleeps: %zu", found);
+}
+
+static void part_corrupt(void)
+{
+	struct worker w;
+	worker_spawn(&w, W_CORRUPT, 3000000);
+	run_worker(&w, 10);
+	size_t n = 0, in_c = 0, deep = 0;
+	for (size_t i = 0; i < C.ns; i++) {
+		const struct smp *s = &C.s[i];
+		if (s->tid != w.tid)
+			continue;
+		n++;
+		if (in(R_corrupt, s->f[0])) {
+			in_c++;
+			/* Only walks that stayed in bounds: pc + at most one plausible
+			 * frame from the self-pointing slot. */
+			deep += s->nframes > 2;
+		}
+	}
+	printf("  corrupt frame pointer: survived; %zu samples, %zu in corrupt_spin, %zu of those "
+	       "walked past 2 frames\n", n, in_c, deep);
+	CHECK(in_c >= 10, "too few samples in corrupt_spin (%zu)", in_c);
+	CHECK(deep == 0, "walks went on through garbage");
+}
+
+static void part_tiny(int perf)
+{
+	struct worker w;
+	worker_spawn(&w, W_SPIN, 200000000);
+	run_worker(&w, 0); /* no drain while it runs: the ring must overflow */
+	size_t n = 0, bad_ts = 0;
+	for (size_t i = 0; i < C.ns; i++) {
+		const struct smp *s = &C.s[i];
+		if (s->tid != w.tid) {
+			bad_ts++;
+			continue;
+		}
+		n++;
+		if (s->ts + 2000000 < w.t0 || s->ts > w.t1 + 2000000)
+			bad_ts++;
+	}
+	uint64_t lost = C.lost[perf ? SS_SLOSS_KERNEL : SS_SLOSS_FALLBACK];
+	printf("  tiny %s ring: %zu samples kept, %llu lost (%llu throttled) in %llu loss records, "
+	       "%zu foreign/out-of-window\n", perf ? "perf (1 page, 20 kHz)" : "timer (2 slots, 5 kHz)",
+	       n, (unsigned long long)lost, (unsigned long long)C.lost[SS_SLOSS_THROTTLE],
+	       (unsigned long long)C.lost_records, bad_ts);
+	CHECK(lost > 0, "no loss reported");
+	CHECK(bad_ts == 0 && C.bad == 0, "corrupt records");
+	CHECK(n > 0, "nothing kept");
+}
+
+static void part_many(const char *label, int nthreads)
+{
+	/* Warm glibc's thread-stack cache so our baseline includes it. */
+	for (int i = 0; i < 4; i++) {
+		struct worker w;
+		worker_spawn(&w, W_SHORT, 1000);
+		atomic_store(&w.go, 1);
+		pthread_join(w.th, NULL);
+	}
+	ss_sampler_drain(&SINK);
+	C.count_only = 1;
+	int rings0, rings1;
+	int fd0 = count_fds(), maps0 = count_maps_rings(&rings0);
+	int refused = 0;
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < nthreads; i++) {
+		struct worker w;
+		worker_spawn(&w, W_SHORT, 20000);
+		refused += ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) != 0;
+		atomic_store(&w.go, 1);
+		pthread_join(w.th, NULL);
+		ss_sampler_thread_remove(w.tid);
+		if (i % 50 == 49)
+			ss_sampler_drain(&SINK);
+		if (i == nthreads / 2)
+			printf("  %s: midway fds %d (base %d), maps %d (base %d)\n", label,
+			       count_fds(), fd0, count_maps(), maps0);
+	}
+	ss_sampler_drain(&SINK);
+	int fd1 = count_fds(), maps1 = count_maps_rings(&rings1);
+	struct ss_sampler_stats st;
+	ss_sampler_get_stats(&st);
+	printf("  %s: %d short threads in %.0f ms, %d refused, %llu samples; fds %d -> %d, maps "
+	       "lines %d -> %d, perf ring mappings %d -> %d; sampled now perf %u timer %u\n", label,
+	       nthreads, (double)(now_ns() - t0) / 1e6, refused, (unsigned long long)C.counted,
+	       fd0, fd1, maps0, maps1, rings0, rings1, st.threads_perf, st.threads_timer);
+	C.count_only = 0;
+	CHECK(refused == 0, "threads refused");
+	CHECK(fd1 == fd0, "descriptor leak");
+	CHECK(rings1 == rings0, "perf ring mapping leak");
+	if (maps1 != maps0 && getenv("SAMPLER_DEBUG"))
+		system("cat /proc/$PPID/maps >&2");
+	CHECK(!EXACT_MAPS || maps1 == maps0, "mapping leak");
+	CHECK(st.threads_perf == 0 && st.threads_timer == 0, "threads still counted");
+}
+
+static void part_dlopen(void)
+{
+	struct worker w;
+	worker_spawn(&w, W_DLOPEN, 0);
+	run_worker(&w, 10);
+	if (!w.arg) {
+		printf("  SKIP dlopen mapping: %s\n", dlerror());
+		return;
+	}
+	printf("  dlopen on a sampled thread: MMAP2 mapping %s, build id %s\n",
+	       C.dl_seen ? "seen" : "MISSING", C.dl_bid ? "found" : "MISSING");
+	CHECK(C.dl_seen && C.dl_bid, "no mapping record for a dlopen()ed library");
+	dlclose((void *)(uintptr_t)w.arg);
+}
+
+/* SAMPLER_THREADS=10000 for the long run; 2,000 keeps `meson test` quick. */
+static int many_threads(void)
+{
+	const char *e = getenv("SAMPLER_THREADS");
+	int n = e ? atoi(e) : 0;
+	return n > 0 ? n : 2000;
+}
+
+static void part_mappings(void)
+{
+	ss_sampler_mappings(&SINK);
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < 20; i++)
+		ss_sampler_mappings(&SINK);
+	double each = (double)(now_ns() - t0) / 20 / 1000;
+	printf("  mappings: %zu per snapshot, build id of the test binary %s, of libc %s; "
+	       "cached snapshot %.0f us\n", C.nmaps / 21, C.exe_bid ? "found" : "MISSING",
+	       C.libc_bid ? "found" : "MISSING", each);
+	CHECK(C.nmaps >= 21 * 3, "too few executable mappings");
+	CHECK(C.exe_bid && C.libc_bid, "build ids");
+	CHECK(C.bad == 0, "bad mapping");
+}
+
+/* perf_event_open refused the way a seccomp profile (containers) refuses it: AUTO
+ * must land in timer mode, say why, and still sample. In a child: seccomp filters
+ * cannot be removed. */
+static int part_seccomp_fallback(void)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_perf_event_open, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(77);
+		start_mode(SS_SAMPLER_AUTO, 0, 0, 0);
+		CHECK(ss_sampler_mode() == SS_SAMPLER_TIMER, "AUTO under seccomp: %s", status);
+		CHECK(strstr(status, "EACCES") && strstr(status, "perf_event_paranoid"),
+		      "status does not say why: %s", status);
+		part_stacks("seccomp fallback timer");
+		ss_sampler_stop();
+		fflush(stdout);
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		return 77;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "seccomp child failed (status %#x)", st);
+	return 0;
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ssize_t el = readlink("/proc/self/exe", C.exe, sizeof C.exe - 1);
+	CHECK(el > 0, "readlink");
+	C.exe[el] = 0;
+	R_leaf = fn_range((void *)spin_leaf);
+	R_caller = fn_range((void *)spin_caller);
+	R_sleep_inner = fn_range((void *)sleep_inner);
+	R_sleeper = fn_range((void *)sleeper);
+	R_corrupt = fn_range((void *)corrupt_spin);
+
+	/* The timer fallback builds a thread's CPU clock id from its tid; it must be
+	 * the id glibc gives for the same thread. */
+	clockid_t mine;
+	CHECK(pthread_getcpuclockid(pthread_self(), &mine) == 0, "pthread_getcpuclockid");
+	clockid_t built = (clockid_t)((~(uint32_t)gettid() << 3) | 6u);
+	CHECK(mine == built, "thread CPU clock id %d, built %d", (int)mine, (int)built);
+
+	int skipped = 0, ran = 0;
+
+	printf("perf mode\n");
+	if (start_mode(SS_SAMPLER_PERF, 0, 0, 0)) {
+		ran++;
+		part_stacks("perf");
+		part_sleep();
+		part_enable("perf");
+		part_dlopen();
+		part_mappings();
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 20000, 1, 0);
+		part_tiny(1);
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_many("perf", many_threads());
+		ss_sampler_stop();
+	} else {
+		printf("SKIP perf parts: %s\n", status);
+		ss_sampler_stop();
+		skipped++;
+	}
+
+	printf("timer mode\n");
+	if (start_mode(SS_SAMPLER_TIMER, 0, 0, 0)) {
+		ran++;
+		part_stacks("timer");
+		part_corrupt();
+		part_enable("timer");
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_TIMER, 5000, 0, 2);
+		part_tiny(0);
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_TIMER, 0, 0, 0);
+		part_many("timer", many_threads());
+		ss_sampler_stop();
+	} else {
+		printf("SKIP timer parts: %s\n", status);
+		ss_sampler_stop();
+		skipped++;
+	}
+
+	printf("fallback\n");
+	if (part_seccomp_fallback() == 77) {
+		printf("SKIP seccomp fallback: cannot install a filter\n");
+		skipped++;
+	} else {
+		ran++;
+	}
+
+	/* OFF and stop twice are harmless. */
+	start_mode(SS_SAMPLER_OFF, 0, 0, 0);
+	CHECK(ss_sampler_thread_add((uint32_t)gettid(), 0, 0) == -1, "OFF accepted a thread");
+	ss_sampler_stop();
+	ss_sampler_stop();
+
+	free(C.s);
+	free(C.sw);
+	if (!ran)
+		return 77;
+	printf("ok (%d parts skipped)\n", skipped);
+	return 0;
+}

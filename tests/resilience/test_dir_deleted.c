@@ -1,0 +1,130 @@
+/*
+ * test_dir_deleted.c - removing the output directory while recording does not stop
+ * the host or the recording: `rm -rf` of the directory mid-run while threads keep
+ * producing for more than 500 ms; the writer notices, recreates the directory and
+ * continues. After stop the directory holds new segments that decode, with the
+ * events produced after the deletion and a LOSS record (WRITE_FAILED) that accounts
+ * for every event lost with the vanished file (== stats events_lost_on_disk);
+ * stats count errors; disk_usage_bytes forgets the deleted files and matches the
+ * files now on disk.
+ */
+#include <stallscope/stallscope.h>
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "resil.h"
+#include "trace_check.h"
+
+#define NPROD 2
+
+int main(void)
+{
+	char *dir = tc_tmpdir("dirdel");
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	cfg.output_dir = dir;
+	cfg.file_prefix = "dd";
+	cfg.max_file_size = 65536;
+	cfg.rotation_count = 64; /* nothing recorded after the deletion is evicted */
+	cfg.rotation_period_s = UINT32_MAX;
+	cfg.cpu_sampling = 0;
+
+	struct stallscope_stats s0, s1, s2;
+	stallscope_get_stats(&s0);
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	struct rs_producer p[NPROD];
+	memset(p, 0, sizeof p);
+	for (int i = 0; i < NPROD; i++) {
+		p[i].tag = (uint64_t)i + 1;
+		p[i].burst = 50;
+		p[i].pause_us = 1000;
+	}
+	rs_producers_start(p, NPROD);
+	/* Record until a few segments were sealed, so there is something to lose. */
+	uint64_t t0 = rs_now();
+	do {
+		rs_sleep_ms(20);
+		stallscope_get_stats(&s1);
+	} while ((s1.segments_sealed - s0.segments_sealed < 3 || rs_now() - t0 < 300000000ull) &&
+		 rs_now() - t0 < 20000000000ull);
+	CHECK(s1.segments_sealed - s0.segments_sealed >= 3, "no rotation before the deletion");
+	uint64_t usage_before = s1.disk_usage_bytes;
+
+	/* rm -rf; the writer may recreate the directory while we remove it, so repeat
+	 * until it is gone at one moment. */
+	struct stat st;
+	int tries = 0;
+	do {
+		tc_rmrf(dir);
+		tries++;
+	} while (stat(dir, &st) == 0 && tries < 100);
+	CHECK(tries < 100, "could not remove %s", dir);
+	uint64_t deleted_ts = rs_now();
+	printf("directory removed (%d rm -rf passes)\n", tries);
+
+	rs_sleep_ms(700);
+	stallscope_get_stats(&s2);
+	uint64_t on_disk = rs_dir_bytes(dir, "dd");
+	rs_sleep_ms(100);
+	rs_producers_stop(p, NPROD);
+	CHECK(stallscope_is_recording(), "recording stopped by the deletion");
+	int rc = stallscope_stop();
+	CHECK(rc == 0, "stop: %s", stallscope_last_error());
+	stallscope_get_stats(&s1);
+
+	CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode), "directory not recreated");
+	CHECK(s1.errors > s0.errors, "no error counted");
+	/* While running, after the deletion: the usage counts the new files only. */
+	printf("usage before deletion %llu, 700 ms after %llu (files %llu)\n",
+	       (unsigned long long)usage_before, (unsigned long long)s2.disk_usage_bytes,
+	       (unsigned long long)on_disk);
+	CHECK(s2.disk_usage_bytes <= on_disk + 65536, "usage %llu but %llu bytes on disk",
+	      (unsigned long long)s2.disk_usage_bytes, (unsigned long long)on_disk);
+	uint64_t now_disk = rs_dir_bytes(dir, "dd");
+	CHECK(s1.disk_usage_bytes == now_disk, "after stop: usage %llu, files %llu",
+	      (unsigned long long)s1.disk_usage_bytes, (unsigned long long)now_disk);
+
+	struct tc_trace t;
+	CHECK(tc_load_dir(&t, dir, "dd", true) == 0, "load");
+	CHECK(t.nsegs >= 1, "no segment after the deletion");
+	for (size_t i = 0; i < t.nsegs; i++)
+		CHECK(t.segs[i].sealed && t.segs[i].damage == SS_DAMAGE_NONE, "%s: %s",
+		      t.segs[i].path, t.segs[i].damage_reason);
+	uint64_t after = 0;
+	for (size_t i = 0; i < t.nevents; i++)
+		after += t.events[i].type == SS_REC_MARK && t.events[i].ts > deleted_ts;
+	uint64_t lost_write = t.lost_by_reason[SS_LOSS_WRITE_FAILED];
+	uint64_t lost_stats = s1.events_lost_on_disk - s0.events_lost_on_disk;
+	printf("%llu marks after the deletion on disk; LOSS WRITE_FAILED %llu, stats lost %llu\n",
+	       (unsigned long long)after, (unsigned long long)lost_write,
+	       (unsigned long long)lost_stats);
+	CHECK(after > 1000, "only %llu events after the deletion", (unsigned long long)after);
+	CHECK(lost_write > 0, "no LOSS record for the vanished segment");
+	CHECK(lost_write == lost_stats, "trace reports %llu lost, stats %llu",
+	      (unsigned long long)lost_write, (unsigned long long)lost_stats);
+	/* Every event after the first one on disk is there: per producer, the marks
+	 * form a contiguous run up to the last one produced. */
+	for (int i = 0; i < NPROD; i++) {
+		uint64_t lo = UINT64_MAX, hi = 0, n = 0;
+		for (size_t k = 0; k < t.nevents; k++) {
+			const struct tc_event *e = &t.events[k];
+			if (e->type != SS_REC_MARK || (e->b >> RS_SEQ_BITS) != p[i].tag)
+				continue;
+			uint64_t sq = e->b & RS_SEQ_MASK;
+			lo = sq < lo ? sq : lo;
+			hi = sq > hi ? sq : hi;
+			n++;
+		}
+		CHECK(n && hi + 1 == atomic_load(&p[i].produced), "producer %d: last on disk %llu of %llu",
+		      i, (unsigned long long)hi, (unsigned long long)atomic_load(&p[i].produced));
+		CHECK(n == hi - lo + 1, "producer %d: %llu marks in [%llu, %llu]", i,
+		      (unsigned long long)n, (unsigned long long)lo, (unsigned long long)hi);
+	}
+	tc_free(&t);
+	tc_rmrf(dir);
+	free(dir);
+	printf("test_dir_deleted: ok\n");
+	return 0;
+}
