@@ -70,7 +70,9 @@ enum {
 };
 enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2 };
 
-/* Statistics of the current (or last) session, for tests and dashboards. */
+/* Counters for tests and dashboards. They are totals over the life of the process
+ * (all sessions), as Prometheus counters must be; compare two readings for one
+ * session. */
 struct stallscope_stats {
 	uint64_t events;              /* events accepted into thread buffers */
 	uint64_t events_dropped;      /* events refused: buffer full or no buffer free */
