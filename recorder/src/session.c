@@ -326,8 +326,12 @@ STALLSCOPE_API void stallscope_worker_end(void)
 	ss_tls_worker_runtime = 0;
 	ss_tls_worker_index = 0;
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_acquire);
-	if (st && ss_tls_session == st)
-		ss_push(ss_tls_slot, SS_EV_WORKER_END, ss_now(), 0, 0, 0);
+	if (!st)
+		return;
+	/* A thread without a buffer tries once more; a refusal is counted as loss. */
+	struct ss_slot *s = ss_tls_session == st ? ss_tls_slot : ss_attach(st);
+	if (s)
+		ss_push(s, SS_EV_WORKER_END, ss_now(), 0, 0, 0);
 }
 
 STALLSCOPE_API void stallscope_get_stats(struct stallscope_stats *st)
