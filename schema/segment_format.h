@@ -160,7 +160,25 @@ enum ss_record_type {
 				   * v pgoff, v prot (PROT_*), s build_id (raw bytes,
 				   * may be empty), s path                               */
 	/* 0x52..0x5f reserved: symbols (issue 5)                          */
-	/* 0x60..0x6f reserved: stalls, task dumps (issue 4)               */
+	SS_REC_STALL = 0x60,      /* v thread, v tid, v task, v location, v poll_ts,
+				   * v capture_ts (absolute ns), v index (0 = the capture
+				   * at the threshold, then 2x, 4x ...), v kind
+				   * (enum ss_stall_kind_rec), v syscall + 1 (0 = none or
+				   * unknown), v stack (STACK id, 0 = none), s reason     */
+	SS_REC_STALL_END = 0x61,  /* v thread, v tid, v task, v poll_ts, v end_ts,
+				   * v captures: the stalled poll ended at end_ts        */
+	SS_REC_TASK_DUMP = 0x62,  /* v task, v thread (of the poll that returned
+				   * pending), v tid, v location, v pending_ts,
+				   * v idle_ns (idle so far when dumped), v stack        */
+	/* 0x63..0x6f reserved for more stall and task records            */
+};
+
+enum ss_stall_kind_rec {
+	SS_STALL_RUNNING = 1,    /* on CPU in user code */
+	SS_STALL_BLOCKED = 2,    /* off CPU: in a system call (syscall + 1 names it) or
+				  * blocked outside one (page fault) */
+	SS_STALL_RUNNABLE = 3,   /* runnable but not running: CPU starvation */
+	SS_STALL_UNKNOWN = 4,    /* could not tell; the reason says why */
 };
 
 enum ss_sample_kind_rec {

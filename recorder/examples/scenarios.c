@@ -171,6 +171,7 @@ CULPRIT static int culprit_leak_forgotten_waker(struct req *r)
 		uint64_t n = atomic_fetch_add(&r->run->leaked, 1) + 1;
 		stallscope_mark(STALLSCOPE_NAME("leaked_tasks"), (int64_t)n);
 	}
+	stallscope_task_pending(); /* a task dump shows where it was forgotten */
 	return TASK_PENDING;
 }
 
@@ -232,10 +233,13 @@ static int request_step(struct task *t, struct req *r)
 			r->deadline_ns = rt_now_ns() + (uint64_t)r->param_us * 1000u;
 			r->phase = 1;
 			task_wake_at(t, r->deadline_ns);
+			stallscope_task_pending();
 			return TASK_PENDING;
 		}
-		if (rt_now_ns() < r->deadline_ns)
+		if (rt_now_ns() < r->deadline_ns) {
+			stallscope_task_pending();
 			return TASK_PENDING; /* early wake; the timer is still armed */
+		}
 		sink(run, cpu_burn_us(r->work_us - r->work_us / 2));
 		return TASK_READY;
 	case K_FANOUT:
@@ -244,7 +248,11 @@ static int request_step(struct task *t, struct req *r)
 			r->phase = 1;
 			spawn_children(t, r);
 		}
-		return atomic_load(&r->children_left) > 0 ? TASK_PENDING : TASK_READY;
+		if (atomic_load(&r->children_left) > 0) {
+			stallscope_task_pending(); /* waits for its children */
+			return TASK_PENDING;
+		}
+		return TASK_READY;
 	case K_CHILD:
 		sink(run, cpu_burn_us(r->work_us));
 		child_finish(r);

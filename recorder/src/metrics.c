@@ -8,6 +8,7 @@
  * writer_healthy is measured, not declared: see stallscope_get_stats().
  */
 #include "recorder-private.h"
+#include "sampler.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +21,18 @@ struct metric {
 	const char *name, *type, *help;
 	uint64_t value;
 };
+
+/* Like snprintf: as much as fits, even part of a line; need counts it all. */
+static void append(char *buf, size_t len, size_t *need, const char *line, int n)
+{
+	if (n < 0)
+		return;
+	if (buf && *need + 1 < len) {
+		size_t room = len - 1 - *need;
+		memcpy(buf + *need, line, (size_t)n < room ? (size_t)n : room);
+	}
+	*need += (size_t)n;
+}
 
 STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 {
@@ -46,19 +59,25 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
 	};
 	size_t need = 0;
+	char line[512];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-		char line[512];
 		int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name,
 				 m[i].help, m[i].name, m[i].type, m[i].name,
 				 (unsigned long long)m[i].value);
-		if (n < 0)
-			continue;
-		/* Like snprintf: as much as fits, even part of a line. */
-		if (buf && need + 1 < len) {
-			size_t room = len - 1 - need;
-			memcpy(buf + need, line, (size_t)n < room ? (size_t)n : room);
-		}
-		need += (size_t)n;
+		append(buf, len, &need, line, n);
+	}
+	/* An enum as a labelled gauge: one series per mode, 1 for the one in use. */
+	enum ss_sampler_mode cur = ss_sampler_mode_published();
+	static const enum ss_sampler_mode modes[] = {SS_SAMPLER_PERF, SS_SAMPLER_TIMER, SS_SAMPLER_OFF};
+	int n = snprintf(line, sizeof line, "# HELP stallscope_sampler_mode How CPU samples are "
+			 "taken: perf (perf_event_open), timer (the signal-timer fallback) or off "
+			 "(none, or no session); 1 for the mode in use.\n"
+			 "# TYPE stallscope_sampler_mode gauge\n");
+	append(buf, len, &need, line, n);
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		n = snprintf(line, sizeof line, "stallscope_sampler_mode{mode=\"%s\"} %d\n",
+			     ss_sampler_mode_name(modes[i]), modes[i] == cur);
+		append(buf, len, &need, line, n);
 	}
 	if (buf && len)
 		buf[need < len ? need : len - 1] = 0;

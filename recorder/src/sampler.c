@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 SS_INTERNAL struct ss_sampler_state ss_smp;
+static _Atomic int published_mode = SS_SAMPLER_OFF; /* for other threads */
 
 SS_INTERNAL const char *ss_errno_name(int err)
 {
@@ -70,6 +71,11 @@ const char *ss_sampler_mode_name(enum ss_sampler_mode m)
 enum ss_sampler_mode ss_sampler_mode(void)
 {
 	return ss_smp.started ? ss_smp.mode : SS_SAMPLER_OFF;
+}
+
+enum ss_sampler_mode ss_sampler_mode_published(void)
+{
+	return (enum ss_sampler_mode)atomic_load_explicit(&published_mode, memory_order_relaxed);
 }
 
 int ss_sampler_offcpu_stacks(void)
@@ -163,6 +169,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	}
 	if (status && len)
 		snprintf(status, len, "%s", ss_smp.status);
+	atomic_store_explicit(&published_mode, (int)ss_smp.mode, memory_order_relaxed);
 }
 
 static struct ss_sthread *find(uint32_t tid)
@@ -349,4 +356,5 @@ void ss_sampler_stop(void)
 	ss_smp.stats.threads_perf = ss_smp.stats.threads_timer = 0;
 	ss_smp.started = 0;
 	ss_smp.mode = SS_SAMPLER_OFF;
+	atomic_store_explicit(&published_mode, SS_SAMPLER_OFF, memory_order_relaxed);
 }

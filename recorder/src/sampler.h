@@ -107,6 +107,9 @@ struct ss_sample_sink {
  * (perf_event_paranoid 3)"), for the segment metadata, the log and the metric. */
 void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t len);
 enum ss_sampler_mode ss_sampler_mode(void); /* PERF, TIMER or OFF after start */
+/* The same, readable from any thread (the metrics): an atomic copy published at
+ * the end of ss_sampler_start() and reset to OFF by ss_sampler_stop(). */
+enum ss_sampler_mode ss_sampler_mode_published(void);
 const char *ss_sampler_mode_name(enum ss_sampler_mode m);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);

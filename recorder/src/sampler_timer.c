@@ -4,19 +4,14 @@
  * signal to that very thread (SIGEV_THREAD_ID). The handler walks frame pointers
  * from the interrupted context into a per-thread single-producer ring.
  *
- * Why a real-time signal and not SIGPROF: SIGPROF is what other profilers
- * (gperftools, setitimer users) take, and a host that uses it must keep it. We
- * take the highest real-time signal whose disposition is still SIG_DFL, so a
- * host's handler is never replaced; if every one is taken, the timer mode is
- * refused and says so. A POSIX timer never queues more than one instance of its
- * signal (further expiries become si_overrun), so a slow handler cannot pile up.
- *
- * Why the walk cannot fault: every load is from [max(stack_lo, sp), stack_hi) of
- * the interrupted thread, 8-aligned, and frame addresses must strictly increase,
- * so a garbage frame pointer ends the walk instead of being dereferenced. The
- * part of a thread's stack above its stack pointer is mapped by construction.
+ * The signal is a free real-time one claimed through sigwalk.c, which also holds
+ * the bounded frame walk (shared with stall captures); if every real-time signal
+ * is taken, the timer mode is refused and says so. A POSIX timer never queues
+ * more than one instance of its signal (further expiries become si_overrun), so a
+ * slow handler cannot pile up.
  */
 #include "sampler-private.h"
+#include "sigwalk.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -45,33 +40,6 @@ static inline uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Not instrumented: a frame slot may sit next to an ASan redzone, and the bounds
- * checks below are what make these loads safe. */
-__attribute__((no_sanitize("address", "undefined")))
-static uint32_t walk(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t lo, uint64_t hi,
-		     uint64_t *out)
-{
-	uint32_t n = 0;
-	out[n++] = pc;
-	if (!lo || sp < lo || sp >= hi)
-		return n; /* unknown bounds, or running on another (alternate) stack */
-	lo = sp;
-	while (n < SS_MAX_FRAMES) {
-		if ((fp & 7) || fp < lo || fp > hi || hi - fp < 16)
-			break;
-		const volatile uint64_t *f = (const volatile uint64_t *)(uintptr_t)fp;
-		uint64_t next = f[0], ret = f[1];
-		if (ret < 4096)
-			break; /* not a code address: the end of the chain */
-		out[n++] = ret;
-		if (next <= fp)
-			break;
-		lo = fp + 16;
-		fp = next;
-	}
-	return n;
-}
-
 static void record(struct ss_sthread *t, const ucontext_t *uc, int overrun)
 {
 	uint64_t now = mono_ns();
@@ -85,20 +53,10 @@ static void record(struct ss_sthread *t, const ucontext_t *uc, int overrun)
 	}
 	struct ss_tsample *s = &t->tring[head & t->tmask];
 	uint64_t pc, sp, fp;
-#if defined(__x86_64__)
-	pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-	sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-	fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
-#elif defined(__aarch64__)
-	pc = uc->uc_mcontext.pc;
-	sp = uc->uc_mcontext.sp;
-	fp = uc->uc_mcontext.regs[29];
-#else
-	pc = 0; sp = 0; fp = 0; (void)uc;
-#endif
+	ss_uc_regs(uc, &pc, &sp, &fp);
 	s->ts = now;
 	s->weight = t->weight * (1u + (overrun > 0 ? (uint64_t)overrun : 0));
-	s->nframes = walk(pc, sp, fp, t->stack_lo, t->stack_hi, s->frames);
+	s->nframes = ss_fp_walk(pc, sp, fp, t->stack_lo, t->stack_hi, s->frames, SS_MAX_FRAMES);
 	atomic_store_explicit(&t->thead, head + 1, memory_order_release);
 }
 
@@ -123,30 +81,9 @@ SS_INTERNAL int ss_timer_init(char *why, size_t len)
 {
 	if (ss_smp.timer_ready)
 		return 0;
-	int chosen = 0;
-	for (int sig = SIGRTMAX; sig > SIGRTMIN; sig--) {
-		struct sigaction cur;
-		if (sigaction(sig, NULL, &cur) != 0)
-			continue;
-		if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
-			chosen = sig;
-			old_action = cur;
-			break;
-		}
-	}
-	if (!chosen) {
-		snprintf(why, len, "every real-time signal SIGRTMIN+1..SIGRTMAX has a handler");
+	int chosen = ss_rtsig_claim(on_signal, &old_action, why, len);
+	if (!chosen)
 		return -1;
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigfillset(&sa.sa_mask); /* nothing else of ours nests inside */
-	if (sigaction(chosen, &sa, NULL) != 0) {
-		snprintf(why, len, "sigaction(%d): %s", chosen, ss_errno_name(errno));
-		return -1;
-	}
 	/* Can this kernel time another thread's CPU clock at all? Try on ours. */
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
@@ -154,7 +91,7 @@ SS_INTERNAL int ss_timer_init(char *why, size_t len)
 	timer_t probe;
 	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &probe) != 0) {
 		snprintf(why, len, "timer_create(CLOCK_THREAD_CPUTIME_ID): %s", ss_errno_name(errno));
-		sigaction(chosen, &old_action, NULL);
+		ss_rtsig_release(chosen, &old_action);
 		return -1;
 	}
 	timer_delete(probe);
@@ -167,13 +104,7 @@ SS_INTERNAL void ss_timer_fini(void)
 {
 	if (!ss_smp.timer_ready)
 		return;
-	/* Setting SIG_IGN discards instances still pending in any thread; only then
-	 * is the default action (terminate) safe to put back. */
-	struct sigaction ign;
-	memset(&ign, 0, sizeof ign);
-	ign.sa_handler = SIG_IGN;
-	sigaction(ss_smp.signo, &ign, NULL);
-	sigaction(ss_smp.signo, &old_action, NULL);
+	ss_rtsig_release(ss_smp.signo, &old_action);
 	ss_smp.timer_ready = 0;
 }
 
@@ -228,10 +159,8 @@ SS_INTERNAL int ss_timer_open(struct ss_sthread *t, uint32_t index, char *why, s
 	atomic_store(&t->ttail, 0);
 	atomic_store(&t->tlost, 0);
 
-	/* The kernel's encoding of "CPU clock of thread tid" (MAKE_THREAD_CPUCLOCK
-	 * with CPUCLOCK_SCHED, as glibc's pthread_getcpuclockid builds it): we hold
-	 * a tid, not a pthread_t, since the writer starts timers for other threads. */
-	clockid_t clk = (clockid_t)((~(uint32_t)t->tid << 3) | 2u /* SCHED */ | 4u /* PERTHREAD */);
+	/* By tid, not pthread_t: the writer starts timers for other threads. */
+	clockid_t clk = ss_thread_cpuclock(t->tid);
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
 	sev.sigev_notify = SIGEV_THREAD_ID;

@@ -28,6 +28,7 @@
 #include "sampler.h"
 #include "segment_format.h"
 #include "stack_table.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -94,6 +95,7 @@ struct writer {
 
 	uint64_t last_metrics_ns;
 	char sampler_status[512];
+	char stall_status[256];
 	uint64_t sampler_lost;       /* samples that arrived with no segment to go to */
 	_Atomic int sampling_on;     /* what stallscope_set_enabled() asked for */
 	int sampling_applied;        /* what the sampler was last told */
@@ -190,6 +192,9 @@ static void put_session_meta(void)
 	put_meta("max_threads", "%u", c->max_threads);
 	put_meta("compress", "%s", W.cfg.compress ? "zstd" : "none");
 	put_meta("sampler", "%s", ss_writer_sampler_status());
+	put_meta("stalls", "%s", W.stall_status[0] ? W.stall_status : "off");
+	put_meta("task_dumps", c->task_dump_enabled ? "on: mean idle threshold %u ms" : "off",
+		 c->task_dump_idle_threshold_ms);
 }
 
 /* Definitions interned since the last call (all of them at a segment start). */
@@ -261,6 +266,7 @@ static void put_event(struct ss_slot *s, const struct ss_ev *e)
 	case SS_EV_POLL_BEGIN:
 		put_u8(SS_REC_POLL_BEGIN); put_dt(e->ts); put_v(e->a); put_v(e->b);
 		s->w_open_task = e->a; s->w_open_loc = e->b; s->w_open_since = e->ts;
+		ss_task_dump_polled(e->a, e->ts);
 		break;
 	case SS_EV_POLL_END:
 		put_u8(SS_REC_POLL_END); put_dt(e->ts);
@@ -279,6 +285,7 @@ static void put_event(struct ss_slot *s, const struct ss_ev *e)
 		break;
 	case SS_EV_TERMINATE:
 		put_u8(SS_REC_TERMINATE); put_dt(e->ts); put_v(e->a);
+		ss_task_dump_polled(e->a, e->ts);
 		break;
 	case SS_EV_WAKE:
 		put_u8(SS_REC_WAKE); put_dt(e->ts); put_v(e->a);
@@ -684,6 +691,89 @@ static const struct ss_sample_sink sink = {
 	.comm = sink_comm, .lost = sink_lost,
 };
 
+/* ---- stalls and task dumps (stall.h) ----------------------------------------- */
+
+/* The STACK id of frames in the active segment, writing its definition when new;
+ * 0 for no frames. */
+static uint32_t put_stack(const uint64_t *frames, uint32_t n)
+{
+	if (!n)
+		return 0;
+	int is_new;
+	uint32_t id = ss_stacks_intern(frames, n, 0, &is_new);
+	if (is_new) {
+		uint8_t body[SS_STALL_FRAMES * 10 + 32];
+		size_t k = ss_put_varint(body, id);
+		k += ss_put_varint(body + k, 0);
+		k += ss_put_varint(body + k, n);
+		for (uint32_t i = 0; i < n; i++)
+			k += ss_put_varint(body + k, frames[i]);
+		put_lp(SS_REC_STACK, body, k);
+	}
+	return id;
+}
+
+static void sink_stall(const struct ss_stall_msg *m)
+{
+	if (!sink_ready())
+		return;
+	uint8_t body[256];
+	size_t k;
+	if (m->is_end) {
+		k = ss_put_varint(body, m->thread);
+		k += ss_put_varint(body + k, m->tid);
+		k += ss_put_varint(body + k, m->task);
+		k += ss_put_varint(body + k, m->poll_ts);
+		k += ss_put_varint(body + k, m->ts);
+		k += ss_put_varint(body + k, m->index);
+		put_lp(SS_REC_STALL_END, body, k);
+		sink_flush_if_full();
+		return;
+	}
+	uint32_t stack = put_stack(m->frames, m->nframes < SS_STALL_FRAMES ? m->nframes : SS_STALL_FRAMES);
+	size_t rl = strnlen(m->reason, sizeof m->reason);
+	k = ss_put_varint(body, m->thread);
+	k += ss_put_varint(body + k, m->tid);
+	k += ss_put_varint(body + k, m->task);
+	k += ss_put_varint(body + k, m->location);
+	k += ss_put_varint(body + k, m->poll_ts);
+	k += ss_put_varint(body + k, m->ts);
+	k += ss_put_varint(body + k, m->index);
+	k += ss_put_varint(body + k, m->kind);
+	k += ss_put_varint(body + k, m->syscall1);
+	k += ss_put_varint(body + k, stack);
+	k += ss_put_varint(body + k, rl);
+	memcpy(body + k, m->reason, rl);
+	k += rl;
+	put_lp(SS_REC_STALL, body, k);
+	sink_flush_if_full();
+}
+
+static void sink_task_dump(const struct ss_task_dump_msg *m)
+{
+	if (!sink_ready())
+		return;
+	uint32_t stack = put_stack(m->frames, m->nframes);
+	uint8_t body[96];
+	size_t k = ss_put_varint(body, m->task);
+	k += ss_put_varint(body + k, m->thread);
+	k += ss_put_varint(body + k, m->tid);
+	k += ss_put_varint(body + k, m->location);
+	k += ss_put_varint(body + k, m->pending_ts);
+	k += ss_put_varint(body + k, m->idle_ns);
+	k += ss_put_varint(body + k, stack);
+	put_lp(SS_REC_TASK_DUMP, body, k);
+	sink_flush_if_full();
+}
+
+static const struct ss_stall_sink stall_sink = { .stall = sink_stall, .dump = sink_task_dump };
+
+static void drain_stalls(uint64_t now)
+{
+	ss_stall_drain(&stall_sink);
+	ss_task_dump_emit(&stall_sink, now);
+}
+
 /* Starts or stops following a thread with the sampler as it becomes or stops
  * being a worker (or, with all-threads sampling, as it appears and exits). */
 static void follow_thread(struct ss_slot *s, int exiting)
@@ -796,6 +886,7 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 		} else if (ts > limit) {
 			return 0;
 		}
+		ss_watchdog_slot_released(s);
 		ss_slot_release(s);
 		return 1;
 	}
@@ -909,9 +1000,12 @@ static void cycle(int final)
 		begin_segment(W.seg_start_ts ? W.seg_start_ts : now);
 
 	/* Everything up to now, rotating by size on the way; events stamped after now
-	 * wait for the next cycle, so a cycle's work is bounded by its start. */
+	 * wait for the next cycle, so a cycle's work is bounded by its start. Pending
+	 * task stacks first: a task's next POLL_BEGIN must find its pending call. */
+	ss_task_dump_collect();
 	drain_windows(now);
 	drain_sampler();
+	drain_stalls(now);
 	if (W.seg_seq1 && W.cfg.rotation_period_ns &&
 	    now - W.seg_opened_ns >= W.cfg.rotation_period_ns) {
 		seal_segment(now);
@@ -958,8 +1052,10 @@ static void *writer_main(void *arg)
 	/* Final: everything buffered goes to disk, the last segment is sealed. */
 	cycle(1);
 	uint64_t end = ss_now();
+	ss_task_dump_collect();
 	drain_all(UINT64_MAX);
 	drain_sampler();
+	drain_stalls(end);
 	/* Hooks are off now: the trailing drops of live threads, and process-wide
 	 * losses that no later block would carry, go into this last block. */
 	struct ss_pool *p = ss_pool_get();
@@ -1026,6 +1122,8 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		.all_threads = cfg->user->sample_all_threads,
 	};
 	ss_sampler_start(&sc, W.sampler_status, sizeof W.sampler_status);
+	ss_watchdog_start(cfg->user, cfg->session, W.stall_status, sizeof W.stall_status);
+	ss_task_dump_start(cfg->user, cfg->session, ss_pool_get()->slots, ss_pool_get()->nslots);
 	atomic_store(&W.sampling_on, 1);
 	W.sampling_applied = 1;
 	W.seg_start_ts = ss_now();
@@ -1044,6 +1142,10 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	}
 	return 0;
 fail:
+	ss_watchdog_stop();
+	ss_watchdog_free();
+	ss_task_dump_disarm();
+	ss_task_dump_free();
 	ss_sampler_stop();
 	ss_stacks_free();
 	if (W.sg) {
@@ -1062,11 +1164,16 @@ fail:
 
 SS_INTERNAL int ss_writer_stop(void)
 {
+	/* Before the writer's last cycle, which writes what they left behind. */
+	ss_watchdog_stop();
+	ss_task_dump_disarm();
 	pthread_mutex_lock(&W.mu);
 	W.running = 0;
 	pthread_cond_signal(&W.cv);
 	pthread_mutex_unlock(&W.mu);
 	pthread_join(W.thread, NULL);
+	ss_watchdog_free();
+	ss_task_dump_free();
 	ss_sampler_stop();
 	ss_stacks_free();
 	int healthy = !W.failing;

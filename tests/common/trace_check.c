@@ -57,6 +57,124 @@ static void set_loc(struct tc_trace *t, uint64_t id, uint64_t func)
 	t->loc_func[id] = func;
 }
 
+/* Grows an array of elements of size sz when n == *cap. */
+static void *grow(void *p, size_t n, size_t *cap, size_t sz, size_t first)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : first;
+	return xrealloc(p, *cap * sz);
+}
+
+/* The stack ids of the segment being loaded -> index in t->stacks. */
+struct seg_stacks {
+	size_t *by_id;
+	size_t n;
+};
+
+#define MAX_STACK_ID (1u << 22)
+
+static void keep_stack(struct tc_trace *t, struct seg_stacks *ss, const struct ss_record *rec,
+		       uint32_t idx)
+{
+	uint64_t id = rec->u.stack.id;
+	if (id >= MAX_STACK_ID)
+		return;
+	if (id >= ss->n) {
+		size_t n = ss->n ? ss->n : 256;
+		while (n <= id)
+			n *= 2;
+		ss->by_id = xrealloc(ss->by_id, n * sizeof *ss->by_id);
+		for (size_t i = ss->n; i < n; i++)
+			ss->by_id[i] = TC_NO_STACK;
+		ss->n = n;
+	}
+	t->stacks = grow(t->stacks, t->nstacks, &t->capstacks, sizeof *t->stacks, 1024);
+	struct tc_stack *st = &t->stacks[t->nstacks];
+	uint64_t nf = rec->u.stack.nframes;
+	st->id = id;
+	st->segment = idx;
+	st->frames = xrealloc(NULL, (nf ? nf : 1) * sizeof *st->frames);
+	st->nframes = (uint32_t)ss_stack_frames(rec, st->frames, nf);
+	st->nkernel = (uint32_t)(rec->u.stack.nkernel < st->nframes ? rec->u.stack.nkernel
+								 : st->nframes);
+	ss->by_id[id] = t->nstacks++;
+}
+
+/* SAMPLE, SWITCH, STACK, MAPPING, META and SAMPLER_LOSS records. */
+static void keep_sampling(struct tc_trace *t, struct seg_stacks *ss, const struct ss_record *rec,
+			  uint32_t idx, bool keep)
+{
+	if (rec->type == SS_REC_SAMPLER_LOSS) {
+		uint64_t r = rec->u.sampler_loss.reason;
+		t->sampler_lost += rec->u.sampler_loss.count;
+		t->sampler_lost_by_reason[r < 8 ? r : 0] += rec->u.sampler_loss.count;
+		return;
+	}
+	if (!keep)
+		return;
+	switch (rec->type) {
+	case SS_REC_SAMPLE: {
+		t->samples = grow(t->samples, t->nsamples, &t->capsamples, sizeof *t->samples, 4096);
+		struct tc_sample *s = &t->samples[t->nsamples++];
+		s->ts = rec->ts;
+		s->thread = rec->u.sample.thread;
+		s->tid = rec->u.sample.tid;
+		s->cpu = rec->u.sample.cpu;
+		s->weight = rec->u.sample.weight;
+		s->kind = rec->u.sample.kind;
+		s->stack_id = rec->u.sample.stack;
+		s->segment = idx;
+		s->stack = s->stack_id < ss->n ? ss->by_id[s->stack_id] : TC_NO_STACK;
+		if (s->stack == TC_NO_STACK)
+			t->unresolved_stacks++;
+		break;
+	}
+	case SS_REC_SWITCH: {
+		t->switches = grow(t->switches, t->nswitches, &t->capswitches, sizeof *t->switches, 1024);
+		struct tc_switch *w = &t->switches[t->nswitches++];
+		w->ts = rec->ts;
+		w->thread = rec->u.switch_rec.thread;
+		w->tid = rec->u.switch_rec.tid;
+		w->cpu = rec->u.switch_rec.cpu;
+		w->flags = rec->u.switch_rec.flags;
+		w->segment = idx;
+		break;
+	}
+	case SS_REC_STACK:
+		keep_stack(t, ss, rec, idx);
+		break;
+	case SS_REC_MAPPING: {
+		t->mappings = grow(t->mappings, t->nmappings, &t->capmappings, sizeof *t->mappings, 64);
+		struct tc_mapping *m = &t->mappings[t->nmappings++];
+		memset(m, 0, sizeof *m);
+		m->ts = rec->ts;
+		m->start = rec->u.mapping.start;
+		m->end = rec->u.mapping.end;
+		m->pgoff = rec->u.mapping.pgoff;
+		m->prot = rec->u.mapping.prot;
+		m->segment = idx;
+		m->build_id_len = (uint8_t)(rec->u.mapping.build_id_len < 20 ? rec->u.mapping.build_id_len
+									   : 20);
+		memcpy(m->build_id, rec->u.mapping.build_id, m->build_id_len);
+		m->path = strndup(rec->u.mapping.path, rec->u.mapping.path_len);
+		CHECK(m->path, "out of memory");
+		break;
+	}
+	case SS_REC_META: {
+		t->metas = grow(t->metas, t->nmetas, &t->capmetas, sizeof *t->metas, 64);
+		struct tc_meta *m = &t->metas[t->nmetas++];
+		m->segment = idx;
+		m->key = strndup(rec->u.meta.key, rec->u.meta.key_len);
+		m->value = strndup(rec->u.meta.value, rec->u.meta.value_len);
+		CHECK(m->key && m->value, "out of memory");
+		break;
+	}
+	default:
+		break;
+	}
+}
+
 struct file_ent {
 	uint64_t seq;
 	bool active;
@@ -84,6 +202,7 @@ static void load_one(struct tc_trace *t, struct tc_segment *sg, uint32_t idx, bo
 		return;
 	}
 	sg->header = *ss_reader_header(r);
+	struct seg_stacks stacks = { NULL, 0 };
 	struct ss_block_info b;
 	while (ss_reader_next_block(r, &b)) {
 		struct ss_record rec;
@@ -105,6 +224,14 @@ static void load_one(struct tc_trace *t, struct tc_segment *sg, uint32_t idx, bo
 					 rec.u.thread_def.name);
 				continue;
 			}
+			case SS_REC_SAMPLE:
+			case SS_REC_SWITCH:
+			case SS_REC_STACK:
+			case SS_REC_MAPPING:
+			case SS_REC_META:
+			case SS_REC_SAMPLER_LOSS:
+				keep_sampling(t, &stacks, &rec, idx, keep);
+				continue;
 			default:
 				break;
 			}
@@ -148,6 +275,7 @@ static void load_one(struct tc_trace *t, struct tc_segment *sg, uint32_t idx, bo
 			t->events[t->nevents++] = e;
 		}
 	}
+	free(stacks.by_id);
 	const struct ss_reader_stats *rs = ss_reader_stats(r);
 	sg->sealed = rs->sealed;
 	if (rs->sealed)
@@ -214,7 +342,33 @@ void tc_free(struct tc_trace *t)
 		free(t->strings[i]);
 	free(t->strings);
 	free(t->loc_func);
+	free(t->samples);
+	free(t->switches);
+	for (size_t i = 0; i < t->nstacks; i++)
+		free(t->stacks[i].frames);
+	free(t->stacks);
+	for (size_t i = 0; i < t->nmappings; i++)
+		free(t->mappings[i].path);
+	free(t->mappings);
+	for (size_t i = 0; i < t->nmetas; i++) {
+		free(t->metas[i].key);
+		free(t->metas[i].value);
+	}
+	free(t->metas);
 	memset(t, 0, sizeof *t);
+}
+
+const struct tc_stack *tc_sample_stack(const struct tc_trace *t, const struct tc_sample *s)
+{
+	return s->stack < t->nstacks ? &t->stacks[s->stack] : NULL;
+}
+
+const char *tc_meta(const struct tc_trace *t, const char *key)
+{
+	for (size_t i = 0; i < t->nmetas; i++)
+		if (!strcmp(t->metas[i].key, key))
+			return t->metas[i].value;
+	return NULL;
 }
 
 const struct tc_thread *tc_thread(const struct tc_trace *t, uint64_t thread)

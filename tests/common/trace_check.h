@@ -62,6 +62,45 @@ struct tc_thread {
 	bool exited;
 };
 
+/* Sampling records, kept when keep_events is true. A STACK id means something only
+ * within its segment, so a sample carries the index of its resolved stack in
+ * tc_trace.stacks (TC_NO_STACK when its segment never defined that id). */
+#define TC_NO_STACK SIZE_MAX
+
+struct tc_sample {
+	uint64_t ts, thread, tid;
+	uint64_t cpu;           /* as in the file: cpu + 1, 0 = unknown */
+	uint64_t weight, kind;  /* kind SS_SAMPLE_KIND_CPU / _OFFCPU */
+	uint64_t stack_id;      /* the id in its segment */
+	size_t stack;           /* index into tc_trace.stacks, or TC_NO_STACK */
+	uint32_t segment;
+};
+
+struct tc_switch {
+	uint64_t ts, thread, tid, cpu, flags; /* flags SS_SWITCH_F_* */
+	uint32_t segment;
+};
+
+struct tc_stack {
+	uint64_t id;
+	uint32_t segment;
+	uint32_t nkernel, nframes;
+	uint64_t *frames;       /* leaf first; frames[0 .. nkernel) are kernel addresses */
+};
+
+struct tc_mapping {
+	uint64_t ts, start, end, pgoff, prot;
+	uint32_t segment;
+	uint8_t build_id_len;
+	uint8_t build_id[20];
+	char *path;             /* NUL terminated copy */
+};
+
+struct tc_meta {
+	uint32_t segment;
+	char *key, *value;      /* NUL terminated copies */
+};
+
 struct tc_trace {
 	struct tc_segment *segs;
 	size_t nsegs;
@@ -80,6 +119,20 @@ struct tc_trace {
 	size_t nstrings;
 	uint64_t *loc_func;           /* location id -> function string id */
 	size_t nlocs;
+	/* Sampling records (only with keep_events; counts are in by_type either way). */
+	struct tc_sample *samples;
+	size_t nsamples, capsamples;
+	struct tc_switch *switches;
+	size_t nswitches, capswitches;
+	struct tc_stack *stacks;
+	size_t nstacks, capstacks;
+	struct tc_mapping *mappings;
+	size_t nmappings, capmappings;
+	struct tc_meta *metas;
+	size_t nmetas, capmetas;
+	uint64_t sampler_lost;            /* sum of SAMPLER_LOSS counts */
+	uint64_t sampler_lost_by_reason[8];
+	uint64_t unresolved_stacks;       /* samples whose stack id their segment lacks */
 };
 
 /* Loads PREFIX.N.bin and PREFIX.N.bin.active of dir, in N order. keep_events = false
@@ -90,6 +143,10 @@ void tc_free(struct tc_trace *t);
 
 const struct tc_thread *tc_thread(const struct tc_trace *t, uint64_t thread);
 const char *tc_string(const struct tc_trace *t, uint64_t id);
+/* The stack of a sample, or NULL when it was not defined in the sample's segment. */
+const struct tc_stack *tc_sample_stack(const struct tc_trace *t, const struct tc_sample *s);
+/* The value of the first META record with this key (any segment), or NULL. */
+const char *tc_meta(const struct tc_trace *t, const char *key);
 /* Events that are not LOSS records. */
 uint64_t tc_real_events(const struct tc_trace *t);
 

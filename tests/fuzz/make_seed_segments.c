@@ -81,6 +81,17 @@ static void every_record(struct sb *b, bool zstd)
 	sb_ext(b, SS_REC_SAMPLER_LOSS, sloss, sizeof sloss);
 	static const uint8_t map[] = { 0, 0x80, 0x20, 0x80, 0x40, 0, 5, 2, 0xab, 0xcd, 4, '/', 'b', 'i', 'n' };
 	sb_ext(b, SS_REC_MAPPING, map, sizeof map);
+	/* Stall records: a capture using stack 7 with a reason, its end, and a task
+	 * dump (thread 1, tid 42, task 7 at location 1, times near T0 + 0x64). */
+	static const uint8_t stall[] = { 1, 42, 7, 1, 0xe4, 0x00, 0xe8, 0x00, 0, 1, 0, 7,
+					 7, 'r', 'u', 'n', 'n', 'i', 'n', 'g' };
+	sb_ext(b, SS_REC_STALL, stall, sizeof stall);
+	static const uint8_t stall_blocked[] = { 1, 42, 7, 1, 0xe4, 0x00, 0xe9, 0x00, 1, 2, 1, 0, 0 };
+	sb_ext(b, SS_REC_STALL, stall_blocked, sizeof stall_blocked);
+	static const uint8_t stall_end[] = { 1, 42, 7, 0xe4, 0x00, 0xea, 0x00, 2 };
+	sb_ext(b, SS_REC_STALL_END, stall_end, sizeof stall_end);
+	static const uint8_t dump[] = { 7, 1, 42, 1, 0xe5, 0x00, 0x80, 0x80, 0x05, 7 };
+	sb_ext(b, SS_REC_TASK_DUMP, dump, sizeof dump);
 	sb_ext(b, 0x6f, "", 0);
 	sb_end_block(b, zstd);
 }

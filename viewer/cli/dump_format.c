@@ -15,11 +15,27 @@
 
 #define MAX_PRINTED_STRING 512
 
+/* The MAPPING records seen so far in the segment (the snapshot at its start, then
+ * dlopen()s), so STACK frames print as file offsets. Sorted by start and without
+ * overlaps: a new mapping replaces what it covers, as mmap does. Capped, so a
+ * hostile segment cannot make the table large or a lookup slow. */
+#define MAX_MAPPINGS 4096
+#define MAPPING_NAME 96
+
+struct dump_mapping {
+	uint64_t start, end, pgoff;
+	size_t name_len;            /* bytes kept of the path's last component */
+	char name[MAPPING_NAME];
+};
+
 struct dump {
 	FILE *out;
 	struct ss_reader *r;
 	const struct ss_segment_header *h;
 	const struct ss_dump_options *opts;
+	struct dump_mapping *maps;
+	size_t nmaps, capmaps;
+	uint64_t maps_not_kept;     /* MAPPING records past MAX_MAPPINGS */
 };
 
 static void put_bytes(FILE *out, const char *s, size_t len, bool quoted)
@@ -226,6 +242,78 @@ static void print_event_fields(struct dump *d, const struct ss_record *rec)
 	}
 }
 
+/* Index of the first mapping whose end is above addr (maps are sorted, disjoint). */
+static size_t map_upper(const struct dump *d, uint64_t addr)
+{
+	size_t lo = 0, hi = d->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void keep_mapping(struct dump *d, const struct ss_record *rec)
+{
+	uint64_t start = rec->u.mapping.start, end = rec->u.mapping.end;
+	if (end <= start)
+		return;
+	/* The mappings it overlaps form one run [first, last). */
+	size_t first = map_upper(d, start), last = first;
+	while (last < d->nmaps && d->maps[last].start < end)
+		last++;
+	if (last == first && d->nmaps >= MAX_MAPPINGS) {
+		d->maps_not_kept++;
+		return;
+	}
+	if (last == first && d->nmaps == d->capmaps) {
+		size_t ncap = d->capmaps ? d->capmaps * 2 : 64;
+		if (ncap > MAX_MAPPINGS)
+			ncap = MAX_MAPPINGS;
+		struct dump_mapping *nm = realloc(d->maps, ncap * sizeof *nm);
+		if (!nm) {
+			d->maps_not_kept++;
+			return;
+		}
+		d->maps = nm;
+		d->capmaps = ncap;
+	}
+	/* Replace the run by one slot. */
+	size_t keep_from = last == first ? first : first + 1;
+	memmove(d->maps + keep_from + (last == first), d->maps + last,
+		(d->nmaps - last) * sizeof *d->maps);
+	d->nmaps = d->nmaps - (last - first) + 1;
+	struct dump_mapping *m = &d->maps[first];
+	m->start = start;
+	m->end = end;
+	m->pgoff = rec->u.mapping.pgoff;
+	const char *p = rec->u.mapping.path;
+	size_t len = rec->u.mapping.path_len, base = len;
+	while (base > 0 && p[base - 1] != '/')
+		base--;
+	m->name_len = len - base < MAPPING_NAME ? len - base : MAPPING_NAME;
+	memcpy(m->name, p + base, m->name_len);
+}
+
+/* " 0xADDR (name+0xOFFSET)", the offset in the file: addr - start + pgoff. */
+static void put_user_frame(struct dump *d, uint64_t addr)
+{
+	fprintf(d->out, " 0x%" PRIx64, addr);
+	size_t i = map_upper(d, addr);
+	if (i >= d->nmaps || d->maps[i].start > addr)
+		return;
+	const struct dump_mapping *m = &d->maps[i];
+	fputs(" (", d->out);
+	if (m->name_len)
+		put_bytes(d->out, m->name, m->name_len, false);
+	else
+		fputs("[anon]", d->out);
+	fprintf(d->out, "+0x%" PRIx64 ")", addr - m->start + m->pgoff);
+}
+
 /* SAMPLE, SWITCH, COMM, SAMPLER_LOSS, STACK and MAPPING; returns 0 for others. */
 static int print_sampling_record(struct dump *d, const struct ss_record *rec, const char *tname)
 {
@@ -280,12 +368,17 @@ static int print_sampling_record(struct dump *d, const struct ss_record *rec, co
 		size_t n = ss_stack_frames(rec, f, SS_MAX_STACK_FRAMES);
 		fprintf(o, " #%" PRIu64 " %zu frames (%" PRIu64 " kernel):", rec->u.stack.id, n,
 			rec->u.stack.nkernel);
-		for (size_t i = 0; i < n; i++)
-			fprintf(o, " %s0x%" PRIx64, i < rec->u.stack.nkernel ? "k:" : "", f[i]);
+		for (size_t i = 0; i < n; i++) {
+			if (i < rec->u.stack.nkernel)
+				fprintf(o, " k:0x%" PRIx64, f[i]);
+			else
+				put_user_frame(d, f[i]);
+		}
 		fputc('\n', o);
 		break;
 	}
 	case SS_REC_MAPPING:
+		keep_mapping(d, rec);
 		fprintf(o, " 0x%" PRIx64 "-0x%" PRIx64 " off 0x%" PRIx64 " %c%c%c", rec->u.mapping.start,
 			rec->u.mapping.end, rec->u.mapping.pgoff, rec->u.mapping.prot & 1 ? 'r' : '-',
 			rec->u.mapping.prot & 2 ? 'w' : '-', rec->u.mapping.prot & 4 ? 'x' : '-');
@@ -301,6 +394,59 @@ static int print_sampling_record(struct dump *d, const struct ss_record *rec, co
 		fputc('\n', o);
 		break;
 	}
+	return 1;
+}
+
+/* STALL, STALL_END and TASK_DUMP; returns 0 for others. Stalls stand out like
+ * losses: they are what a reader of the dump looks for. */
+static int print_stall_record(struct dump *d, const struct ss_record *rec)
+{
+	FILE *o = d->out;
+	if (rec->type != SS_REC_STALL && rec->type != SS_REC_STALL_END &&
+	    rec->type != SS_REC_TASK_DUMP)
+		return 0;
+	fputs(rec->type == SS_REC_TASK_DUMP ? "    " : "!!! ", o);
+	put_rel(o, rec->ts, d->h->start_ts);
+	fprintf(o, " %" PRIu64 " ", rec->ts);
+	switch (rec->type) {
+	case SS_REC_STALL: {
+		uint64_t age = rec->ts >= rec->u.stall.poll_ts ? rec->ts - rec->u.stall.poll_ts : 0;
+		fprintf(o, "T%" PRIu64 "/%" PRIu64 " STALL #%" PRIu64 " %s task=%" PRIu64 " ",
+			rec->u.stall.thread, rec->u.stall.tid, rec->u.stall.index,
+			ss_stall_kind_name(rec->u.stall.kind), rec->u.stall.task);
+		put_location(d, rec->u.stall.location);
+		fprintf(o, " polling for %" PRIu64 ".%06" PRIu64 " ms", age / 1000000u, age % 1000000u);
+		if (rec->u.stall.syscall1)
+			fprintf(o, " syscall=%" PRIu64, rec->u.stall.syscall1 - 1);
+		if (rec->u.stall.stack)
+			fprintf(o, " stack#%" PRIu64, rec->u.stall.stack);
+		else
+			fputs(" no-stack", o);
+		fputs(" reason=", o);
+		put_escaped(o, rec->u.stall.reason, rec->u.stall.reason_len);
+		break;
+	}
+	case SS_REC_STALL_END: {
+		uint64_t dur = rec->ts >= rec->u.stall_end.poll_ts ? rec->ts - rec->u.stall_end.poll_ts : 0;
+		fprintf(o, "T%" PRIu64 "/%" PRIu64 " STALL_END task=%" PRIu64 " poll lasted %" PRIu64
+			".%06" PRIu64 " ms, %" PRIu64 " captures", rec->u.stall_end.thread,
+			rec->u.stall_end.tid, rec->u.stall_end.task, dur / 1000000u, dur % 1000000u,
+			rec->u.stall_end.captures);
+		break;
+	}
+	default:
+		fprintf(o, "T%" PRIu64 "/%" PRIu64 " TASK_DUMP task=%" PRIu64 " ", rec->u.task_dump.thread,
+			rec->u.task_dump.tid, rec->u.task_dump.task);
+		put_location(d, rec->u.task_dump.location);
+		fprintf(o, " idle %" PRIu64 ".%06" PRIu64 " ms", rec->u.task_dump.idle_ns / 1000000u,
+			rec->u.task_dump.idle_ns % 1000000u);
+		if (rec->u.task_dump.stack)
+			fprintf(o, " stack#%" PRIu64, rec->u.task_dump.stack);
+		else
+			fputs(" no-stack", o);
+		break;
+	}
+	fputc('\n', o);
 	return 1;
 }
 
@@ -344,7 +490,7 @@ static void print_record(struct dump *d, const struct ss_record *rec)
 		fputc('\n', o);
 		return;
 	}
-	if (print_sampling_record(d, rec, tname))
+	if (print_sampling_record(d, rec, tname) || print_stall_record(d, rec))
 		return;
 	if (rec->type >= 0x40) {
 		fprintf(o, "    skip %s (%zu bytes, extension this reader does not know)\n", tname,
@@ -535,7 +681,7 @@ void ss_dump_header_damage(FILE *err, const char *name, enum ss_damage_kind kind
 int ss_dump_segment(FILE *out, FILE *err, const char *name, struct ss_reader *r,
 		    const struct ss_dump_options *opts)
 {
-	struct dump d = { out, r, ss_reader_header(r), opts };
+	struct dump d = { out, r, ss_reader_header(r), opts, NULL, 0, 0, 0 };
 	struct ss_block_info b;
 	struct ss_record rec;
 
@@ -549,6 +695,10 @@ int ss_dump_segment(FILE *out, FILE *err, const char *name, struct ss_reader *r,
 	}
 	print_footer(&d);
 	print_summary(&d);
+	if (d.maps_not_kept)
+		fprintf(out, "  note       %" PRIu64 " mappings past the dump's table of %u: frames in "
+			"them print without a file offset\n", d.maps_not_kept, MAX_MAPPINGS);
+	free(d.maps);
 
 	const struct ss_reader_stats *s = ss_reader_stats(r);
 	const struct ss_damage *dmg = ss_reader_damage(r);

@@ -33,6 +33,9 @@ const char *ss_record_type_name(uint8_t type)
 	case SS_REC_SAMPLER_LOSS: return "SAMPLER_LOSS";
 	case SS_REC_STACK: return "STACK";
 	case SS_REC_MAPPING: return "MAPPING";
+	case SS_REC_STALL: return "STALL";
+	case SS_REC_STALL_END: return "STALL_END";
+	case SS_REC_TASK_DUMP: return "TASK_DUMP";
 	default: return NULL;
 	}
 }
@@ -56,6 +59,17 @@ const char *ss_sampler_loss_reason_name(uint64_t reason)
 	case SS_SAMPLER_LOSS_FALLBACK: return "timer fallback ring full";
 	case SS_SAMPLER_LOSS_WRITER: return "no segment to write to";
 	default: return "unknown reason";
+	}
+}
+
+const char *ss_stall_kind_name(uint64_t kind)
+{
+	switch (kind) {
+	case SS_STALL_RUNNING: return "running";
+	case SS_STALL_BLOCKED: return "blocked";
+	case SS_STALL_RUNNABLE: return "runnable";
+	case SS_STALL_UNKNOWN: return "unknown";
+	default: return "kind?";
 	}
 }
 

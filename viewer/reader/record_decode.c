@@ -169,6 +169,28 @@ static int decode_extension(struct cursor *c, uint8_t type, struct ss_record *re
 		}
 		break;
 	}
+	case SS_REC_STALL:
+		ok = get_v(&body, &rec->u.stall.thread) && get_v(&body, &rec->u.stall.tid) &&
+		     get_v(&body, &rec->u.stall.task) && get_v(&body, &rec->u.stall.location) &&
+		     get_v(&body, &rec->u.stall.poll_ts) && get_v(&body, &rec->ts) &&
+		     get_v(&body, &rec->u.stall.index) && get_v(&body, &rec->u.stall.kind) &&
+		     get_v(&body, &rec->u.stall.syscall1) && get_v(&body, &rec->u.stall.stack) &&
+		     get_s(&body, &rec->u.stall.reason, &rec->u.stall.reason_len);
+		rec->thread = rec->u.stall.thread;
+		break;
+	case SS_REC_STALL_END:
+		ok = get_v(&body, &rec->u.stall_end.thread) && get_v(&body, &rec->u.stall_end.tid) &&
+		     get_v(&body, &rec->u.stall_end.task) && get_v(&body, &rec->u.stall_end.poll_ts) &&
+		     get_v(&body, &rec->ts) && get_v(&body, &rec->u.stall_end.captures);
+		rec->thread = rec->u.stall_end.thread;
+		break;
+	case SS_REC_TASK_DUMP:
+		ok = get_v(&body, &rec->u.task_dump.task) && get_v(&body, &rec->u.task_dump.thread) &&
+		     get_v(&body, &rec->u.task_dump.tid) && get_v(&body, &rec->u.task_dump.location) &&
+		     get_v(&body, &rec->ts) && get_v(&body, &rec->u.task_dump.idle_ns) &&
+		     get_v(&body, &rec->u.task_dump.stack);
+		rec->thread = rec->u.task_dump.thread;
+		break;
 	default:
 		rec->u.unknown.body = body.p;
 		rec->u.unknown.len = body.left;

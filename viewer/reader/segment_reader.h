@@ -154,6 +154,16 @@ struct ss_record {
 		struct { uint64_t tid, span, count, reason; } sampler_loss;
 		/* STACK: frames are still varints; ss_stack_frames() decodes them */
 		struct { uint64_t id, nkernel, nframes; const uint8_t *frames; size_t frames_len; } stack;
+		/* STALL (capture time in ts): syscall1 is the system call + 1 (0 = none),
+		 * kind enum ss_stall_kind_rec, stack a STACK id (0 = none) */
+		struct {
+			uint64_t thread, tid, task, location, poll_ts, index, kind, syscall1, stack;
+			const char *reason; size_t reason_len;
+		} stall;
+		/* STALL_END (end time in ts) */
+		struct { uint64_t thread, tid, task, poll_ts, captures; } stall_end;
+		/* TASK_DUMP (pending time in ts) */
+		struct { uint64_t task, thread, tid, location, idle_ns, stack; } task_dump;
 		/* MAPPING (ts 0 = snapshot at segment start) */
 		struct {
 			uint64_t start, end, pgoff, prot;
@@ -248,6 +258,8 @@ size_t ss_stack_frames(const struct ss_record *rec, uint64_t *out, size_t max);
 const char *ss_record_type_name(uint8_t type);
 const char *ss_loss_reason_name(uint64_t reason);
 const char *ss_sampler_loss_reason_name(uint64_t reason);
+/* "running", "blocked", "runnable", "unknown" for enum ss_stall_kind_rec. */
+const char *ss_stall_kind_name(uint64_t kind);
 const char *ss_damage_kind_name(enum ss_damage_kind kind);
 /* Whether this build can decode SS_BLOCK_F_ZSTD blocks. */
 bool ss_reader_has_zstd(void);

@@ -200,6 +200,17 @@ STALLSCOPE_API void stallscope_poll_begin(uint64_t task, uint32_t location);
 /* The poll started by the last stallscope_poll_begin() on this thread ended. */
 STALLSCOPE_API void stallscope_poll_end(void);
 
+/* Yield point: the task being polled on this thread is about to return "not
+ * ready" (pending). Call it inside the poll, just before returning. When task
+ * dumps are on (task_dump_enabled, STALLSCOPE_TASK_DUMP_ENABLED) it remembers the
+ * calling stack (frame pointers, at most 24 frames, reads bounded by the stack
+ * that stallscope_worker_begin() learnt) for the task; if the task then stays idle
+ * (not polled again) longer than a threshold drawn from an exponential
+ * distribution with mean task_dump_idle_threshold_ms, a TASK_DUMP record shows
+ * where it waits. Hook guarantees hold: no lock, allocation or system call; with
+ * task dumps off it costs a load and a branch. */
+STALLSCOPE_API void stallscope_task_pending(void);
+
 /* The calling worker goes to sleep waiting for work. */
 STALLSCOPE_API void stallscope_park(void);
 

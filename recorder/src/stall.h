@@ -1,0 +1,102 @@
+/*
+ * stall.h - stalled polls and idle-task dumps: what watchdog.c, stall_capture.c,
+ * task_dump.c and the writer share.
+ *
+ *   watchdog.c       a thread that peeks at each worker's ring for the poll it is
+ *                    in, and captures polls that outlive the stall threshold at
+ *                    T, 2T, 4T ... (at most SS_STALL_MAX_CAPTURES)
+ *   stall_capture.c  one capture: classify the thread from /proc (running,
+ *                    blocked in which system call, runnable but not running) and
+ *                    take its stack (a signal for a thread outside system calls,
+ *                    a bounded scan of its stack for a blocked one)
+ *   task_dump.c      stallscope_task_pending() and the writer-side bookkeeping that
+ *                    turns the pending stacks of tasks that then stay idle into
+ *                    TASK_DUMP records
+ *
+ * Stall and dump messages reach the segment only through the writer (sinks
+ * below), like every other record, so they are flushed within the flush interval
+ * and survive the worker, or the process, ending soon after.
+ */
+#ifndef STALLSCOPE_STALL_H
+#define STALLSCOPE_STALL_H
+
+#include <stdint.h>
+
+#include "recorder-private.h"
+
+#define SS_STALL_FRAMES 64
+#define SS_STALL_MAX_CAPTURES 8
+#define SS_TASK_DUMP_FRAMES 24
+
+/* One STALL capture, or (is_end) the STALL_END of a poll that had captures. */
+struct ss_stall_msg {
+	uint32_t is_end;
+	uint32_t thread;        /* slot thread id */
+	uint32_t tid;
+	uint32_t location;
+	uint64_t task;
+	uint64_t poll_ts;
+	uint64_t ts;            /* capture time, or the poll's end for is_end */
+	uint32_t index;         /* capture number from 0; for is_end the capture count */
+	uint32_t kind;          /* enum ss_stall_kind_rec */
+	uint32_t syscall1;      /* system call number + 1, 0 = none or unknown */
+	uint32_t nframes;
+	uint64_t frames[SS_STALL_FRAMES];
+	char reason[160];
+};
+
+struct ss_task_dump_msg {
+	uint64_t task;
+	uint32_t thread, tid, location, nframes;
+	uint64_t pending_ts;
+	uint64_t idle_ns;
+	const uint64_t *frames;
+};
+
+struct ss_stall_sink {
+	void (*stall)(const struct ss_stall_msg *m);
+	void (*dump)(const struct ss_task_dump_msg *m);
+};
+
+/* ---- watchdog.c (the writer starts and stops it with the session) ---- */
+/* Starts the watchdog when cfg->stall_threshold_ms > 0. Never fails the session:
+ * status says what runs ("off", or the threshold and how stacks are taken). */
+SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
+				   char *status, size_t len);
+SS_INTERNAL void ss_watchdog_stop(void);
+/* Writer thread, just before it releases a drained slot of an exited thread: the
+ * watchdog reads the slot's last poll boundaries while they are still there. */
+SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s);
+/* After the writer's final drain: frees the message queue. */
+SS_INTERNAL void ss_watchdog_free(void);
+/* Hands the stall messages queued so far to sink (writer thread). */
+SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink);
+
+/* ---- stall_capture.c (watchdog thread only) ---- */
+SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
+				char *why, size_t len);
+SS_INTERNAL void ss_capture_fini(void);
+/* Classifies and takes the stack of the thread of slot index i into m (kind,
+ * syscall1, frames, reason). */
+SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m);
+
+/* ---- task_dump.c ---- */
+/* Arms stallscope_task_pending() when cfg->task_dump_enabled (writer start). */
+SS_INTERNAL void ss_task_dump_start(const struct stallscope_config *cfg, uint32_t session,
+				    struct ss_slot *slots, uint32_t nslots);
+/* Disarms the hook (writer stop, before the final drain). */
+SS_INTERNAL void ss_task_dump_disarm(void);
+SS_INTERNAL int ss_task_dump_active(void);
+/* Writer thread: takes the pending stacks the hooks left since the last call.
+ * Call before draining the rings' events, so a task's next POLL_BEGIN never
+ * reaches ss_task_dump_polled() before the pending call it ends. */
+SS_INTERNAL void ss_task_dump_collect(void);
+/* Writer thread, for each POLL_BEGIN and TERMINATE drained: the idle time of a
+ * task that was pending ends there. */
+SS_INTERNAL void ss_task_dump_polled(uint64_t task, uint64_t ts);
+/* Writer thread: dumps of tasks whose idle time passed their sampled threshold,
+ * counting tasks still idle as idle until now. */
+SS_INTERNAL void ss_task_dump_emit(const struct ss_stall_sink *sink, uint64_t now);
+SS_INTERNAL void ss_task_dump_free(void);
+
+#endif /* STALLSCOPE_STALL_H */

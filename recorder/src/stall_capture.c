@@ -1,0 +1,461 @@
+/*
+ * stall_capture.c - one capture of a stalled worker, run on the watchdog thread:
+ * what is the thread doing, and where.
+ *
+ * Classification comes from /proc/self/task/TID/syscall: a number when the thread
+ * sleeps in a system call (blocked, and which call), "running" when it is in
+ * TASK_RUNNING. Running is then split by the thread's CPU clock over a short
+ * window: a thread that gains CPU time is on CPU, one that gains almost none while
+ * staying runnable is waiting for a CPU (starvation, preemption).
+ *
+ * Stacks. A thread that is not in a system call is sent our real-time signal
+ * (tgkill); its handler walks frame pointers from the interrupted context into
+ * this thread's capture cell, every load bounded by the thread's stack (TLS
+ * bounds set by stallscope_worker_begin). A thread blocked in a system call is
+ * never signalled, so the host never sees EINTR: its stack memory above the user
+ * stack pointer that /proc reported is copied with process_vm_readv (which fails
+ * cleanly instead of faulting if the thread exits meanwhile) and searched for the
+ * frame-pointer chain. The syscall file is read again right before tgkill, which
+ * narrows the window in which a thread could enter a system call to
+ * microseconds; should it happen anyway, SA_RESTART restarts the call.
+ */
+#include "stall.h"
+#include "sigwalk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WINDOW_NS 1000000ull         /* CPU-clock window that splits running/runnable */
+#define ANSWER_NS 50000000ull        /* how long a signalled thread gets to answer */
+#define SCAN_BYTES (64u << 10)       /* stack copied above a blocked thread's sp */
+#define MAX_CODE_RANGES 256
+
+/* Written by the handler on the worker, read by the watchdog after done == req. */
+struct cap_cell {
+	_Atomic uint32_t req;
+	_Atomic uint32_t done;
+	uint32_t n;
+	uint32_t pad;
+	uint64_t frames[SS_STALL_FRAMES];
+};
+
+static struct {
+	struct cap_cell *cells;
+	uint32_t ncells;
+	struct ss_slot *slots;
+	uint32_t session;
+	int signo;
+	struct sigaction old;
+	uint32_t gen;
+	pid_t pid;
+	uint64_t code_lo[MAX_CODE_RANGES], code_hi[MAX_CODE_RANGES];
+	uint32_t ncode;
+	uint8_t *scan;
+} C;
+
+/* Read by the handler: cleared before the cells go away. */
+static _Atomic(struct cap_cell *) armed_cells;
+static _Atomic uint32_t inflight;
+
+static void on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	int saved = errno;
+	atomic_fetch_add(&inflight, 1);
+	struct cap_cell *cells = atomic_load(&armed_cells);
+	struct ss_slot *s = ss_tls_slot;
+	if (cells && s && si && si->si_code == SI_TKILL && ss_tls_session == C.session &&
+	    s >= C.slots && s < C.slots + C.ncells) {
+		struct cap_cell *c = &cells[s - C.slots];
+		uint32_t r = atomic_load_explicit(&c->req, memory_order_acquire);
+		if (r != atomic_load_explicit(&c->done, memory_order_relaxed)) {
+			uint64_t pc, sp, fp;
+			ss_uc_regs((const ucontext_t *)ucv, &pc, &sp, &fp);
+			c->n = ss_fp_walk(pc, sp, fp, ss_tls_stack_lo, ss_tls_stack_hi, c->frames,
+					  SS_STALL_FRAMES);
+			atomic_store_explicit(&c->done, r, memory_order_release);
+		}
+	}
+	atomic_fetch_sub(&inflight, 1);
+	errno = saved;
+}
+
+static int add_code_range(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	for (int i = 0; i < info->dlpi_phnum && C.ncode < MAX_CODE_RANGES; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		C.code_lo[C.ncode] = info->dlpi_addr + ph->p_vaddr;
+		C.code_hi[C.ncode] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		C.ncode++;
+	}
+	return 0;
+}
+
+static int is_code(uint64_t a)
+{
+	for (uint32_t i = 0; i < C.ncode; i++)
+		if (a >= C.code_lo[i] && a < C.code_hi[i])
+			return 1;
+	return 0;
+}
+
+SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
+				char *why, size_t len)
+{
+	memset(&C, 0, sizeof C);
+	C.cells = calloc(nslots, sizeof *C.cells);
+	C.scan = malloc(SCAN_BYTES);
+	if (!C.cells || !C.scan) {
+		snprintf(why, len, "out of memory for capture cells");
+		goto fail;
+	}
+	C.ncells = nslots;
+	C.slots = slots;
+	C.session = session;
+	C.pid = getpid();
+	dl_iterate_phdr(add_code_range, NULL);
+	C.signo = ss_rtsig_claim(on_signal, &C.old, why, len);
+	if (!C.signo)
+		goto fail;
+	atomic_store(&armed_cells, C.cells);
+	return 0;
+fail:
+	free(C.cells);
+	free(C.scan);
+	memset(&C, 0, sizeof C);
+	return -1;
+}
+
+SS_INTERNAL void ss_capture_fini(void)
+{
+	if (!C.signo)
+		return;
+	atomic_store(&armed_cells, NULL);
+	/* A handler that loaded the cells before we cleared them may still write. */
+	while (atomic_load(&inflight) != 0)
+		sched_yield();
+	ss_rtsig_release(C.signo, &C.old);
+	free(C.cells);
+	free(C.scan);
+	memset(&C, 0, sizeof C);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* /proc/self/task/TID/syscall: 1 running; 0 not running, with *nr (-1 when not in
+ * a system call), *sp and *pc; -1 unreadable (errno). */
+static int read_syscall(uint32_t tid, long *nr, uint64_t *sp, uint64_t *pc)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	int e = errno;
+	close(fd);
+	if (n <= 0) {
+		errno = n < 0 ? e : EIO;
+		return -1;
+	}
+	buf[n] = 0;
+	if (strncmp(buf, "running", 7) == 0)
+		return 1;
+	/* "nr a1 .. a6 sp pc" in a system call, "-1 sp pc" outside one. */
+	unsigned long long v[9];
+	char *p = buf, *end;
+	int k = 0;
+	*nr = strtol(p, &end, 10);
+	p = end;
+	while (k < 9) {
+		unsigned long long x = strtoull(p, &end, 0);
+		if (end == p)
+			break;
+		v[k++] = x;
+		p = end;
+	}
+	*sp = k >= 2 ? v[k - 2] : 0;
+	*pc = k >= 1 ? v[k - 1] : 0;
+	return 0;
+}
+
+static char proc_state(uint32_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/self/task/%u/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = 0;
+	char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return rp && rp[1] == ' ' && rp[2] ? rp[2] : '?';
+}
+
+static uint64_t thread_cpu_ns(uint32_t tid, int *ok)
+{
+	struct timespec ts;
+	if (clock_gettime(ss_thread_cpuclock(tid), &ts) != 0) {
+		*ok = 0;
+		return 0;
+	}
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *syscall_name(long nr)
+{
+	switch (nr) {
+#ifdef SYS_read
+	case SYS_read: return "read";
+#endif
+#ifdef SYS_write
+	case SYS_write: return "write";
+#endif
+#ifdef SYS_futex
+	case SYS_futex: return "futex";
+#endif
+#ifdef SYS_nanosleep
+	case SYS_nanosleep: return "nanosleep";
+#endif
+#ifdef SYS_clock_nanosleep
+	case SYS_clock_nanosleep: return "clock_nanosleep";
+#endif
+#ifdef SYS_poll
+	case SYS_poll: return "poll";
+#endif
+#ifdef SYS_ppoll
+	case SYS_ppoll: return "ppoll";
+#endif
+#ifdef SYS_select
+	case SYS_select: return "select";
+#endif
+#ifdef SYS_pselect6
+	case SYS_pselect6: return "pselect6";
+#endif
+#ifdef SYS_epoll_wait
+	case SYS_epoll_wait: return "epoll_wait";
+#endif
+#ifdef SYS_epoll_pwait
+	case SYS_epoll_pwait: return "epoll_pwait";
+#endif
+#ifdef SYS_recvfrom
+	case SYS_recvfrom: return "recvfrom";
+#endif
+#ifdef SYS_recvmsg
+	case SYS_recvmsg: return "recvmsg";
+#endif
+#ifdef SYS_sendto
+	case SYS_sendto: return "sendto";
+#endif
+#ifdef SYS_connect
+	case SYS_connect: return "connect";
+#endif
+#ifdef SYS_accept4
+	case SYS_accept4: return "accept4";
+#endif
+#ifdef SYS_openat
+	case SYS_openat: return "openat";
+#endif
+#ifdef SYS_fsync
+	case SYS_fsync: return "fsync";
+#endif
+#ifdef SYS_fdatasync
+	case SYS_fdatasync: return "fdatasync";
+#endif
+#ifdef SYS_pread64
+	case SYS_pread64: return "pread64";
+#endif
+#ifdef SYS_pwrite64
+	case SYS_pwrite64: return "pwrite64";
+#endif
+#ifdef SYS_wait4
+	case SYS_wait4: return "wait4";
+#endif
+#ifdef SYS_flock
+	case SYS_flock: return "flock";
+#endif
+#ifdef SYS_fcntl
+	case SYS_fcntl: return "fcntl";
+#endif
+#ifdef SYS_ioctl
+	case SYS_ioctl: return "ioctl";
+#endif
+	default: return NULL;
+	}
+}
+
+static uint64_t word_at(const uint8_t *buf, size_t off)
+{
+	uint64_t w;
+	memcpy(&w, buf + off, sizeof w);
+	return w;
+}
+
+/* The stack of a thread blocked in a system call, from a copy of its stack above
+ * sp: the first frame record whose chain holds code addresses all the way, with
+ * the return address just below it (the call into the library that blocked,
+ * which has no frame pointer of its own). Returns frames written (pc first). */
+static uint32_t scan_blocked(const struct ss_slot *s, uint64_t sp, uint64_t pc, uint64_t *out,
+			     const char **how)
+{
+	uint32_t n = 0;
+	out[n++] = pc;
+	uint64_t lo = s->stack_lo, hi = s->stack_hi;
+	if (!lo || sp < lo || sp >= hi || (sp & 7)) {
+		*how = "no stack bounds for the thread (stallscope_worker_begin not called?)";
+		return n;
+	}
+	size_t len = hi - sp < SCAN_BYTES ? (size_t)(hi - sp) : SCAN_BYTES;
+	struct iovec local = { C.scan, len }, remote = { (void *)(uintptr_t)sp, len };
+	ssize_t got = process_vm_readv(C.pid, &local, 1, &remote, 1, 0);
+	if (got < 16) {
+		*how = "its stack could not be read (process_vm_readv refused)";
+		return n;
+	}
+	len = (size_t)got & ~(size_t)7;
+	uint64_t last_ret = 0;
+	for (size_t off = 0; off + 16 <= len; off += 8) {
+		uint64_t a = sp + off, next = word_at(C.scan, off), ret = word_at(C.scan, off + 8);
+		if (is_code(next))
+			last_ret = next;
+		if ((next & 7) || next <= a || next >= sp + len || !is_code(ret))
+			continue;
+		/* Follow the chain inside the copy; demand two links before believing it. */
+		uint64_t tmp[SS_STALL_FRAMES];
+		uint32_t k = 0;
+		uint64_t fp = a;
+		while (k < SS_STALL_FRAMES && fp >= sp && fp + 16 <= sp + len && !(fp & 7)) {
+			uint64_t nx = word_at(C.scan, fp - sp), r = word_at(C.scan, fp - sp + 8);
+			if (!is_code(r))
+				break;
+			tmp[k++] = r;
+			if (nx <= fp)
+				break;
+			fp = nx;
+		}
+		if (k < 2)
+			continue;
+		if (last_ret && last_ret != ret && n < SS_STALL_FRAMES)
+			out[n++] = last_ret;
+		for (uint32_t i = 0; i < k && n < SS_STALL_FRAMES; i++)
+			out[n++] = tmp[i];
+		*how = "stack read from its memory above the blocked sp";
+		return n;
+	}
+	*how = "no frame-pointer chain found above its sp";
+	return n;
+}
+
+/* Signals the thread and waits for its handler's walk. */
+static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint32_t *n)
+{
+	struct cap_cell *c = &C.cells[i];
+	uint32_t gen = ++C.gen ? C.gen : ++C.gen;
+	atomic_store_explicit(&c->req, gen, memory_order_release);
+	if (syscall(SYS_tgkill, C.pid, s->tid, C.signo) != 0)
+		return -1;
+	uint64_t deadline = ss_now() + ANSWER_NS;
+	while (atomic_load_explicit(&c->done, memory_order_acquire) != gen) {
+		if (ss_now() >= deadline)
+			return -2;
+		sleep_ns(100000);
+	}
+	*n = c->n < SS_STALL_FRAMES ? c->n : SS_STALL_FRAMES;
+	memcpy(out, c->frames, *n * sizeof *out);
+	return 0;
+}
+
+SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m)
+{
+	uint32_t tid = (uint32_t)s->tid;
+	long nr = -1;
+	uint64_t sp = 0, pc = 0;
+	m->nframes = 0;
+	m->syscall1 = 0;
+	m->kind = SS_STALL_UNKNOWN;
+	if (!C.signo) {
+		snprintf(m->reason, sizeof m->reason, "capture not set up");
+		return;
+	}
+	int r = read_syscall(tid, &nr, &sp, &pc);
+	if (r < 0) {
+		snprintf(m->reason, sizeof m->reason, "cannot read /proc/self/task/%u/syscall: %s",
+			 tid, strerror(errno));
+		return;
+	}
+	uint64_t window_cpu = 0;
+	int cpu_ok = 1;
+	if (r == 1) {
+		/* Running or runnable: does it gain CPU time? */
+		uint64_t c0 = thread_cpu_ns(tid, &cpu_ok);
+		sleep_ns(WINDOW_NS);
+		uint64_t c1 = thread_cpu_ns(tid, &cpu_ok);
+		window_cpu = c1 - c0;
+		/* Again right before deciding: it may have entered a system call. */
+		r = read_syscall(tid, &nr, &sp, &pc);
+		if (r < 0) {
+			snprintf(m->reason, sizeof m->reason, "thread gone during the capture (%s)",
+				 strerror(errno));
+			return;
+		}
+	}
+	if (r == 0) {
+		const char *how = "";
+		char st = proc_state(tid);
+		m->kind = SS_STALL_BLOCKED;
+		m->nframes = scan_blocked(s, sp, pc, m->frames, &how);
+		if (nr >= 0) {
+			const char *name = syscall_name(nr);
+			m->syscall1 = (uint32_t)nr + 1;
+			if (name)
+				snprintf(m->reason, sizeof m->reason, "blocked in %s (state %c); %s", name,
+					 st, how);
+			else
+				snprintf(m->reason, sizeof m->reason, "blocked in system call %ld (state %c); %s",
+					 nr, st, how);
+		} else {
+			snprintf(m->reason, sizeof m->reason,
+				 "blocked outside a system call (state %c, a page fault?); %s", st, how);
+		}
+		return;
+	}
+	if (!cpu_ok) {
+		snprintf(m->reason, sizeof m->reason, "cannot read the thread's CPU clock");
+		return;
+	}
+	/* A tenth of the window: a thread on CPU gains nearly all of it. */
+	int on_cpu = window_cpu * 10 >= WINDOW_NS;
+	m->kind = on_cpu ? SS_STALL_RUNNING : SS_STALL_RUNNABLE;
+	uint32_t n = 0;
+	int w = signal_walk(s, i, m->frames, &n);
+	m->nframes = n;
+	const char *stack = w == 0 ? (n > 1 ? "stack by signal" : "stack by signal: pc only "
+				      "(no stack bounds, or no frame pointers)")
+			  : w == -1 ? "no stack: tgkill failed (thread gone)"
+				    : "no stack: the thread did not answer the signal in 50 ms "
+				      "(blocks it, or got no CPU)";
+	snprintf(m->reason, sizeof m->reason, "%s: %.3f ms CPU in a %.3f ms window; %s",
+		 on_cpu ? "running" : "runnable but not running", (double)window_cpu / 1e6,
+		 (double)WINDOW_NS / 1e6, stack);
+}

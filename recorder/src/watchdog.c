@@ -1,0 +1,366 @@
+/*
+ * watchdog.c - finds polls that run longer than the stall threshold and has them
+ * captured (stall_capture.c), without adding anything to the hook path.
+ *
+ * A worker's current poll is already in its ring: poll_begin stored a POLL_BEGIN
+ * entry, and that entry stays in memory after the writer consumed it, until the
+ * producer wraps around. So every tick the watchdog reads each ring's head
+ * (acquire) and walks back over at most SCAN_BACK entries, or down to where the
+ * previous tick stopped, for the latest poll boundary (POLL_BEGIN, POLL_END, PARK,
+ * WORKER_END). It then reads head again: if the producer advanced far enough to
+ * have rewritten an entry it read, the tick's result for that ring is discarded
+ * (a seqlock without a writer-side sequence; the ring's head is the sequence).
+ * Entry fields are read with relaxed atomic loads, since the owner may be
+ * rewriting them after a wrap.
+ *
+ * A poll open for T (the threshold) is captured at T, 2T, 4T ... up to
+ * SS_STALL_MAX_CAPTURES times; when the watchdog sees it end (the first boundary
+ * after its POLL_BEGIN, or the thread's exit), a STALL_END carries its end.
+ * Messages go through a small mutex-protected queue to the writer: neither
+ * thread is on the hook path, and the writer owns the segment.
+ */
+#include "stall.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCAN_BACK 64
+#define QUEUE_LEN 256
+
+struct wd_slot {
+	uint32_t thread;      /* thread id the state below belongs to */
+	uint64_t seen_head;
+	int open;
+	uint64_t open_idx, task, poll_ts;
+	uint32_t loc, captures;
+	uint64_t next_due;
+	int32_t tid;
+};
+
+static struct {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running;
+	_Atomic int started;
+	uint32_t session;
+	uint64_t threshold_ns, tick_ns;
+	struct ss_pool *pool;
+	struct wd_slot *ws;
+
+	/* Guards ws: the writer scans a slot it is about to release (below). */
+	pthread_mutex_t smu;
+	pthread_mutex_t qmu;
+	struct ss_stall_msg *q;
+	uint32_t qhead, qlen;
+	uint64_t qdropped;
+} D;
+
+static void enqueue(const struct ss_stall_msg *m)
+{
+	pthread_mutex_lock(&D.qmu);
+	if (D.qlen == QUEUE_LEN) {
+		/* The writer is far behind; losing stall reports beats blocking here. */
+		D.qdropped++;
+	} else {
+		D.q[(D.qhead + D.qlen) % QUEUE_LEN] = *m;
+		D.qlen++;
+	}
+	pthread_mutex_unlock(&D.qmu);
+}
+
+SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink)
+{
+	if (!D.q)
+		return;
+	static struct ss_stall_msg m; /* writer thread only; too big for its stack */
+	for (;;) {
+		pthread_mutex_lock(&D.qmu);
+		if (!D.qlen) {
+			pthread_mutex_unlock(&D.qmu);
+			break;
+		}
+		m = D.q[D.qhead];
+		D.qhead = (D.qhead + 1) % QUEUE_LEN;
+		D.qlen--;
+		pthread_mutex_unlock(&D.qmu);
+		sink->stall(&m);
+	}
+}
+
+static void emit_end(struct wd_slot *w, uint64_t end_ts)
+{
+	if (w->open && w->captures) {
+		struct ss_stall_msg m;
+		memset(&m, 0, offsetof(struct ss_stall_msg, frames));
+		m.is_end = 1;
+		m.thread = w->thread;
+		m.tid = (uint32_t)w->tid;
+		m.task = w->task;
+		m.location = w->loc;
+		m.poll_ts = w->poll_ts;
+		m.ts = end_ts > w->poll_ts ? end_ts : w->poll_ts;
+		m.index = w->captures;
+		m.reason[0] = 0;
+		enqueue(&m);
+	}
+	w->open = 0;
+	w->captures = 0;
+}
+
+static int is_boundary(uint32_t kind)
+{
+	return kind == SS_EV_POLL_BEGIN || kind == SS_EV_POLL_END || kind == SS_EV_PARK ||
+	       kind == SS_EV_WORKER_END;
+}
+
+/* Brings w up to date with the ring of s. */
+static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
+{
+	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+	if ((state != SS_SLOT_OWNED && state != SS_SLOT_RETIRED) || s->session != D.session) {
+		emit_end(w, now);
+		w->thread = 0;
+		return;
+	}
+	uint32_t thread = s->thread_id;
+	if (w->thread != thread) {
+		emit_end(w, now);
+		memset(w, 0, sizeof *w);
+		w->thread = thread;
+		w->tid = s->tid;
+	}
+	uint64_t cap = s->mask + 1;
+	uint64_t h1 = atomic_load_explicit(&s->head, memory_order_acquire);
+	if (h1 != w->seen_head) {
+		uint64_t fresh = h1 > w->seen_head ? h1 - w->seen_head : h1;
+		uint64_t lim = fresh < SCAN_BACK ? fresh : SCAN_BACK;
+		if (lim > h1)
+			lim = h1;
+		if (lim >= cap)
+			lim = cap - 1;
+		int have_latest = 0, have_end = 0;
+		uint32_t l_kind = 0, l_loc = 0;
+		uint64_t l_idx = 0, l_ts = 0, l_task = 0, end_ts = 0;
+		for (uint64_t k = 1; k <= lim; k++) {
+			uint64_t idx = h1 - k;
+			struct ss_ev *e = &s->ring[idx & s->mask];
+			uint32_t kind = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
+			if (!is_boundary(kind))
+				continue;
+			uint64_t ts = __atomic_load_n(&e->ts, __ATOMIC_RELAXED);
+			if (!have_latest) {
+				have_latest = 1;
+				l_kind = kind;
+				l_idx = idx;
+				l_ts = ts;
+				l_task = __atomic_load_n(&e->a, __ATOMIC_RELAXED);
+				l_loc = __atomic_load_n(&e->b, __ATOMIC_RELAXED);
+			}
+			if (w->open && idx > w->open_idx) {
+				have_end = 1;
+				end_ts = ts; /* walking back: ends up the first after the open poll */
+			}
+			if (w->open && idx <= w->open_idx)
+				break;
+		}
+		atomic_thread_fence(memory_order_acquire);
+		uint64_t h2 = atomic_load_explicit(&s->head, memory_order_relaxed);
+		if (h2 < h1 || h2 - (h1 - lim) >= cap || s->thread_id != thread)
+			return; /* overwritten while we read, or the slot changed hands */
+		if (w->open && have_end)
+			emit_end(w, end_ts);
+		if (have_latest) {
+			if (l_kind == SS_EV_POLL_BEGIN) {
+				if (!w->open || l_idx != w->open_idx) {
+					emit_end(w, l_ts);
+					w->open = 1;
+					w->open_idx = l_idx;
+					w->task = l_task;
+					w->loc = l_loc;
+					w->poll_ts = l_ts;
+					w->captures = 0;
+					w->next_due = l_ts + D.threshold_ns;
+				}
+			} else {
+				emit_end(w, l_ts);
+			}
+		}
+		w->seen_head = h1;
+	}
+	if (state == SS_SLOT_RETIRED && w->open) {
+		/* The thread ended inside the poll (or we missed its end). */
+		uint64_t r = atomic_load_explicit(&s->retired_ts, memory_order_relaxed);
+		emit_end(w, r ? r : now);
+	}
+}
+
+static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t now)
+{
+	static struct ss_stall_msg m; /* watchdog thread only */
+	memset(&m, 0, offsetof(struct ss_stall_msg, frames));
+	m.thread = w->thread;
+	m.tid = (uint32_t)w->tid;
+	m.task = w->task;
+	m.location = w->loc;
+	m.poll_ts = w->poll_ts;
+	m.ts = now;
+	m.index = w->captures;
+	ss_capture(s, i, &m);
+	enqueue(&m);
+	w->captures++;
+	w->next_due = w->poll_ts + (D.threshold_ns << w->captures);
+}
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	/* No host signal handler ever runs here, and our own capture signal is not
+	 * meant for this thread. */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), "ss-watchdog");
+
+	pthread_mutex_lock(&D.mu);
+	while (D.running) {
+		pthread_mutex_unlock(&D.mu);
+		uint64_t now = ss_now(), wake = now + D.tick_ns;
+		for (uint32_t i = 0; i < D.pool->nslots; i++) {
+			struct ss_slot *s = &D.pool->slots[i];
+			struct wd_slot *w = &D.ws[i];
+			if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
+				continue;
+			pthread_mutex_lock(&D.smu);
+			scan_slot(s, w, now);
+			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_now() >= w->next_due;
+			if (due)
+				capture(s, i, w, ss_now());
+			/* The capture took time: is the poll still the same? */
+			scan_slot(s, w, ss_now());
+			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
+				wake = w->next_due;
+			pthread_mutex_unlock(&D.smu);
+		}
+		pthread_mutex_lock(&D.mu);
+		if (!D.running)
+			break;
+		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
+		pthread_cond_timedwait(&D.cv, &D.mu, &ts);
+	}
+	pthread_mutex_unlock(&D.mu);
+	return NULL;
+}
+
+SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
+				   char *status, size_t len)
+{
+	memset(&D, 0, sizeof D);
+	snprintf(status, len, "off");
+	if (!cfg->stall_threshold_ms)
+		return;
+	D.session = session;
+	D.threshold_ns = (uint64_t)cfg->stall_threshold_ms * 1000000u;
+	/* New polls are found within 3/4 of a threshold, before they are due; a due
+	 * capture wakes the watchdog at its own time. Fewer ticks, less CPU. */
+	D.tick_ns = D.threshold_ns / 4 * 3;
+	if (D.tick_ns < 2000000u)
+		D.tick_ns = 2000000u;
+	if (D.tick_ns > 100000000u)
+		D.tick_ns = 100000000u;
+	D.pool = ss_pool_get();
+	D.ws = calloc(D.pool->nslots, sizeof *D.ws);
+	D.q = calloc(QUEUE_LEN, sizeof *D.q);
+	char why[200] = "";
+	if (!D.ws || !D.q) {
+		snprintf(status, len, "off: out of memory");
+		goto fail;
+	}
+	if (ss_capture_init(D.pool->slots, D.pool->nslots, session, why, sizeof why) != 0) {
+		snprintf(status, len, "off: %s", why);
+		goto fail;
+	}
+	pthread_mutex_init(&D.mu, NULL);
+	pthread_mutex_init(&D.smu, NULL);
+	pthread_mutex_init(&D.qmu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&D.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	D.running = 1;
+	if (pthread_create(&D.thread, NULL, watchdog_main, NULL) != 0) {
+		snprintf(status, len, "off: cannot start the watchdog thread");
+		ss_capture_fini();
+		pthread_mutex_destroy(&D.mu);
+		pthread_mutex_destroy(&D.smu);
+		pthread_mutex_destroy(&D.qmu);
+		pthread_cond_destroy(&D.cv);
+		goto fail;
+	}
+	D.started = 1;
+	snprintf(status, len, "on: threshold %u ms, captures at 1x 2x 4x ... (max %d), "
+		 "running threads by signal, blocked ones from /proc and their stack memory",
+		 cfg->stall_threshold_ms, SS_STALL_MAX_CAPTURES);
+	return;
+fail:
+	free(D.ws);
+	free(D.q);
+	memset(&D, 0, sizeof D);
+}
+
+SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s)
+{
+	if (!D.started)
+		return;
+	pthread_mutex_lock(&D.smu);
+	/* started again under the lock: stop may have finished meanwhile */
+	if (D.started) {
+		uint32_t i = (uint32_t)(s - D.pool->slots);
+		if (i < D.pool->nslots && D.ws[i].thread)
+			scan_slot(s, &D.ws[i], ss_now());
+	}
+	pthread_mutex_unlock(&D.smu);
+}
+
+SS_INTERNAL void ss_watchdog_stop(void)
+{
+	if (!D.started)
+		return;
+	pthread_mutex_lock(&D.mu);
+	D.running = 0;
+	pthread_cond_signal(&D.cv);
+	pthread_mutex_unlock(&D.mu);
+	pthread_join(D.thread, NULL);
+	ss_capture_fini();
+	/* Stalled polls that ended since the last tick get their STALL_END now. */
+	pthread_mutex_lock(&D.smu);
+	for (uint32_t i = 0; i < D.pool->nslots; i++)
+		if (D.ws[i].thread)
+			scan_slot(&D.pool->slots[i], &D.ws[i], ss_now());
+	D.started = 0;
+	pthread_mutex_unlock(&D.smu);
+	if (D.qdropped)
+		ss_log("%llu stall captures dropped: the writer fell behind",
+		       (unsigned long long)D.qdropped);
+	free(D.ws);
+	D.ws = NULL;
+	pthread_mutex_destroy(&D.mu);
+	pthread_mutex_destroy(&D.smu);
+	pthread_cond_destroy(&D.cv);
+	/* The queue stays until the writer's final drain (ss_watchdog_free below). */
+}
+
+SS_INTERNAL void ss_watchdog_free(void)
+{
+	if (!D.q)
+		return;
+	free(D.q);
+	D.q = NULL;
+	pthread_mutex_destroy(&D.qmu);
+	memset(&D, 0, sizeof D);
+}

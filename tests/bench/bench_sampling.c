@@ -1,0 +1,358 @@
+/*
+ * bench_sampling.c - what CPU sampling costs, and whether it keeps up.
+ *
+ *   (a) overhead: the same CPU-bound work (2 workers, each a fixed number of polls
+ *       of a hash loop) recorded with cpu_sampling off and on (999 Hz), the two
+ *       alternated ABBA-style several times in one run; prints each run, the
+ *       median run times and their ratio (target <= 1.01).
+ *   (b) writer cost: the writer thread's CPU in each run (process CPU minus the
+ *       workers' and the main thread's), and the extra writer CPU of a sampling
+ *       run divided by the samples it recorded (decoded from its segments).
+ *   (c) sustained: 4 workers for SECONDS (default 60) at default settings, mixing
+ *       CPU-bound polls with short sleeps (so there are switches too); prints the
+ *       samples, switches and stacks decoded from the segments, and every loss:
+ *       SAMPLER_LOSS and LOSS counts from the segments, drops from the stats
+ *       (target zero).
+ *
+ * Usage: bench_sampling [SECONDS] [ROUNDS]       (60, 5 rounds of off+on pairs)
+ * Figures only: it exits 0 whatever they are (1 when something fails to run).
+ */
+#include <stallscope/stallscope.h>
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "segment_reader.h"
+
+#define MAX_WORKERS 4
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink_v;
+
+/* The unit of work: a multiplicative hash over a counter. */
+__attribute__((noinline)) static uint64_t hash_work(uint64_t iters, uint64_t seed)
+{
+	uint64_t h = seed | 1;
+	for (uint64_t i = 0; i < iters; i++) {
+		h ^= i;
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* ---- decoding a session's segments ---- */
+
+struct counts {
+	uint64_t samples, cpu_samples, offcpu_samples, switches, stacks, mappings;
+	uint64_t sampler_lost, sampler_loss_records, lost_events, loss_records;
+	uint64_t events, files, damaged;
+	uint64_t bytes;
+};
+
+static void count_dir(const char *dir, struct counts *c)
+{
+	memset(c, 0, sizeof *c);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (!strstr(de->d_name, ".bin"))
+			continue;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		struct ss_reader *r;
+		char err[256];
+		if (ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) != 0) {
+			c->damaged++;
+			continue;
+		}
+		c->files++;
+		struct ss_block_info b;
+		while (ss_reader_next_block(r, &b)) {
+			struct ss_record rec;
+			while (ss_reader_next_record(r, &rec)) {
+				if (rec.type == SS_REC_SAMPLE) {
+					c->cpu_samples += rec.u.sample.kind == SS_SAMPLE_KIND_CPU;
+					c->offcpu_samples += rec.u.sample.kind == SS_SAMPLE_KIND_OFFCPU;
+				}
+			}
+		}
+		const struct ss_reader_stats *s = ss_reader_stats(r);
+		c->samples += s->by_type[SS_REC_SAMPLE];
+		c->switches += s->by_type[SS_REC_SWITCH];
+		c->stacks += s->by_type[SS_REC_STACK];
+		c->mappings += s->by_type[SS_REC_MAPPING];
+		c->sampler_loss_records += s->by_type[SS_REC_SAMPLER_LOSS];
+		c->sampler_lost += s->lost_samples;
+		c->lost_events += s->lost_events;
+		c->loss_records += s->loss_records;
+		c->events += s->events;
+		c->bytes += s->intact_end;
+		c->damaged += ss_reader_damage(r)->kind != SS_DAMAGE_NONE;
+		ss_reader_close(r);
+	}
+	closedir(d);
+}
+
+static void rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			char path[1024];
+			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/* ---- a recorded run ---- */
+
+struct job {
+	int index;
+	uint64_t polls, iters;      /* CPU-bound polls of iters hash steps */
+	uint64_t until_ns;          /* (c): run until this time instead */
+	uint64_t cpu;               /* the worker's CPU time, ns */
+	uint64_t done_polls;
+	pthread_barrier_t *go;
+};
+
+static void *worker(void *arg)
+{
+	struct job *j = arg;
+	stallscope_worker_begin("bench", (uint32_t)j->index);
+	uint32_t loc = stallscope_location(__FILE__, __LINE__, __func__);
+	pthread_barrier_wait(j->go);
+	uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), task = (uint64_t)j->index << 40, n = 0;
+	if (!j->until_ns) {
+		for (uint64_t p = 0; p < j->polls; p++) {
+			stallscope_poll_begin(task++, loc);
+			sink_v += hash_work(j->iters, p);
+			stallscope_poll_end();
+		}
+		n = j->polls;
+	} else {
+		/* Sustained: 3 CPU-bound polls, then one that sleeps 1 ms. */
+		while (now_ns() < j->until_ns) {
+			for (int k = 0; k < 3; k++) {
+				stallscope_poll_begin(task++, loc);
+				sink_v += hash_work(j->iters, n);
+				stallscope_poll_end();
+			}
+			stallscope_poll_begin(task++, loc);
+			struct timespec ts = { 0, 1000000L };
+			nanosleep(&ts, NULL);
+			stallscope_poll_end();
+			stallscope_park();
+			stallscope_unpark();
+			n += 4;
+		}
+	}
+	j->cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	j->done_polls = n;
+	stallscope_worker_end();
+	return NULL;
+}
+
+struct result {
+	double wall_ms;        /* from the start barrier to the last worker done */
+	double workers_cpu_ms;
+	double writer_cpu_ms;  /* process CPU - workers - main thread, start to stop */
+	struct counts c;
+	struct stallscope_stats st;
+	uint64_t polls;
+	char sampler[16];
+};
+
+static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, double seconds,
+	       struct result *res)
+{
+	memset(res, 0, sizeof *res);
+	char dir[] = "/tmp/stallscope-bench-sampling-XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	cfg.output_dir = dir;
+	cfg.cpu_sampling = sampling;
+	uint64_t proc0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), main0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	if (stallscope_start(&cfg) != 0) {
+		fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
+		rm_dir(dir);
+		return -1;
+	}
+	char mt[8192];
+	stallscope_metrics_text(mt, sizeof mt);
+	const char *modes[] = { "perf", "timer", "off" };
+	for (int i = 0; i < 3; i++) {
+		char key[80];
+		snprintf(key, sizeof key, "stallscope_sampler_mode{mode=\"%s\"} 1", modes[i]);
+		if (strstr(mt, key))
+			snprintf(res->sampler, sizeof res->sampler, "%s", modes[i]);
+	}
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, (unsigned)nworkers + 1);
+	struct job jobs[MAX_WORKERS];
+	pthread_t th[MAX_WORKERS];
+	/* Let the writer follow the workers before the clock starts. */
+	for (int i = 0; i < nworkers; i++) {
+		jobs[i] = (struct job){ .index = i, .polls = polls, .iters = iters, .go = &go };
+		pthread_create(&th[i], NULL, worker, &jobs[i]);
+	}
+	struct timespec settle = { 0, 50000000L };
+	nanosleep(&settle, NULL);
+	uint64_t t0 = now_ns();
+	if (seconds > 0)
+		for (int i = 0; i < nworkers; i++)
+			jobs[i].until_ns = t0 + (uint64_t)(seconds * 1e9);
+	pthread_barrier_wait(&go);
+	for (int i = 0; i < nworkers; i++)
+		pthread_join(th[i], NULL);
+	uint64_t t1 = now_ns();
+	stallscope_stop();
+	stallscope_get_stats(&res->st);
+	uint64_t proc = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - proc0;
+	uint64_t mainc = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - main0;
+	uint64_t wcpu = 0;
+	for (int i = 0; i < nworkers; i++) {
+		wcpu += jobs[i].cpu;
+		res->polls += jobs[i].done_polls;
+	}
+	pthread_barrier_destroy(&go);
+	res->wall_ms = (double)(t1 - t0) / 1e6;
+	res->workers_cpu_ms = (double)wcpu / 1e6;
+	res->writer_cpu_ms = (double)(proc - mainc - wcpu) / 1e6;
+	count_dir(dir, &res->c);
+	rm_dir(dir);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	double seconds = argc > 1 ? atof(argv[1]) : 60;
+	int rounds = argc > 2 ? atoi(argv[2]) : 5;
+	if (rounds < 1 || rounds > 50)
+		rounds = 5;
+
+	/* Calibrate: iterations for ~0.5 ms per poll, 1200 polls (~0.6 s CPU) a worker. */
+	uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	sink_v += hash_work(10000000, 1);
+	double ns_per_iter = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e7;
+	uint64_t iters = (uint64_t)(500000 / (ns_per_iter > 0.01 ? ns_per_iter : 0.01));
+	const uint64_t polls = 1200;
+	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
+	       (unsigned long long)iters);
+
+	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
+	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
+	double off_wall[50], on_wall[50], off_cpu[50], on_cpu[50], off_wr[50], on_wr[50];
+	double ns_per_sample[50];
+	uint64_t samples_total = 0;
+	char mode[16] = "";
+	for (int r = 0; r < rounds; r++) {
+		struct result a, b;
+		int on_first = r % 2;
+		for (int k = 0; k < 2; k++) {
+			int sampling = k == 0 ? on_first : !on_first;
+			struct result *res = sampling ? &b : &a;
+			if (run(sampling, 2, polls, iters, 0, res) != 0)
+				return 1;
+			printf("  round %d sampling %-3s: wall %8.1f ms, workers CPU %8.1f ms, writer CPU "
+			       "%6.1f ms, samples %llu, switches %llu, sampler lost %llu%s%s\n", r + 1,
+			       sampling ? "on" : "off", res->wall_ms, res->workers_cpu_ms,
+			       res->writer_cpu_ms, (unsigned long long)res->c.samples,
+			       (unsigned long long)res->c.switches,
+			       (unsigned long long)res->c.sampler_lost, sampling ? ", mode " : "",
+			       sampling ? res->sampler : "");
+		}
+		off_wall[r] = a.wall_ms;
+		on_wall[r] = b.wall_ms;
+		off_cpu[r] = a.workers_cpu_ms;
+		on_cpu[r] = b.workers_cpu_ms;
+		off_wr[r] = a.writer_cpu_ms;
+		on_wr[r] = b.writer_cpu_ms;
+		ns_per_sample[r] = b.c.samples ? (b.writer_cpu_ms - a.writer_cpu_ms) * 1e6 /
+						 (double)b.c.samples : 0;
+		samples_total += b.c.samples;
+		snprintf(mode, sizeof mode, "%s", b.sampler);
+	}
+	double mw_off = median(off_wall, rounds), mw_on = median(on_wall, rounds);
+	double mc_off = median(off_cpu, rounds), mc_on = median(on_cpu, rounds);
+	double mr_off = median(off_wr, rounds), mr_on = median(on_wr, rounds);
+	printf("  median wall: off %.1f ms, on %.1f ms: ratio on/off %.4f (target <= 1.01)\n", mw_off,
+	       mw_on, mw_on / mw_off);
+	printf("  median workers' CPU: off %.1f ms, on %.1f ms: ratio %.4f\n", mc_off, mc_on,
+	       mc_on / mc_off);
+	printf("  (b) median writer CPU per run: off %.2f ms, on %.2f ms; samples recorded %llu in "
+	       "%d runs (%.0f a run, sampler mode %s); extra writer CPU per sample: median %.0f ns\n",
+	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
+	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
+
+	if (seconds <= 0)
+		return 0;
+	printf("(c) sustained: 4 workers, default settings, %.0f s (3 CPU-bound polls of ~0.5 ms, "
+	       "then a 1 ms sleep, repeated)\n", seconds);
+	struct result s;
+	if (run(1, 4, 0, iters, seconds, &s) != 0)
+		return 1;
+	printf("  sampler mode %s; wall %.1f s; %llu polls; workers CPU %.1f s; writer CPU %.2f s = "
+	       "%.2f%% of one core\n", s.sampler, s.wall_ms / 1e3, (unsigned long long)s.polls,
+	       s.workers_cpu_ms / 1e3, s.writer_cpu_ms / 1e3, 100.0 * s.writer_cpu_ms / s.wall_ms);
+	printf("  decoded from %llu segments (%.1f MiB, %llu damaged): samples %llu (%llu CPU, %llu "
+	       "off-CPU) = %.0f/s, switches %llu = %.0f/s, stacks %llu, mappings %llu, events %llu\n",
+	       (unsigned long long)s.c.files, (double)s.c.bytes / 1048576.0,
+	       (unsigned long long)s.c.damaged, (unsigned long long)s.c.samples,
+	       (unsigned long long)s.c.cpu_samples, (unsigned long long)s.c.offcpu_samples,
+	       (double)s.c.samples / (s.wall_ms / 1e3), (unsigned long long)s.c.switches,
+	       (double)s.c.switches / (s.wall_ms / 1e3), (unsigned long long)s.c.stacks,
+	       (unsigned long long)s.c.mappings, (unsigned long long)s.c.events);
+	printf("  writer CPU per sample+switch record: %.0f ns\n",
+	       s.c.samples + s.c.switches ? s.writer_cpu_ms * 1e6 / (double)(s.c.samples +
+									 s.c.switches) : 0.0);
+	printf("  lost: SAMPLER_LOSS %llu samples in %llu records, LOSS %llu events in %llu records; "
+	       "stats: %llu events dropped, %llu lost on disk (target: all zero)\n",
+	       (unsigned long long)s.c.sampler_lost, (unsigned long long)s.c.sampler_loss_records,
+	       (unsigned long long)s.c.lost_events, (unsigned long long)s.c.loss_records,
+	       (unsigned long long)s.st.events_dropped, (unsigned long long)s.st.events_lost_on_disk);
+	return 0;
+}

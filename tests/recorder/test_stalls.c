@@ -1,0 +1,613 @@
+/*
+ * test_stalls.c - stalled polls and task dumps end to end, in process: this
+ * program's own workers poll through the public hooks, the library records, and
+ * the segments are read back with the real reader. Stack frames are matched to
+ * this program's functions with dladdr1 (the executable exports its symbols), so
+ * no symbolizer is involved.
+ *
+ *   long-poll   every 60 ms spin gets a capture classified running whose stack
+ *               holds the spinning function and its caller, and a STALL_END
+ *   blocking    a read() on a pipe is classified blocked in read
+ *   mutex       a contended pthread mutex is classified blocked in futex
+ *   starvation  three spinning workers pinned to one CPU: some capture finds a
+ *               worker runnable but not running
+ *   eintr       a worker alternating spins and blocking reads while captures
+ *               fire never sees EINTR
+ *   task dumps  tasks left idle after stallscope_task_pending() are dumped with
+ *               the yielding function in the stack; none with the feature off
+ */
+#include <dlfcn.h>
+#include <dirent.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <stallscope/stallscope.h>
+
+#include "trace_check.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* ---- what the trace says ---------------------------------------------------- */
+
+#define MAXF 64
+struct stall {
+	uint64_t thread, tid, task, poll_ts, ts, index, kind, syscall1;
+	uint32_t nframes;
+	uint64_t frames[MAXF];
+	char reason[200];
+};
+struct stall_end {
+	uint64_t task, poll_ts, ts, captures;
+};
+struct dump {
+	uint64_t task, idle_ns;
+	uint32_t nframes;
+	uint64_t frames[MAXF];
+};
+struct stack {
+	uint64_t id;
+	uint32_t n;
+	uint64_t f[MAXF];
+};
+
+static struct {
+	struct stall s[512];
+	size_t ns;
+	struct stall_end e[512];
+	size_t ne;
+	struct dump d[2048];
+	size_t nd;
+	struct stack st[4096];
+	size_t nst;
+} R;
+
+static const struct stack *find_stack(uint64_t id)
+{
+	for (size_t i = R.nst; i-- > 0;)
+		if (R.st[i].id == id)
+			return &R.st[i];
+	return NULL;
+}
+
+static void load(const char *dir)
+{
+	memset(&R, 0, sizeof R);
+	DIR *d = opendir(dir);
+	CHECK(d, "opendir %s", dir);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strstr(de->d_name, ".bin"))
+			continue;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		struct ss_reader *r;
+		char err[256];
+		if (ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) != 0)
+			continue;
+		struct ss_block_info b;
+		struct ss_record rec;
+		while (ss_reader_next_block(r, &b)) {
+			while (ss_reader_next_record(r, &rec)) {
+				if (rec.type == SS_REC_STACK && R.nst < 4096) {
+					struct stack *s = &R.st[R.nst++];
+					s->id = rec.u.stack.id;
+					s->n = (uint32_t)ss_stack_frames(&rec, s->f, MAXF);
+				} else if (rec.type == SS_REC_STALL && R.ns < 512) {
+					struct stall *s = &R.s[R.ns++];
+					s->thread = rec.u.stall.thread;
+					s->tid = rec.u.stall.tid;
+					s->task = rec.u.stall.task;
+					s->poll_ts = rec.u.stall.poll_ts;
+					s->ts = rec.ts;
+					s->index = rec.u.stall.index;
+					s->kind = rec.u.stall.kind;
+					s->syscall1 = rec.u.stall.syscall1;
+					size_t rl = rec.u.stall.reason_len < 199 ? rec.u.stall.reason_len : 199;
+					memcpy(s->reason, rec.u.stall.reason, rl);
+					const struct stack *st = find_stack(rec.u.stall.stack);
+					if (st) {
+						s->nframes = st->n;
+						memcpy(s->frames, st->f, st->n * sizeof st->f[0]);
+					}
+				} else if (rec.type == SS_REC_STALL_END && R.ne < 512) {
+					struct stall_end *e = &R.e[R.ne++];
+					e->task = rec.u.stall_end.task;
+					e->poll_ts = rec.u.stall_end.poll_ts;
+					e->ts = rec.ts;
+					e->captures = rec.u.stall_end.captures;
+				} else if (rec.type == SS_REC_TASK_DUMP && R.nd < 2048) {
+					struct dump *x = &R.d[R.nd++];
+					x->task = rec.u.task_dump.task;
+					x->idle_ns = rec.u.task_dump.idle_ns;
+					const struct stack *st = find_stack(rec.u.task_dump.stack);
+					if (st) {
+						x->nframes = st->n;
+						memcpy(x->frames, st->f, st->n * sizeof st->f[0]);
+					}
+				}
+			}
+		}
+		CHECK(ss_reader_damage(r)->kind == SS_DAMAGE_NONE, "%s damaged: %s", path,
+		      ss_reader_damage(r)->reason);
+		ss_reader_close(r);
+	}
+	closedir(d);
+}
+
+struct range {
+	uint64_t lo, hi;
+	const char *name;
+};
+
+static struct range fn_range(void *fn, const char *name)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	struct range r = { (uint64_t)(uintptr_t)fn, (uint64_t)(uintptr_t)fn + 256, name };
+	if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size)
+		r.hi = r.lo + sym->st_size;
+	return r;
+}
+
+/* Frame i of a stack is in r; return addresses (i > 0) are looked up at addr - 1. */
+static int frame_in(const uint64_t *f, uint32_t n, uint32_t i, struct range r)
+{
+	if (i >= n)
+		return 0;
+	uint64_t a = i ? f[i] - 1 : f[i];
+	return a >= r.lo && a < r.hi;
+}
+
+/* Index of the first frame in r, or -1. */
+static int find_frame(const uint64_t *f, uint32_t n, struct range r)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (frame_in(f, n, i, r))
+			return (int)i;
+	return -1;
+}
+
+static void print_stall(const struct stall *s)
+{
+	printf("    task %llu #%llu kind %llu syscall+1 %llu at %.1f ms, %u frames: %s\n",
+	       (unsigned long long)s->task, (unsigned long long)s->index,
+	       (unsigned long long)s->kind, (unsigned long long)s->syscall1,
+	       (double)(s->ts - s->poll_ts) / 1e6, s->nframes, s->reason);
+	if (!getenv("STALL_TEST_FRAMES"))
+		return;
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		Dl_info info;
+		uint64_t a = i ? s->frames[i] - 1 : s->frames[i];
+		int ok = dladdr((void *)(uintptr_t)a, &info);
+		printf("      #%u 0x%llx +0x%llx %s (%s)\n", i, (unsigned long long)s->frames[i], ok ? (unsigned long long)(a - (uint64_t)(uintptr_t)info.dli_fbase) : 0ull,
+		       ok && info.dli_sname ? info.dli_sname : "?", ok && info.dli_fname ? info.dli_fname : "?");
+	}
+}
+
+/* ---- sessions ----------------------------------------------------------------- */
+
+static char *start(const char *tag, uint32_t threshold_ms, int dumps, uint32_t dump_ms)
+{
+	char *dir = tc_tmpdir(tag);
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	cfg.output_dir = dir;
+	cfg.stall_threshold_ms = threshold_ms;
+	cfg.task_dump_enabled = dumps;
+	cfg.task_dump_idle_threshold_ms = dump_ms;
+	cfg.cpu_sampling = 0; /* the captures are what we test */
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	return dir;
+}
+
+static void finish(char *dir)
+{
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	load(dir);
+	tc_rmrf(dir);
+	free(dir);
+}
+
+/* ---- culprits (exported, noinline, with frames of their own) ---- */
+
+static volatile uint64_t sink_v;
+
+__attribute__((noinline)) void culprit_spin(uint64_t ns);
+__attribute__((noinline)) void long_poll_body(uint64_t ns);
+__attribute__((noinline)) int culprit_blocking_read(int fd);
+__attribute__((noinline)) void culprit_mutex_wait(pthread_mutex_t *m);
+__attribute__((noinline)) void culprit_yield_wait(void);
+
+void culprit_spin(uint64_t ns)
+{
+	volatile uint64_t x = ns;
+	uint64_t end = now_ns() + ns;
+	while (now_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink_v += x;
+}
+
+void long_poll_body(uint64_t ns)
+{
+	culprit_spin(ns);
+	sink_v++; /* not a tail call: this frame stays on the stack */
+}
+
+int culprit_blocking_read(int fd)
+{
+	char c;
+	ssize_t n = read(fd, &c, 1);
+	sink_v++;
+	return n == 1 ? 0 : errno ? errno : -1;
+}
+
+void culprit_mutex_wait(pthread_mutex_t *m)
+{
+	pthread_mutex_lock(m);
+	sink_v++;
+	pthread_mutex_unlock(m);
+}
+
+void culprit_yield_wait(void)
+{
+	stallscope_task_pending();
+	sink_v++;
+}
+
+/* ---- workers ---- */
+
+enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL };
+
+struct worker {
+	pthread_t th;
+	enum job job;
+	uint64_t task0;
+	int cpu;          /* pin to this CPU, or -1 */
+	int fd;           /* read end for J_BLOCK / J_EINTR */
+	pthread_mutex_t *mu;
+	_Atomic int eintr, reads;
+};
+
+static void *worker_main(void *p)
+{
+	struct worker *w = p;
+	if (w->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(w->cpu, &set);
+		CHECK(sched_setaffinity(0, sizeof set, &set) == 0, "sched_setaffinity");
+	}
+	stallscope_worker_begin("test", (uint32_t)w->task0);
+	switch (w->job) {
+	case J_LONG:
+		for (uint64_t i = 0; i < 4; i++) {
+			stallscope_poll_begin(w->task0 + i, 0);
+			long_poll_body(60000000);
+			stallscope_poll_end();
+			stallscope_park();
+			sleep_ms(5);
+			stallscope_unpark();
+		}
+		break;
+	case J_BLOCK:
+		for (uint64_t i = 0; i < 3; i++) {
+			stallscope_poll_begin(w->task0 + i, 0);
+			int e = culprit_blocking_read(w->fd);
+			CHECK(e == 0, "read: %s", strerror(e));
+			stallscope_poll_end();
+		}
+		break;
+	case J_MUTEX:
+		stallscope_poll_begin(w->task0, 0);
+		culprit_mutex_wait(w->mu);
+		stallscope_poll_end();
+		break;
+	case J_STARVE:
+		for (uint64_t i = 0; i < 3; i++) {
+			stallscope_poll_begin(w->task0 + i, 0);
+			long_poll_body(100000000);
+			stallscope_poll_end();
+		}
+		break;
+	case J_EINTR: {
+		stallscope_poll_begin(w->task0, 0);
+		uint64_t end = now_ns() + 400000000u;
+		while (now_ns() < end) {
+			culprit_spin(2000000);
+			char c;
+			ssize_t n = read(w->fd, &c, 1);
+			if (n < 0 && errno == EINTR)
+				atomic_fetch_add(&w->eintr, 1);
+			if (n == 1)
+				atomic_fetch_add(&w->reads, 1);
+		}
+		stallscope_poll_end();
+		break;
+	}
+	case J_YIELD:
+	case J_YIELD_REPOLL:
+		for (uint64_t i = 0; i < 20; i++) {
+			stallscope_poll_begin(w->task0 + i, 0);
+			culprit_yield_wait();
+			stallscope_poll_end();
+			if (w->job == J_YIELD_REPOLL) {
+				stallscope_poll_begin(w->task0 + i, 0);
+				stallscope_poll_end();
+			}
+		}
+		break;
+	}
+	stallscope_worker_end();
+	return NULL;
+}
+
+static void run(struct worker *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK(pthread_create(&w[i].th, NULL, worker_main, &w[i]) == 0, "pthread_create");
+}
+
+static void join(struct worker *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pthread_join(w[i].th, NULL);
+}
+
+/* Writes one byte into fd every period_ms until *stop. */
+struct feeder {
+	pthread_t th;
+	int fd;
+	unsigned period_ms, count;
+	_Atomic int stop;
+};
+
+static void *feeder_main(void *p)
+{
+	struct feeder *f = p;
+	for (unsigned i = 0; (!f->count || i < f->count) && !atomic_load(&f->stop); i++) {
+		sleep_ms(f->period_ms);
+		char c = 'x';
+		CHECK(write(f->fd, &c, 1) == 1, "write");
+	}
+	return NULL;
+}
+
+static struct range R_spin, R_body, R_read, R_mutex, R_yield;
+
+/* The stack of a blocked thread is found by scanning its stack memory for the
+ * frame chain; ASan's interceptors (read, pthread_mutex_lock) leave stale frame
+ * records that the scan can take for live ones, so that check is not made under
+ * ASan. */
+extern void __asan_init(void) __attribute__((weak));
+static int under_asan(void)
+{
+	return &__asan_init != NULL;
+}
+
+static void test_long_poll(void)
+{
+	printf("long-poll\n");
+	char *dir = start("stall-long", 10, 0, 10);
+	struct worker w[1] = { { .job = J_LONG, .task0 = 100, .cpu = -1 } };
+	run(w, 1);
+	join(w, 1);
+	finish(dir);
+	for (uint64_t t = 100; t < 104; t++) {
+		int good = 0, caps = 0;
+		for (size_t i = 0; i < R.ns; i++) {
+			const struct stall *s = &R.s[i];
+			if (s->task != t)
+				continue;
+			caps++;
+			print_stall(s);
+			int a = find_frame(s->frames, s->nframes, R_spin);
+			int b = find_frame(s->frames, s->nframes, R_body);
+			if (s->kind == SS_STALL_RUNNING && a >= 0 && b == a + 1)
+				good = 1;
+		}
+		CHECK(caps >= 2, "task %llu: %d captures of a 60 ms poll at 10 ms (want >= 2)",
+		      (unsigned long long)t, caps);
+		CHECK(good, "task %llu: no running capture with culprit_spin <- long_poll_body",
+		      (unsigned long long)t);
+		int ended = 0;
+		for (size_t i = 0; i < R.ne; i++)
+			if (R.e[i].task == t) {
+				uint64_t dur = R.e[i].ts - R.e[i].poll_ts;
+				CHECK(dur >= 60000000 && dur < 2000000000, "task %llu: STALL_END says %llu ns",
+				      (unsigned long long)t, (unsigned long long)dur);
+				ended = 1;
+			}
+		CHECK(ended, "task %llu: no STALL_END", (unsigned long long)t);
+	}
+}
+
+static void test_blocking(void)
+{
+	printf("blocking\n");
+	int fds[2];
+	CHECK(pipe(fds) == 0, "pipe");
+	char *dir = start("stall-block", 10, 0, 10);
+	struct worker w[1] = { { .job = J_BLOCK, .task0 = 200, .cpu = -1, .fd = fds[0] } };
+	struct feeder f = { .fd = fds[1], .period_ms = 50, .count = 3 };
+	run(w, 1);
+	pthread_create(&f.th, NULL, feeder_main, &f);
+	join(w, 1);
+	pthread_join(f.th, NULL);
+	finish(dir);
+	int with_stack = 0;
+	for (uint64_t t = 200; t < 203; t++) {
+		int good = 0;
+		for (size_t i = 0; i < R.ns; i++) {
+			const struct stall *s = &R.s[i];
+			if (s->task != t)
+				continue;
+			print_stall(s);
+			if (s->kind == SS_STALL_BLOCKED && s->syscall1 == SYS_read + 1) {
+				good = 1;
+				with_stack += find_frame(s->frames, s->nframes, R_read) >= 0;
+			}
+		}
+		CHECK(good, "task %llu: no capture classified blocked in read", (unsigned long long)t);
+	}
+	printf("  %d blocked captures name culprit_blocking_read in their stack\n", with_stack);
+	CHECK(with_stack > 0 || under_asan(), "no blocked capture's stack holds culprit_blocking_read");
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void test_mutex(void)
+{
+	printf("mutex\n");
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	char *dir = start("stall-mutex", 10, 0, 10);
+	pthread_mutex_lock(&mu);
+	struct worker w[1] = { { .job = J_MUTEX, .task0 = 300, .cpu = -1, .mu = &mu } };
+	run(w, 1);
+	sleep_ms(60);
+	pthread_mutex_unlock(&mu);
+	join(w, 1);
+	finish(dir);
+	int good = 0, with_stack = 0;
+	for (size_t i = 0; i < R.ns; i++) {
+		const struct stall *s = &R.s[i];
+		print_stall(s);
+		if (s->task == 300 && s->kind == SS_STALL_BLOCKED && s->syscall1 == SYS_futex + 1) {
+			good = 1;
+			with_stack += find_frame(s->frames, s->nframes, R_mutex) >= 0;
+		}
+	}
+	CHECK(good, "no capture classified blocked in futex");
+	printf("  %d futex captures name culprit_mutex_wait in their stack\n", with_stack);
+	CHECK(with_stack > 0 || under_asan(), "no futex capture's stack holds culprit_mutex_wait");
+	pthread_mutex_destroy(&mu);
+}
+
+static void test_starvation(void)
+{
+	printf("starvation\n");
+	cpu_set_t set;
+	CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+	int cpu = 0;
+	while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set))
+		cpu++;
+	char *dir = start("stall-starve", 10, 0, 10);
+	struct worker w[3];
+	for (int i = 0; i < 3; i++)
+		w[i] = (struct worker){ .job = J_STARVE, .task0 = 400 + 10 * (uint64_t)i, .cpu = cpu };
+	run(w, 3);
+	join(w, 3);
+	finish(dir);
+	int runnable = 0;
+	for (size_t i = 0; i < R.ns; i++) {
+		if (R.s[i].kind == SS_STALL_RUNNABLE) {
+			runnable++;
+			print_stall(&R.s[i]);
+		}
+	}
+	printf("  %d of %zu captures runnable but not running\n", runnable, R.ns);
+	CHECK(runnable > 0, "no capture of three workers sharing CPU %d was runnable", cpu);
+}
+
+static void test_eintr(void)
+{
+	printf("eintr\n");
+	int fds[2];
+	CHECK(pipe(fds) == 0, "pipe");
+	char *dir = start("stall-eintr", 5, 0, 10);
+	struct worker w[1] = { { .job = J_EINTR, .task0 = 500, .cpu = -1, .fd = fds[0] } };
+	struct feeder f = { .fd = fds[1], .period_ms = 3 };
+	run(w, 1);
+	pthread_create(&f.th, NULL, feeder_main, &f);
+	join(w, 1);
+	atomic_store(&f.stop, 1);
+	pthread_join(f.th, NULL);
+	finish(dir);
+	int running = 0, blocked = 0;
+	for (size_t i = 0; i < R.ns; i++) {
+		running += R.s[i].kind == SS_STALL_RUNNING || R.s[i].kind == SS_STALL_RUNNABLE;
+		blocked += R.s[i].kind == SS_STALL_BLOCKED;
+	}
+	printf("  %d reads, %d EINTR, %zu captures (%d signalled, %d blocked)\n",
+	       atomic_load(&w[0].reads), atomic_load(&w[0].eintr), R.ns, running, blocked);
+	CHECK(atomic_load(&w[0].eintr) == 0, "read() saw EINTR %d times", atomic_load(&w[0].eintr));
+	CHECK(R.ns >= 4, "only %zu captures of a 400 ms poll at 5 ms", R.ns);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void test_task_dumps(void)
+{
+	printf("task dumps\n");
+	char *dir = start("stall-dump", 0, 1, 5);
+	struct worker w[2] = { { .job = J_YIELD, .task0 = 1000, .cpu = -1 },
+			       { .job = J_YIELD_REPOLL, .task0 = 2000, .cpu = -1 } };
+	run(w, 2);
+	join(w, 2);
+	sleep_ms(200); /* tasks 1000.. stay idle; nothing polls them again */
+	finish(dir);
+	int idle_dumped = 0, named = 0, repolled_dumped = 0;
+	for (size_t i = 0; i < R.nd; i++) {
+		const struct dump *d = &R.d[i];
+		if (d->task >= 1000 && d->task < 1020) {
+			idle_dumped++;
+			/* frame 0 is stallscope_task_pending, frame 1 the yielding function */
+			named += frame_in(d->frames, d->nframes, 1, R_yield);
+		} else if (d->task >= 2000 && d->task < 2020) {
+			repolled_dumped++;
+		}
+	}
+	printf("  %d of 20 idle tasks dumped (%d name culprit_yield_wait), %d of 20 re-polled at once\n",
+	       idle_dumped, named, repolled_dumped);
+	CHECK(idle_dumped == 20, "%d of 20 tasks idle for 200 ms (mean threshold 5 ms) dumped",
+	      idle_dumped);
+	CHECK(named == 20, "%d dumps name culprit_yield_wait", named);
+	/* P(threshold < the re-poll gap of microseconds) is tiny, but not zero. */
+	CHECK(repolled_dumped <= 3, "%d re-polled tasks dumped", repolled_dumped);
+
+	dir = start("stall-dump-off", 0, 0, 5);
+	w[0] = (struct worker){ .job = J_YIELD, .task0 = 1000, .cpu = -1 };
+	run(w, 1);
+	join(w, 1);
+	sleep_ms(50);
+	finish(dir);
+	CHECK(R.nd == 0, "%zu task dumps with the feature off", R.nd);
+}
+
+int main(int argc, char **argv)
+{
+	R_spin = fn_range((void *)culprit_spin, "culprit_spin");
+	R_body = fn_range((void *)long_poll_body, "long_poll_body");
+	R_read = fn_range((void *)culprit_blocking_read, "culprit_blocking_read");
+	R_mutex = fn_range((void *)culprit_mutex_wait, "culprit_mutex_wait");
+	R_yield = fn_range((void *)culprit_yield_wait, "culprit_yield_wait");
+	const char *only = argc > 1 ? argv[1] : NULL;
+#define RUN(name, fn) if (!only || strcmp(only, name) == 0) fn()
+	RUN("long-poll", test_long_poll);
+	RUN("blocking", test_blocking);
+	RUN("mutex", test_mutex);
+	RUN("starvation", test_starvation);
+	RUN("eintr", test_eintr);
+	RUN("task-dumps", test_task_dumps);
+	printf("PASS\n");
+	return 0;
+}
