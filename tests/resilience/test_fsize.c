@@ -181,11 +181,13 @@ static void part_b(const char *dir)
 	CHECK(lost_trace > 0 && lost_trace == lost_stats, "trace reports %llu lost, stats %llu",
 	      (unsigned long long)lost_trace, (unsigned long long)lost_stats);
 	/* The gap is covered: the marks missing from the trace are events it says
-	 * were lost (3 events per producer iteration, 4 when noisy). */
+	 * were lost (at least 3 events per producer iteration; an iteration split
+	 * by a block boundary at a failure's start or end loses fewer, hence the
+	 * slack). */
 	uint64_t marks = t.by_type[SS_REC_MARK], produced = 0;
 	for (int i = 0; i < NPROD; i++)
 		produced += atomic_load(&p[i].produced);
-	CHECK((produced - marks) * 4 <= t.lost, "%llu marks missing, %llu events reported lost",
+	CHECK((produced - marks) * 3 <= t.lost + 8, "%llu marks missing, %llu events reported lost",
 	      (unsigned long long)(produced - marks), (unsigned long long)t.lost);
 	tc_free(&t);
 }

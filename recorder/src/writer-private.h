@@ -1,0 +1,117 @@
+/*
+ * writer-private.h - the state of the writer thread and what its files share.
+ *
+ *   writer.c         the thread: cycles, draining rings in windows, start/stop
+ *   writer_encode.c  records: events, definitions, metadata, stacks
+ *   writer_blocks.c  blocks and segments: flush, compress, seal, rotate, losses
+ *   writer_sinks.c   samples, switches, mappings, stalls and task dumps
+ *
+ * Everything here is touched by the writer thread only (start/stop excepted).
+ */
+#ifndef STALLSCOPE_WRITER_PRIVATE_H
+#define STALLSCOPE_WRITER_PRIVATE_H
+
+#include "recorder-private.h"
+#include "sampler.h"
+#include "segment_format.h"
+#include "stall.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#ifdef STALLSCOPE_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
+#define TICK_NS 10000000ull
+#define RETRY_NS 1000000000ull
+#define METRICS_PERIOD_NS 10000000000ull
+#define MAX_EVENT_BYTES 64
+
+struct writer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running;
+	int kicked;
+	struct ss_writer_config cfg;
+	char *metrics_file;
+	struct ss_segments *sg;
+
+	/* block under construction */
+	uint8_t *raw;
+	size_t raw_len, block_target, raw_cap;
+	uint32_t block_events;
+	uint64_t block_first_ts, block_last_ts, block_opened_ns;
+	uint32_t cur_thread;   /* THREAD context in the block, 0 = none yet */
+	uint64_t cur_ts;
+	uint8_t *zbuf;
+	size_t zcap;
+#ifdef STALLSCOPE_HAVE_ZSTD
+	ZSTD_CCtx *zctx;
+#endif
+
+	/* active segment */
+	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */
+	uint64_t seg_start_ts, seg_opened_ns, seg_limit;
+	uint64_t retry_at_ns;
+	struct ss_footer foot;
+	uint32_t defs_emitted;
+	uint64_t drained_to;     /* every event up to this time has left the rings */
+	uint64_t window_events;  /* most events a drain window takes from one ring */
+
+	/* events lost to failed writes, reported in the next block written */
+	uint64_t lost_count, lost_first, lost_last;
+	int failing;
+	/* What the LOSS records of the block being built (blk_) and of the active
+	 * segment's written blocks (seg_) report. When those bytes never reach the disk
+	 * (a failed write, a vanished file) the footer forgets them and a write-failure
+	 * loss they carried is reported again, so the trace still accounts for it. */
+	uint64_t blk_dropped, blk_loss_records;
+	uint64_t blk_lost_count, blk_lost_first, blk_lost_last;
+	uint64_t seg_lost_count, seg_lost_first, seg_lost_last;
+
+	uint64_t last_metrics_ns;
+	char sampler_status[512];
+	char stall_status[256];
+	uint64_t sampler_lost;       /* samples that arrived with no segment to go to */
+	_Atomic int sampling_on;     /* what stallscope_set_enabled() asked for */
+	int sampling_applied;        /* what the sampler was last told */
+};
+
+extern SS_INTERNAL struct writer wr;
+
+/* The block buffer's primitives; callers reserve() room first. */
+static inline void put_u8(uint8_t v) { wr.raw[wr.raw_len++] = v; }
+static inline void put_v(uint64_t v) { wr.raw_len += ss_put_varint(wr.raw + wr.raw_len, v); }
+
+static inline void put_bytes(const void *p, size_t n)
+{
+	put_v(n);
+	memcpy(wr.raw + wr.raw_len, p, n);
+	wr.raw_len += n;
+}
+
+SS_INTERNAL void set_thread(uint32_t thread, uint64_t ts);
+SS_INTERNAL void put_dt(uint64_t ts);
+SS_INTERNAL void note_event(uint64_t ts);
+SS_INTERNAL void put_session_meta(void);
+SS_INTERNAL void put_new_defs(void);
+SS_INTERNAL void put_thread_def(struct ss_slot *s);
+SS_INTERNAL void put_event(struct ss_slot *s, const struct ss_ev *e);
+SS_INTERNAL void put_lp(uint8_t type, const uint8_t *body, size_t n);
+SS_INTERNAL uint32_t put_stack(const uint64_t *frames, uint32_t n);
+SS_INTERNAL void reset_block(void);
+SS_INTERNAL void note_lost(uint64_t count, uint64_t first, uint64_t last);
+SS_INTERNAL void merge_range(uint64_t *count, uint64_t *first, uint64_t *last,
+			uint64_t n, uint64_t n_first, uint64_t n_last);
+SS_INTERNAL void unreport_block_losses(void);
+SS_INTERNAL void flush_block(void);
+SS_INTERNAL void begin_block_if_needed(void);
+SS_INTERNAL void begin_segment(uint64_t start_ts);
+SS_INTERNAL void seal_segment(uint64_t end_ts);
+extern SS_INTERNAL const struct ss_sample_sink sink;
+SS_INTERNAL void drain_stalls(uint64_t now);
+SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting);
+
+#endif /* STALLSCOPE_WRITER_PRIVATE_H */

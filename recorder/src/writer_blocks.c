@@ -1,0 +1,222 @@
+/*
+ * writer_blocks.c - blocks and segments: a block is flushed (zstd when it pays,
+ * CRC'd) into the active segment, segments are begun, sealed and rotated, and
+ * every event that could not reach the disk is counted and reported as a LOSS
+ * record in the next block that does. Writer thread only.
+ */
+#include "writer-private.h"
+#include "stack_table.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/resource.h>
+
+/* ---- blocks and segments ------------------------------------------------------ */
+
+SS_INTERNAL void reset_block(void)
+{
+	wr.raw_len = 0;
+	wr.block_events = 0;
+	wr.block_first_ts = wr.block_last_ts = 0;
+	wr.cur_thread = 0;
+	wr.block_opened_ns = 0;
+}
+
+/* Forget what the active segment has been told, so it is told again. */
+static void forget_definitions(void)
+{
+	struct ss_pool *p = ss_pool_get();
+	wr.defs_emitted = 0;
+	for (uint32_t i = 0; i < p->nslots; i++)
+		p->slots[i].w_defined_seg = 0;
+	ss_stacks_forget();
+}
+
+SS_INTERNAL void note_lost(uint64_t count, uint64_t first, uint64_t last)
+{
+	if (!count)
+		return;
+	if (!wr.lost_count || first < wr.lost_first)
+		wr.lost_first = first;
+	if (last > wr.lost_last)
+		wr.lost_last = last;
+	wr.lost_count += count;
+	atomic_fetch_add(&ss_counters.events_lost_on_disk, count);
+}
+
+SS_INTERNAL void merge_range(uint64_t *count, uint64_t *first, uint64_t *last,
+			uint64_t n, uint64_t n_first, uint64_t n_last)
+{
+	if (!n)
+		return;
+	if (!*count || n_first < *first)
+		*first = n_first;
+	if (!*count || n_last > *last)
+		*last = n_last;
+	*count += n;
+}
+
+/* The loss of earlier failed writes and of threads refused a buffer, as
+ * process-wide LOSS records at the start of a block. */
+static void put_process_losses(void)
+{
+	uint64_t n, first, last;
+	if (ss_pool_take_no_slot_loss(&n, &first, &last)) {
+		set_thread(0, first);
+		put_u8(SS_REC_LOSS); put_dt(first); put_v(n); put_v(last - first);
+		put_v(SS_LOSS_NO_BUFFER);
+		wr.foot.dropped_events += n;
+		wr.foot.loss_records++;
+		wr.blk_dropped += n;
+		wr.blk_loss_records++;
+	}
+	if (wr.lost_count) {
+		set_thread(0, wr.lost_first);
+		put_u8(SS_REC_LOSS); put_dt(wr.lost_first); put_v(wr.lost_count);
+		put_v(wr.lost_last - wr.lost_first); put_v(SS_LOSS_WRITE_FAILED);
+		wr.foot.dropped_events += wr.lost_count;
+		wr.foot.loss_records++;
+		wr.blk_dropped += wr.lost_count;
+		wr.blk_loss_records++;
+		merge_range(&wr.blk_lost_count, &wr.blk_lost_first, &wr.blk_lost_last,
+			    wr.lost_count, wr.lost_first, wr.lost_last);
+		wr.lost_count = 0;
+	}
+}
+
+/* The block being built will never be on disk: its LOSS records leave the footer,
+ * and the write-failure loss it carried is reported again by a later block. */
+SS_INTERNAL void unreport_block_losses(void)
+{
+	wr.foot.dropped_events -= wr.blk_dropped;
+	wr.foot.loss_records -= wr.blk_loss_records;
+	merge_range(&wr.lost_count, &wr.lost_first, &wr.lost_last,
+		    wr.blk_lost_count, wr.blk_lost_first, wr.blk_lost_last);
+	wr.blk_dropped = wr.blk_loss_records = wr.blk_lost_count = 0;
+}
+
+static void set_failing(int failing, int err)
+{
+	if (failing && !wr.failing)
+		ss_log("cannot write segment data in %s: %s; dropping events until it works again",
+		       wr.cfg.seg.dir, strerror(err));
+	else if (!failing && wr.failing)
+		ss_log("writing segments again in %s", wr.cfg.seg.dir);
+	if (failing)
+		atomic_fetch_add(&ss_counters.errors, 1);
+	wr.failing = failing;
+	atomic_store(&ss_counters.writer_healthy, failing ? 0u : 1u);
+}
+
+SS_INTERNAL void flush_block(void)
+{
+	if (!wr.raw_len)
+		return;
+	struct ss_block_header b = {
+		.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_EVENTS, .raw_len = (uint32_t)wr.raw_len,
+		.record_count = wr.block_events, .block_seq = wr.foot.blocks,
+		.first_ts = wr.block_first_ts, .last_ts = wr.block_last_ts,
+	};
+	const void *payload = wr.raw;
+	b.payload_len = (uint32_t)wr.raw_len;
+#ifdef STALLSCOPE_HAVE_ZSTD
+	if (wr.cfg.compress && wr.zctx) {
+		size_t z = ZSTD_compressCCtx(wr.zctx, wr.zbuf, wr.zcap, wr.raw, wr.raw_len, 1);
+		if (!ZSTD_isError(z) && z < wr.raw_len) {
+			payload = wr.zbuf;
+			b.payload_len = (uint32_t)z;
+			b.flags = SS_BLOCK_F_ZSTD;
+		}
+	}
+#endif
+	b.payload_crc = ss_crc32c(0, payload, b.payload_len);
+	b.header_crc = ss_block_header_crc(&b);
+
+	if (wr.seg_seq1 && ss_segments_append(wr.sg, &b, payload) == 0) {
+		wr.foot.blocks++;
+		wr.foot.events += wr.block_events;
+		if (wr.block_first_ts && (!wr.foot.first_event_ts || wr.block_first_ts < wr.foot.first_event_ts))
+			wr.foot.first_event_ts = wr.block_first_ts;
+		if (wr.block_last_ts > wr.foot.last_event_ts)
+			wr.foot.last_event_ts = wr.block_last_ts;
+		atomic_fetch_add(&ss_counters.events_written, wr.block_events);
+		merge_range(&wr.seg_lost_count, &wr.seg_lost_first, &wr.seg_lost_last,
+			    wr.blk_lost_count, wr.blk_lost_first, wr.blk_lost_last);
+		wr.blk_dropped = wr.blk_loss_records = wr.blk_lost_count = 0;
+		set_failing(0, 0);
+	} else {
+		int e = errno;
+		unreport_block_losses();
+		note_lost(wr.block_events, wr.block_first_ts ? wr.block_first_ts : ss_now(),
+			  wr.block_last_ts ? wr.block_last_ts : ss_now());
+		/* Whatever the lost block defined must be defined again. */
+		forget_definitions();
+		if (wr.seg_seq1)
+			set_failing(1, e);
+	}
+	reset_block();
+}
+
+SS_INTERNAL void begin_block_if_needed(void)
+{
+	if (wr.raw_len)
+		return;
+	wr.block_opened_ns = ss_now();
+	if (wr.seg_seq1)
+		put_process_losses();
+}
+
+static uint64_t effective_max_size(void)
+{
+	uint64_t max = wr.cfg.seg.max_file_size;
+	struct rlimit rl;
+	/* Rotating below the file-size limit avoids SIGXFSZ/EFBIG altogether. */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < max)
+		max = rl.rlim_cur;
+	return max;
+}
+
+SS_INTERNAL void begin_segment(uint64_t start_ts)
+{
+	uint64_t now = ss_now();
+	if (wr.seg_seq1 || now < wr.retry_at_ns)
+		return;
+	if (ss_segments_begin(wr.sg, start_ts) != 0) {
+		set_failing(1, errno);
+		wr.retry_at_ns = now + RETRY_NS;
+		return;
+	}
+	wr.seg_seq1 = ss_segments_active_seq(wr.sg) + 1;
+	wr.seg_start_ts = start_ts;
+	if (wr.drained_to < start_ts)
+		wr.drained_to = start_ts;
+	wr.seg_opened_ns = now;
+	wr.seg_limit = effective_max_size();
+	memset(&wr.foot, 0, sizeof wr.foot);
+	wr.foot.start_ts = start_ts;
+	wr.seg_lost_count = 0;
+	forget_definitions();
+	reset_block();
+	begin_block_if_needed();
+	put_session_meta();
+	put_new_defs();
+	if (ss_sampler_mode() != SS_SAMPLER_OFF)
+		ss_sampler_mappings(&sink);
+	set_failing(0, 0);
+}
+
+SS_INTERNAL void seal_segment(uint64_t end_ts)
+{
+	if (!wr.seg_seq1)
+		return;
+	flush_block();
+	wr.foot.end_ts = end_ts;
+	wr.foot.sealed_by = SS_SEALED_WRITER;
+	if (ss_segments_seal(wr.sg, &wr.foot) != 0) {
+		ss_log("cannot seal segment %llu in %s: %s (left as .active; the next start recovers it)",
+		       (unsigned long long)(wr.seg_seq1 - 1), wr.cfg.seg.dir, strerror(errno));
+		atomic_fetch_add(&ss_counters.errors, 1);
+	}
+	wr.seg_seq1 = 0;
+	wr.retry_at_ns = 0;
+}
