@@ -159,7 +159,13 @@ enum ss_record_type {
 	SS_REC_MAPPING = 0x51,    /* v ts (0 = snapshot at segment start), v start, v end,
 				   * v pgoff, v prot (PROT_*), s build_id (raw bytes,
 				   * may be empty), s path                               */
-	/* 0x52..0x5f reserved: symbols (issue 5)                          */
+	SS_REC_SYMBOL = 0x52,     /* v address (as looked up: return addresses minus 1),
+				   * v inline_depth (0 = the function the code is in,
+				   * 1 = inlined into it ...), v line (0 = unknown),
+				   * s function, s file: added to sealed segments by
+				   * `stallscope symbolize`, in one EVENTS block just
+				   * before the footer that starts with a SYMBOL record */
+	/* 0x53..0x5f reserved: more symbol records                        */
 	SS_REC_STALL = 0x60,      /* v thread, v tid, v task, v location, v poll_ts,
 				   * v capture_ts (absolute ns), v index (0 = the capture
 				   * at the threshold, then 2x, 4x ...), v kind

@@ -42,4 +42,11 @@ cli=$(find "$tmp/root" -path '*/bin/stallscope' | head -n 1)
 "$cli" dump --summary "$tmp"/out/stallscope.0.bin > "$tmp/dump.txt"
 grep -q 'POLL_BEGIN 1000' "$tmp/dump.txt" || { cat "$tmp/dump.txt"; echo "installed program's events missing"; exit 1; }
 grep -q 'status     sealed' "$tmp/dump.txt" || { cat "$tmp/dump.txt"; exit 1; }
-echo "install: ok (header, library, pkg-config, CLI)"
+# The viewer and its desktop integration (when built with the GUI).
+if [ -n "$(find "$tmp/root" -path '*/bin/stallscope-viewer')" ]; then
+	for f in applications/io.github.stallscope.Viewer.desktop metainfo/io.github.stallscope.Viewer.metainfo.xml \
+		icons/hicolor/scalable/apps/io.github.stallscope.Viewer.svg; do
+		[ -n "$(find "$tmp/root" -path "*/share/$f")" ] || { echo "$f was not installed"; exit 1; }
+	done
+fi
+echo "install: ok (header, library, pkg-config, CLI, viewer)"

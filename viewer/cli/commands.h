@@ -24,6 +24,15 @@ struct ss_command {
 int cmd_dump(int argc, char **argv);
 void cmd_dump_help(FILE *out);
 
+int cmd_import(int argc, char **argv);
+void cmd_import_help(FILE *out);
+
+int cmd_symbolize(int argc, char **argv);
+void cmd_symbolize_help(FILE *out);
+
+int cmd_report(int argc, char **argv);
+void cmd_report_help(FILE *out);
+
 /* recorder/cli/record.c */
 int cmd_record(int argc, char **argv);
 void cmd_record_help(FILE *out);

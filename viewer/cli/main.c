@@ -15,6 +15,11 @@
 
 static const struct ss_command commands[] = {
 	{ "dump", "print a segment file human-readably", cmd_dump, cmd_dump_help },
+	{ "import", "import segments into an SQLite database (PATH... -o trace.db)", cmd_import, cmd_import_help },
+	{ "symbolize", "add symbol tables to sealed segments (run where they were recorded)", cmd_symbolize,
+	  cmd_symbolize_help },
+	{ "report", "summarise an imported trace: long polls, stalls, delays, findings", cmd_report,
+	  cmd_report_help },
 	{ "record", "run a program with recording on (-- CMD ARGS...)", cmd_record, cmd_record_help },
 };
 

@@ -1,0 +1,339 @@
+-- stallscope.sql - the SQLite schema that `stallscope import` writes and that users
+-- query with plain SQL (`sqlite3 trace.db`). The table and column names are an
+-- interface: scripts depend on them, so names are only ever added, never changed.
+--
+-- Conventions, for every table:
+--  * Times are INTEGER nanoseconds of CLOCK_MONOTONIC on the recording machine:
+--    `ts` is where something starts, `dur` how long it lasted. Wall-clock time of a
+--    `ts` is recordings.anchor_real_ns + (ts - recordings.anchor_mono_ns).
+--    Timestamps of two recordings are comparable only when their boot_id is equal.
+--  * `id` columns are synthetic ids given by the importer (stable within one
+--    database, meaningless outside it). Operating-system tids are reused, so rows
+--    refer to threads through threads.id, never through a tid.
+--  * 64-bit unsigned values from the trace (session ids, addresses) are stored as
+--    the signed 64-bit integer with the same bits.
+--  * `incomplete` = 1 marks an interval whose end is not in the data (the poll,
+--    park or span was still open where the imported data ends); its dur then runs
+--    to the last event seen on that thread, so it is a lower bound, never a
+--    phantom long poll. Filter with `WHERE NOT incomplete` for statistics.
+--
+-- The file is applied by the importer on every import; every statement is
+-- idempotent (IF NOT EXISTS). Indexes are created after bulk loading (see the end).
+
+-- One row per schema version applied; the importer refuses a newer database.
+CREATE TABLE IF NOT EXISTS schema_info (
+  version INTEGER NOT NULL          -- 1 for this file
+);
+
+-- One row per recorded process run (a recording = a session_id of the segment
+-- header: every segment a process wrote between start and stop).
+CREATE TABLE IF NOT EXISTS recordings (
+  id INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL UNIQUE, -- random 64-bit id from the segment headers
+  pid INTEGER,                      -- recorded process id
+  executable TEXT,                  -- path of the recorded executable
+  host TEXT,                        -- uname nodename of the recording machine
+  boot_id TEXT,                     -- /proc/sys/kernel/random/boot_id at recording time
+  anchor_mono_ns INTEGER,           -- a CLOCK_MONOTONIC reading (ns) ...
+  anchor_real_ns INTEGER,           -- ... and the CLOCK_REALTIME reading (ns since 1970) taken with it
+  first_ts INTEGER,                 -- earliest event imported (ns), NULL before any
+  last_ts INTEGER                   -- latest event imported (ns)
+);
+
+-- Session metadata (META records): configuration, versions, sampler mode and why
+-- other sampler modes were refused.
+CREATE TABLE IF NOT EXISTS metadata (
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  key TEXT NOT NULL,
+  value TEXT,
+  PRIMARY KEY (recording_id, key)
+) WITHOUT ROWID;
+
+-- One row per segment file imported. A segment is identified by (recording_id,
+-- seq), not by its path, so `PREFIX.N.bin.active` that later became
+-- `PREFIX.N.bin` is the same segment and a re-import only adds what grew.
+CREATE TABLE IF NOT EXISTS segments (
+  id INTEGER PRIMARY KEY,
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  file TEXT NOT NULL,               -- path as given to the last import of it
+  seq INTEGER NOT NULL,             -- the N of PREFIX.N.bin
+  start_ts INTEGER,                 -- segment start (header), ns
+  end_ts INTEGER,                   -- segment end: footer end_ts when sealed, else the last imported event, ns
+  sealed INTEGER NOT NULL,          -- 1 when a footer was read (the segment is final)
+  blocks INTEGER NOT NULL,          -- intact blocks imported so far (footer included)
+  bytes INTEGER NOT NULL,           -- file size when imported, bytes
+  intact_bytes INTEGER NOT NULL,    -- bytes up to the end of the last intact block
+  events INTEGER NOT NULL,          -- event records imported (as the format counts them: LOSS excluded)
+  damage TEXT,                      -- NULL, 'truncated', 'corrupt' or 'io': what ended reading
+  damage_offset INTEGER,            -- file offset of the damaged block or header, bytes
+  damage_block INTEGER,             -- index of the damaged block (NULL for the header)
+  damage_reason TEXT,               -- the reader's message
+  note TEXT,                        -- non-fatal disagreements (footer counts vs data)
+  UNIQUE (recording_id, seq)
+);
+
+-- Lost data: events the recorder dropped (LOSS records, source 'events') and
+-- samples the sampler lost (SAMPLER_LOSS records, source 'samples').
+CREATE TABLE IF NOT EXISTS loss (
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  thread_id INTEGER REFERENCES threads(id), -- NULL: process-wide, or any thread
+  ts INTEGER NOT NULL,              -- first lost item, ns
+  dur INTEGER NOT NULL,             -- last lost item minus first, ns
+  count INTEGER NOT NULL,           -- items lost
+  source TEXT NOT NULL,             -- 'events' or 'samples'
+  reason TEXT                       -- e.g. 'buffer-full', 'write-failed', 'kernel', 'throttle'
+);
+
+-- Threads. One row per recorder thread number of a recording (numbers are never
+-- reused in a session, unlike tids), plus one per tid seen only by the sampler.
+CREATE TABLE IF NOT EXISTS threads (
+  id INTEGER PRIMARY KEY,
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  thread INTEGER,                   -- recorder thread number; NULL for sampler-only threads
+  tid INTEGER,                      -- OS thread id (reused by the OS: do not join on it)
+  name TEXT,                        -- last known name (THREAD_DEF, COMM)
+  exit_ts INTEGER                   -- when the thread ended (THREAD_EXIT), ns; NULL if unknown
+);
+
+-- Worker lanes: a thread that runs a runtime's tasks (THREAD_DEF worker flag or
+-- WORKER_BEGIN). One per thread.
+CREATE TABLE IF NOT EXISTS workers (
+  id INTEGER PRIMARY KEY,
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  runtime TEXT,                     -- runtime name given to stallscope_worker_begin
+  idx INTEGER,                      -- worker index within the runtime
+  begin_ts INTEGER,                 -- WORKER_BEGIN, ns (NULL: before the data)
+  end_ts INTEGER                    -- WORKER_END, ns (NULL: not seen)
+);
+
+-- Source locations named by the runtime (spawn and poll sites), deduplicated by
+-- content across the whole database.
+CREATE TABLE IF NOT EXISTS locations (
+  id INTEGER PRIMARY KEY,
+  file TEXT,
+  line INTEGER,
+  function TEXT
+);
+
+-- Tasks: one row per task number of a recording, from its SPAWN (or its first
+-- appearance when it was spawned before the data began) to its TERMINATE.
+CREATE TABLE IF NOT EXISTS tasks (
+  id INTEGER PRIMARY KEY,
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  task INTEGER NOT NULL,            -- the runtime's task number
+  location_id INTEGER REFERENCES locations(id), -- spawn location (else first poll location)
+  parent_task_id INTEGER REFERENCES tasks(id),  -- the task being polled where it was spawned
+  spawn_ts INTEGER,                 -- ns; NULL when spawned before the data
+  end_ts INTEGER,                   -- TERMINATE, ns; NULL while alive at the end of the data
+  spawn_thread_id INTEGER REFERENCES threads(id) -- thread that spawned it
+);
+
+-- Polls: a worker running a task from POLL_BEGIN to POLL_END. Polls that cross a
+-- segment boundary are one row (stitched through THREAD_DEF's open poll). The
+-- thread is workers.thread_id.
+CREATE TABLE IF NOT EXISTS polls (
+  id INTEGER PRIMARY KEY,
+  worker_id INTEGER NOT NULL REFERENCES workers(id),
+  task_id INTEGER REFERENCES tasks(id),
+  location_id INTEGER REFERENCES locations(id),
+  ts INTEGER NOT NULL,              -- POLL_BEGIN, ns
+  dur INTEGER NOT NULL,             -- POLL_END - POLL_BEGIN, ns (lower bound when incomplete)
+  incomplete INTEGER NOT NULL DEFAULT 0 -- 1: no POLL_END in the data
+);
+
+-- Parks: a worker sleeping for lack of work, PARK to UNPARK.
+CREATE TABLE IF NOT EXISTS parks (
+  worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL,              -- PARK, ns
+  dur INTEGER NOT NULL,             -- UNPARK - PARK, ns
+  incomplete INTEGER NOT NULL DEFAULT 0
+);
+
+-- Wakes: a thread (usually while polling a task) made a task runnable.
+CREATE TABLE IF NOT EXISTS wakes (
+  task_id INTEGER REFERENCES tasks(id),  -- the woken task
+  ts INTEGER NOT NULL,              -- the wake, ns
+  waker_thread_id INTEGER REFERENCES threads(id),
+  waker_task_id INTEGER REFERENCES tasks(id), -- task being polled by the waker, NULL if none
+  poll_id INTEGER REFERENCES polls(id),  -- the poll of the woken task that this wake led to
+  delay INTEGER                     -- wake-to-poll delay of that poll, ns: from the wake (or,
+                                    -- when the wake arrived during a poll of the same task,
+                                    -- from that poll's end) to poll_id's start. NULL when
+                                    -- no later poll is in the data, or a later wake of the
+                                    -- same task before the poll superseded this one.
+);
+
+-- Queue depths reported by the runtime (QUEUE records): a row when a thread's
+-- reported pair (local, global) differs from its previous report, so the table is
+-- the exact step function of the depths without the repeats (runtimes report at
+-- every poll).
+CREATE TABLE IF NOT EXISTS queue_depths (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  worker_id INTEGER REFERENCES workers(id), -- when the reporting thread is a worker
+  ts INTEGER NOT NULL,
+  local INTEGER,                    -- the worker's local run queue length
+  global INTEGER                    -- the shared (injection) queue length
+);
+
+-- Application marks: a named value at a point in time.
+CREATE TABLE IF NOT EXISTS marks (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  ts INTEGER NOT NULL,
+  name TEXT,
+  value INTEGER
+);
+
+-- Application spans (SPAN_BEGIN..SPAN_END on one thread, properly nested).
+CREATE TABLE IF NOT EXISTS spans (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  ts INTEGER NOT NULL,
+  dur INTEGER NOT NULL,
+  name TEXT,
+  depth INTEGER NOT NULL,           -- nesting depth on the thread, 0 = outermost
+  incomplete INTEGER NOT NULL DEFAULT 0
+);
+
+-- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a
+-- switch-in to the next switch-out, 'blocked' from a switch-out while waiting to
+-- the next switch-in, 'preempted' the same when the thread was still runnable.
+CREATE TABLE IF NOT EXISTS cpu_intervals (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  ts INTEGER NOT NULL,
+  dur INTEGER NOT NULL,
+  state TEXT NOT NULL,              -- 'on-cpu', 'blocked' or 'preempted'
+  cpu INTEGER                       -- CPU of the switch that opened the interval, NULL if unknown
+);
+
+-- CPU samples: 'cpu' samples taken while running (weight = CPU time it stands for)
+-- and 'offcpu' samples taken at a switch-out (where the thread blocked; weight 0,
+-- its length is the cpu_intervals row starting there).
+CREATE TABLE IF NOT EXISTS samples (
+  ts INTEGER NOT NULL,
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  worker_id INTEGER REFERENCES workers(id),   -- when the thread is a worker
+  poll_id INTEGER REFERENCES polls(id),       -- the poll running on that thread at ts, if any
+  callsite_id INTEGER REFERENCES callsites(id), -- the leaf of the stack, NULL when empty
+  weight INTEGER NOT NULL,          -- ns of CPU time
+  kind TEXT NOT NULL,               -- 'cpu' or 'offcpu'
+  cpu INTEGER                       -- CPU number, NULL if unknown
+);
+
+-- Stalls: a poll that ran past the recorder's stall threshold (STALL records),
+-- one row per stalled poll, with one stall_captures row per capture taken while it
+-- lasted (at the threshold T, then 2T, 4T ...).
+CREATE TABLE IF NOT EXISTS stalls (
+  id INTEGER PRIMARY KEY,
+  poll_id INTEGER REFERENCES polls(id),  -- the stalled poll (same worker, same start)
+  worker_id INTEGER REFERENCES workers(id),
+  task_id INTEGER REFERENCES tasks(id),
+  ts INTEGER NOT NULL,              -- start of the stalled poll, ns
+  dur INTEGER,                      -- its length (STALL_END), ns; NULL when it never ended in the data
+  kind TEXT,                        -- kind of the first capture: 'running', 'blocked', 'runnable', 'unknown'
+  thread_id INTEGER REFERENCES threads(id),
+  location_id INTEGER REFERENCES locations(id),
+  detected_ts INTEGER               -- time of the first capture, ns
+);
+CREATE TABLE IF NOT EXISTS stall_captures (
+  stall_id INTEGER NOT NULL REFERENCES stalls(id),
+  ts INTEGER NOT NULL,              -- when the capture was taken, ns
+  kind TEXT,                        -- 'running' (on CPU), 'blocked' (off CPU, in a syscall or
+                                    -- a fault), 'runnable' (waiting for a CPU), 'unknown'
+  syscall INTEGER,                  -- system call number the thread was in, NULL if none or unknown
+  callsite_id INTEGER REFERENCES callsites(id), -- its stack (leaf), NULL when none
+  idx INTEGER,                      -- 0 for the capture at the threshold, 1 at 2T, 2 at 4T ...
+  reason TEXT                       -- the recorder's evidence for kind, and how the stack was taken
+);
+
+-- Task dumps: where an idle task was waiting (its stack at the yield point where
+-- it returned "not ready"), taken when it then stayed idle (TASK_DUMP records).
+CREATE TABLE IF NOT EXISTS task_dumps (
+  task_id INTEGER REFERENCES tasks(id),
+  ts INTEGER NOT NULL,              -- when the task returned pending (began to be idle), ns
+  idle INTEGER,                     -- how long it had been idle when dumped, ns
+  callsite_id INTEGER REFERENCES callsites(id), -- where it yielded (leaf), NULL when none
+  thread_id INTEGER REFERENCES threads(id),     -- the thread of the poll that returned pending
+  location_id INTEGER REFERENCES locations(id)
+);
+
+-- Stacks, as Perfetto models them. mappings: executable file mappings of the
+-- recorded process (and one '[kernel]' mapping per recording for kernel frames).
+CREATE TABLE IF NOT EXISTS mappings (
+  id INTEGER PRIMARY KEY,
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  path TEXT,
+  build_id TEXT,                    -- lowercase hex, '' when unknown
+  start INTEGER NOT NULL,           -- first address of the mapping
+  "end" INTEGER NOT NULL,           -- one past its last address
+  "offset" INTEGER NOT NULL         -- file offset mapped at start
+);
+
+-- Frames: one code address of a mapping, symbolized. An address inside inlined
+-- code gives several rows with the same rel_pc: inline_depth 0 is the function
+-- the code was compiled into, 1 the function inlined into it, and so on.
+CREATE TABLE IF NOT EXISTS frames (
+  id INTEGER PRIMARY KEY,
+  mapping_id INTEGER NOT NULL REFERENCES mappings(id),
+  rel_pc INTEGER NOT NULL,          -- file offset of the address looked up (return addresses
+                                    -- minus 1); for kernel frames the absolute address
+  function TEXT,                    -- NULL when unknown
+  file TEXT,                        -- source file, NULL when unknown
+  line INTEGER,                     -- source line, NULL when unknown
+  inline_depth INTEGER NOT NULL DEFAULT 0,
+  symbol_note TEXT                  -- why a frame has no name ('no debug info',
+                                    -- 'build-id mismatch: PATH', 'file not found', ...)
+);
+
+-- Callsites: a prefix tree of stacks. A row is one frame reached through its
+-- parent (its caller); a sample's callsite_id is its leaf.
+CREATE TABLE IF NOT EXISTS callsites (
+  id INTEGER PRIMARY KEY,
+  parent_id INTEGER REFERENCES callsites(id), -- NULL at the root (outermost caller)
+  frame_id INTEGER NOT NULL REFERENCES frames(id),
+  depth INTEGER NOT NULL            -- distance from the root, root = 0
+);
+
+-- Level-of-detail summaries for a viewer: per worker and time bucket, at bucket
+-- sizes 1 ms, 10 ms, 100 ms and 1 s. Intervals are split across the buckets they
+-- cover, so busy_ns + parked_ns <= bucket_ns.
+CREATE TABLE IF NOT EXISTS worker_summaries (
+  bucket_ns INTEGER NOT NULL,       -- bucket size: 1000000, 10000000, 100000000 or 1000000000
+  worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL,              -- bucket start (a multiple of bucket_ns), ns
+  busy_ns INTEGER NOT NULL,         -- time inside polls
+  parked_ns INTEGER NOT NULL,       -- time parked
+  offcpu_ns INTEGER NOT NULL,       -- time switched out (blocked or preempted)
+  polls INTEGER NOT NULL,           -- polls that began in the bucket
+  max_poll_ns INTEGER NOT NULL,     -- longest poll overlapping the bucket (its whole dur)
+  PRIMARY KEY (bucket_ns, worker_id, ts)
+) WITHOUT ROWID;
+
+-- A stack leaf first: one row per frame of callsite_id's stack, depth 0 = leaf.
+CREATE VIEW IF NOT EXISTS callsite_frames AS
+WITH RECURSIVE walk(callsite_id, depth, cs) AS (
+  SELECT id, 0, id FROM callsites
+  UNION ALL
+  SELECT walk.callsite_id, walk.depth + 1, c.parent_id
+    FROM walk JOIN callsites c ON c.id = walk.cs
+   WHERE c.parent_id IS NOT NULL
+)
+SELECT walk.callsite_id AS callsite_id, walk.depth AS depth,
+       f.function AS function, f.file AS file, f.line AS line,
+       f.rel_pc AS rel_pc, m.path AS mapping
+  FROM walk
+  JOIN callsites c ON c.id = walk.cs
+  JOIN frames f ON f.id = c.frame_id
+  JOIN mappings m ON m.id = f.mapping_id;
+
+-- @indexes: the importer runs the statements below this line after bulk loading,
+-- because building an index once is much cheaper than maintaining it per row.
+-- They serve the viewer's lanes (a worker's polls and parks in a time range) and
+-- a thread's samples and CPU states. Joins through ids (wakes.poll_id, poll_id,
+-- task_id = tasks.id ...) use the rowid and need none. Add your own for other
+-- access paths, e.g. CREATE INDEX polls_by_task ON polls(task_id).
+CREATE INDEX IF NOT EXISTS polls_by_worker ON polls(worker_id, ts);
+CREATE INDEX IF NOT EXISTS parks_by_worker ON parks(worker_id, ts);
+CREATE INDEX IF NOT EXISTS samples_by_thread ON samples(thread_id, ts);
+CREATE INDEX IF NOT EXISTS cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
+CREATE INDEX IF NOT EXISTS callsites_by_parent ON callsites(parent_id);
+CREATE INDEX IF NOT EXISTS threads_by_recording ON threads(recording_id, thread);

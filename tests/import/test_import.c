@@ -1,0 +1,754 @@
+/*
+ * test_import.c - the importer against real and synthetic segments:
+ *   demo      every table's row count matches what the reader decodes (the figures
+ *             `stallscope dump` prints), summaries add up to the polls and parks;
+ *   stitch    polls open across a rotation are one row; a poll open at the end is
+ *             incomplete, not a phantom long poll; wakes know their poll and delay;
+ *   again     re-importing adds nothing; a grown .active segment adds only its new
+ *             blocks and ends equal to a fresh import;
+ *   damage    a truncated copy imports its prefix and records the damage; a flipped
+ *             byte is caught by the block CRC; the CLI warns with file and offset;
+ *   symbols   a test binary's frames get function, file:line and the inline chain,
+ *             also through --debug-dir with split debug info; a build-id mismatch
+ *             is reported, never used;
+ *   sql       typical questions answered by plain SQL over the schema.
+ *
+ * Usage: test_import DEMO_DIR STALLSCOPE_CLI SYMTEST OBJCOPY
+ */
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "import.h"
+#include "segment_builder.h"
+#include "segment_reader.h"
+
+static int failures;
+static char tmp[] = "/tmp/stallscope-test-import-XXXXXX";
+
+#define CHECK(cond, ...)                                                        \
+	do {                                                                    \
+		if (!(cond)) {                                                  \
+			failures++;                                             \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                           \
+			fputc('\n', stderr);                                    \
+		}                                                               \
+	} while (0)
+
+static int64_t q1(sqlite3 *db, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *sql = sqlite3_vmprintf(fmt, ap);
+	va_end(ap);
+	sqlite3_stmt *s;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+		fprintf(stderr, "SQL error %s in: %s\n", sqlite3_errmsg(db), sql);
+		failures++;
+	} else {
+		if (sqlite3_step(s) == SQLITE_ROW)
+			v = sqlite3_column_int64(s, 0);
+		sqlite3_finalize(s);
+	}
+	sqlite3_free(sql);
+	return v;
+}
+
+static char *qs(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	char *v = NULL;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+		fprintf(stderr, "SQL error %s in: %s\n", sqlite3_errmsg(db), sql);
+		failures++;
+		return NULL;
+	}
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		v = strdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return v;
+}
+
+static sqlite3 *opendb(const char *path)
+{
+	sqlite3 *db;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		fprintf(stderr, "cannot open %s\n", path);
+		exit(1);
+	}
+	return db;
+}
+
+static int import(const char *db, struct ss_import_result *res, const char *const *debug_dirs, size_t nd,
+		  int n, ...)
+{
+	const char *paths[16];
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n && i < 16; i++)
+		paths[i] = va_arg(ap, const char *);
+	va_end(ap);
+	struct ss_import_options o = { .db_path = db, .quiet = true, .debug_dirs = debug_dirs,
+				       .n_debug_dirs = nd };
+	return ss_import_paths(&o, paths, (size_t)n, res);
+}
+
+static char *path_in_tmp(const char *name)
+{
+	char *p;
+	if (asprintf(&p, "%s/%s", tmp, name) < 0)
+		exit(1);
+	return p;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n + 1);
+	*len = fread(b, 1, (size_t)n, f);
+	fclose(f);
+	return b;
+}
+
+static void spit(const char *path, const void *b, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(b, 1, len, f) != len)
+		exit(1);
+	fclose(f);
+}
+
+/* ---- demo: counts equal the reader's ------------------------------------------- */
+
+struct totals {
+	uint64_t by_type[256], events, lost, files;
+	uint64_t first_open_polls, first_open_parks; /* from the first segment's THREAD_DEFs */
+};
+
+static void read_totals(const char *path, struct totals *t, bool first_of_recording)
+{
+	struct ss_reader *r;
+	char err[256];
+	if (ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) != 0)
+		return;
+	struct ss_block_info b;
+	struct ss_record rec;
+	while (ss_reader_next_block(r, &b))
+		while (ss_reader_next_record(r, &rec))
+			if (first_of_recording && rec.type == SS_REC_THREAD_DEF &&
+			    (rec.u.thread_def.flags & SS_THREAD_F_WORKER)) {
+				t->first_open_polls += rec.u.thread_def.open_since != 0;
+				t->first_open_parks += rec.u.thread_def.parked_since != 0;
+			}
+	const struct ss_reader_stats *st = ss_reader_stats(r);
+	for (int i = 0; i < 256; i++)
+		t->by_type[i] += st->by_type[i];
+	t->events += st->events;
+	t->lost += st->lost_events;
+	t->files++;
+	ss_reader_close(r);
+}
+
+/* The segment files of the demo, and whether each is the first (lowest seq) of
+ * its recording. */
+static int list_demo(const char *demo, char files[][512], bool *first, int max)
+{
+	const char *scen[] = { "blocking", "leak", "long-poll", "mutex", "starvation", "steady" };
+	int n = 0;
+	for (size_t s = 0; s < 6; s++) {
+		int lo = n;
+		uint64_t min_seq = UINT64_MAX;
+		for (int k = 0; k < 1000 && n < max; k++) {
+			snprintf(files[n], 512, "%s/%s/%s.%d.bin", demo, scen[s], scen[s], k);
+			if (access(files[n], R_OK) != 0)
+				continue;
+			if ((uint64_t)k < min_seq)
+				min_seq = (uint64_t)k;
+			first[n++] = false;
+		}
+		for (int i = lo; i < n; i++) {
+			char want[64];
+			snprintf(want, sizeof want, ".%llu.bin", (unsigned long long)min_seq);
+			size_t fl = strlen(files[i]), wl = strlen(want);
+			first[i] = fl > wl && strcmp(files[i] + fl - wl, want) == 0;
+		}
+	}
+	return n;
+}
+
+static void test_demo(const char *demo, const char *dbpath)
+{
+	static char files[256][512];
+	static bool first[256];
+	int n = list_demo(demo, files, first, 256);
+	struct totals t = { 0 };
+	for (int i = 0; i < n; i++)
+		read_totals(files[i], &t, first[i]);
+	struct ss_import_result res;
+	int rc = import(dbpath, &res, NULL, 0, 1, demo);
+	CHECK(rc == SS_IMPORT_OK, "rc %d", rc);
+	CHECK(res.imported == (uint64_t)n, "imported %llu of %d", (unsigned long long)res.imported, n);
+	CHECK(res.events == t.events, "events %llu vs %llu", (unsigned long long)res.events,
+	      (unsigned long long)t.events);
+	sqlite3 *db = opendb(dbpath);
+	CHECK(q1(db, "SELECT count(*) FROM segments") == n, "segments");
+	CHECK(q1(db, "SELECT sum(events) FROM segments") == (int64_t)t.events, "segment events");
+	CHECK(q1(db, "SELECT count(*) FROM recordings") == 6, "recordings");
+	int64_t polls = q1(db, "SELECT count(*) FROM polls");
+	CHECK(polls == (int64_t)(t.by_type[SS_REC_POLL_BEGIN] + t.first_open_polls), "polls %lld vs %llu",
+	      (long long)polls, (unsigned long long)t.by_type[SS_REC_POLL_BEGIN]);
+	CHECK(q1(db, "SELECT count(*) FROM parks") == (int64_t)(t.by_type[SS_REC_PARK] + t.first_open_parks),
+	      "parks");
+	CHECK(q1(db, "SELECT count(*) FROM wakes") == (int64_t)t.by_type[SS_REC_WAKE], "wakes");
+	CHECK(q1(db, "SELECT count(*) FROM tasks WHERE spawn_ts IS NOT NULL") == (int64_t)t.by_type[SS_REC_SPAWN],
+	      "spawned tasks");
+	CHECK(q1(db, "SELECT count(*) FROM tasks WHERE end_ts IS NOT NULL") == (int64_t)t.by_type[SS_REC_TERMINATE],
+	      "terminated tasks");
+	CHECK(q1(db, "SELECT count(*) FROM marks") == (int64_t)t.by_type[SS_REC_MARK], "marks");
+	CHECK(q1(db, "SELECT count(*) FROM spans") == (int64_t)t.by_type[SS_REC_SPAN_BEGIN], "spans");
+	CHECK(q1(db, "SELECT count(*) FROM samples") == (int64_t)t.by_type[SS_REC_SAMPLE], "samples");
+	CHECK(q1(db, "SELECT count(*) FROM stall_captures") == (int64_t)t.by_type[SS_REC_STALL], "stall captures");
+	CHECK(q1(db, "SELECT count(*) FROM task_dumps") == (int64_t)t.by_type[SS_REC_TASK_DUMP], "task dumps");
+	CHECK(q1(db, "SELECT coalesce(sum(count), 0) FROM loss WHERE source = 'events'") == (int64_t)t.lost, "loss");
+	int64_t qd = q1(db, "SELECT count(*) FROM queue_depths");
+	CHECK(qd <= (int64_t)t.by_type[SS_REC_QUEUE] && (qd > 0) == (t.by_type[SS_REC_QUEUE] > 0), "queue %lld",
+	      (long long)qd);
+	CHECK(q1(db, "SELECT count(*) FROM workers") > 0, "workers");
+	/* Summaries: every level adds up to the complete polls and parks. */
+	for (int l = 0; l < 4; l++) {
+		int64_t size = l == 0 ? 1000000 : l == 1 ? 10000000 : l == 2 ? 100000000 : 1000000000;
+		CHECK(q1(db, "SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = %lld", (long long)size) ==
+			      q1(db, "SELECT sum(dur) FROM polls WHERE NOT incomplete"),
+		      "busy at level %d", l);
+		CHECK(q1(db, "SELECT sum(polls) FROM worker_summaries WHERE bucket_ns = %lld", (long long)size) ==
+			      q1(db, "SELECT count(*) FROM polls WHERE NOT incomplete"),
+		      "poll count at level %d", l);
+		CHECK(q1(db, "SELECT sum(parked_ns) FROM worker_summaries WHERE bucket_ns = %lld", (long long)size) ==
+			      q1(db, "SELECT sum(dur) FROM parks WHERE NOT incomplete"),
+		      "parked at level %d", l);
+		CHECK(q1(db, "SELECT count(*) FROM worker_summaries WHERE bucket_ns = %lld AND"
+			     " busy_ns + parked_ns > bucket_ns", (long long)size) == 0, "overfull bucket");
+	}
+	/* No poll longer than its recording. */
+	CHECK(q1(db, "SELECT count(*) FROM polls p JOIN workers w ON w.id = p.worker_id JOIN recordings r"
+		     " ON r.id = w.recording_id WHERE p.dur > r.last_ts - r.first_ts + 100000000") == 0,
+	      "phantom long poll");
+
+	/* Stitching across rotations in real data: every open poll a THREAD_DEF of
+	 * segment N > 0 announces is one complete row that began before the segment. */
+	int stitched = 0;
+	for (int i = 0; i < n; i++) {
+		if (first[i])
+			continue;
+		struct ss_reader *r;
+		char err[256];
+		if (ss_reader_open_file(&r, files[i], NULL, NULL, err, sizeof err) != 0)
+			continue;
+		uint64_t session = ss_reader_header(r)->session_id, start = ss_reader_header(r)->start_ts;
+		struct ss_block_info b;
+		struct ss_record rec;
+		bool first_block = true;
+		while (ss_reader_next_block(r, &b) && first_block) {
+			first_block = false;
+			while (ss_reader_next_record(r, &rec)) {
+				if (rec.type != SS_REC_THREAD_DEF || !rec.u.thread_def.open_since)
+					continue;
+				int64_t c = q1(db, "SELECT count(*) FROM polls p JOIN workers w ON w.id = p.worker_id"
+					       " JOIN threads t ON t.id = w.thread_id JOIN recordings r ON r.id = t.recording_id"
+					       " WHERE r.session_id = %lld AND t.thread = %lld AND p.ts = %lld"
+					       " AND NOT p.incomplete AND p.ts < %lld AND p.ts + p.dur > %lld",
+					       (long long)session, (long long)rec.u.thread_def.thread,
+					       (long long)rec.u.thread_def.open_since, (long long)start, (long long)start);
+				CHECK(c == 1, "stitched poll in %s thread %llu: %lld rows", files[i],
+				      (unsigned long long)rec.u.thread_def.thread, (long long)c);
+				stitched++;
+			}
+		}
+		ss_reader_close(r);
+	}
+	CHECK(stitched > 0, "the demo has no poll open across a rotation");
+	printf("demo: %d segments, %llu events, %lld polls, %d stitched across rotations\n", n,
+	       (unsigned long long)t.events, (long long)polls, stitched);
+
+	/* Again: nothing new. */
+	rc = import(dbpath, &res, NULL, 0, 1, demo);
+	CHECK(rc == SS_IMPORT_OK && res.imported == 0 && res.unchanged == (uint64_t)n && res.events == 0,
+	      "re-import: rc %d imported %llu unchanged %llu", rc, (unsigned long long)res.imported,
+	      (unsigned long long)res.unchanged);
+	CHECK(q1(db, "SELECT count(*) FROM polls") == polls, "re-import changed polls");
+	CHECK(q1(db, "SELECT count(*) FROM segments") == n, "re-import changed segments");
+	sqlite3_close(db);
+}
+
+/* ---- typical questions ----------------------------------------------------- */
+
+static void test_sql(const char *dbpath)
+{
+	sqlite3 *db = opendb(dbpath);
+	/* Longest polls with their locations. */
+	char *loc = qs(db, "SELECT l.file || ':' || l.line || ' ' || l.function FROM polls p"
+			   " JOIN locations l ON l.id = p.location_id WHERE NOT p.incomplete"
+			   " ORDER BY p.dur DESC LIMIT 1");
+	CHECK(loc && strchr(loc, ':'), "longest poll location %s", loc ? loc : "(none)");
+	printf("sql: longest poll at %s\n", loc ? loc : "?");
+	free(loc);
+	/* Wake-to-poll p99 per location. */
+	int64_t rows = q1(db, "SELECT count(*) FROM ("
+			      " WITH d AS (SELECT p.location_id AS loc, w.delay AS delay,"
+			      "   row_number() OVER (PARTITION BY p.location_id ORDER BY w.delay) AS rn,"
+			      "   count(*) OVER (PARTITION BY p.location_id) AS n"
+			      "   FROM wakes w JOIN polls p ON p.id = w.poll_id)"
+			      " SELECT loc, min(delay) AS p99 FROM d WHERE rn >= 0.99 * n GROUP BY loc)");
+	CHECK(rows > 0, "wake-to-poll p99 rows %lld", (long long)rows);
+	/* Samples inside the longest poll that has samples, with their frames. */
+	int64_t frames = q1(db, "SELECT count(*) FROM samples s JOIN callsite_frames f ON f.callsite_id = s.callsite_id"
+				" WHERE s.poll_id = (SELECT s2.poll_id FROM samples s2 JOIN polls p ON p.id = s2.poll_id"
+				" ORDER BY p.dur DESC LIMIT 1) AND f.function IS NOT NULL");
+	int64_t samples = q1(db, "SELECT count(*) FROM samples WHERE poll_id IS NOT NULL");
+	CHECK(samples == 0 || frames > 0, "frames of samples in the longest poll: %lld", (long long)frames);
+	printf("sql: %lld samples inside polls; %lld named frames in the longest sampled poll\n", (long long)samples,
+	       (long long)frames);
+	sqlite3_close(db);
+}
+
+/* ---- synthetic segments: stitching, incomplete, wakes ------------------------- */
+
+static void put_v(uint8_t *b, size_t *n, uint64_t v) { *n += ss_put_varint(b + *n, v); }
+
+static void thread_def_open(struct sb *b, uint64_t thread, uint64_t task, uint64_t since, uint64_t parked)
+{
+	uint8_t r[128];
+	size_t n = 0;
+	r[n++] = SS_REC_THREAD_DEF;
+	put_v(r, &n, thread);
+	put_v(r, &n, 100 + thread);
+	put_v(r, &n, 2);
+	r[n++] = 'w';
+	r[n++] = '0';
+	put_v(r, &n, 1);     /* runtime string */
+	put_v(r, &n, 0);
+	put_v(r, &n, SS_THREAD_F_WORKER);
+	put_v(r, &n, task);
+	put_v(r, &n, 2);     /* location */
+	put_v(r, &n, since);
+	put_v(r, &n, parked);
+	sb_raw_record(b, r, n);
+}
+
+static void defs(struct sb *b)
+{
+	sb_string(b, 1, "rt");
+	sb_string(b, 3, "file.c");
+	sb_string(b, 4, "fn");
+	sb_location(b, 2, 3, 42, 4);
+}
+
+static void test_stitch(void)
+{
+	struct sb_header h = { .session_id = 77, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb s0, s1;
+	h.segment_seq = 0;
+	sb_init(&s0, &h);
+	sb_begin_block(&s0);
+	defs(&s0);
+	thread_def_open(&s0, 1, 0, 0, 0);
+	sb_thread_def(&s0, 2, 202, "waker", 0, 0, 0);
+	sb_thread(&s0, 2, 1500);
+	sb_event(&s0, SS_REC_WAKE, 1500, 1, (uint64_t)7);
+	sb_thread(&s0, 1, 2000);
+	sb_event(&s0, SS_REC_POLL_BEGIN, 2000, 2, (uint64_t)7, (uint64_t)2);
+	sb_end_block(&s0, false);
+	sb_footer(&s0, SS_SEALED_WRITER, 0);
+
+	h.segment_seq = 1;
+	h.start_ts = 3000;
+	sb_init(&s1, &h);
+	sb_begin_block(&s1);
+	defs(&s1);
+	thread_def_open(&s1, 1, 7, 2000, 0);
+	sb_thread(&s1, 1, 5000);
+	sb_event(&s1, SS_REC_POLL_END, 5000, 0);
+	sb_event(&s1, SS_REC_POLL_BEGIN, 6000, 2, (uint64_t)8, (uint64_t)2);
+	sb_event(&s1, SS_REC_QUEUE, 7000, 2, (uint64_t)1, (uint64_t)0);
+	sb_end_block(&s1, false);
+	sb_footer(&s1, SS_SEALED_WRITER, 0);
+
+	char *p0 = path_in_tmp("st.0.bin"), *p1 = path_in_tmp("st.1.bin"), *db = path_in_tmp("stitch.db");
+	spit(p0, s0.buf, s0.len);
+	spit(p1, s1.buf, s1.len);
+	struct ss_import_result res;
+	/* Given in reverse order: the importer orders by sequence. */
+	int rc = import(db, &res, NULL, 0, 2, p1, p0);
+	CHECK(rc == SS_IMPORT_OK && res.imported == 2, "stitch import rc %d", rc);
+	sqlite3 *d = opendb(db);
+	CHECK(q1(d, "SELECT count(*) FROM polls") == 2, "2 polls, got %lld", (long long)q1(d, "SELECT count(*) FROM polls"));
+	CHECK(q1(d, "SELECT dur FROM polls WHERE ts = 2000 AND NOT incomplete") == 3000, "stitched dur");
+	CHECK(q1(d, "SELECT dur FROM polls WHERE ts = 6000 AND incomplete") == 1000, "incomplete poll dur");
+	CHECK(q1(d, "SELECT delay FROM wakes WHERE poll_id = (SELECT id FROM polls WHERE ts = 2000)") == 500,
+	      "wake delay");
+	CHECK(q1(d, "SELECT count(*) FROM locations WHERE file = 'file.c' AND line = 42") == 1, "location");
+	sqlite3_close(d);
+	printf("stitch: poll across a rotation is one row, open poll at the end incomplete\n");
+	sb_free(&s0);
+	sb_free(&s1);
+	free(p0), free(p1), free(db);
+}
+
+/* ---- growth and damage ------------------------------------------------------- */
+
+static void test_growth_and_damage(const char *demo, const char *cli)
+{
+	char src[600];
+	snprintf(src, sizeof src, "%s/long-poll/long-poll.0.bin", demo);
+	size_t len;
+	uint8_t *full = slurp(src, &len);
+	CHECK(full != NULL, "read %s", src);
+	if (!full)
+		return;
+	uint64_t offs[512];
+	int nb = 0;
+	struct ss_reader *r;
+	char err[256];
+	if (ss_reader_open_buffer(&r, full, len, NULL, NULL, err, sizeof err) == 0) {
+		struct ss_block_info b;
+		while (ss_reader_next_block(r, &b) && nb < 512)
+			offs[nb++] = b.offset;
+		ss_reader_close(r);
+	}
+	CHECK(nb > 4, "blocks %d", nb);
+	uint64_t cut = offs[nb / 2];
+
+	/* Fresh import of the whole file, for reference. */
+	char *ref_dir = path_in_tmp("ref"), *ref_db = path_in_tmp("ref.db");
+	mkdir(ref_dir, 0755);
+	char *ref_file = NULL;
+	if (asprintf(&ref_file, "%s/lp.0.bin", ref_dir) < 0)
+		exit(1);
+	spit(ref_file, full, len);
+	struct ss_import_result res;
+	import(ref_db, &res, NULL, 0, 1, ref_dir);
+	sqlite3 *d = opendb(ref_db);
+	int64_t ref_polls = q1(d, "SELECT count(*) FROM polls"), ref_wakes = q1(d, "SELECT count(*) FROM wakes");
+	int64_t ref_busy = q1(d, "SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000");
+	sqlite3_close(d);
+
+	/* An .active segment cut at a block boundary, then grown to the full file. */
+	char *gdir = path_in_tmp("grow"), *gdb = path_in_tmp("grow.db"), *act = NULL, *fin = NULL;
+	mkdir(gdir, 0755);
+	if (asprintf(&act, "%s/lp.0.bin.active", gdir) < 0 || asprintf(&fin, "%s/lp.0.bin", gdir) < 0)
+		exit(1);
+	spit(act, full, cut);
+	int rc = import(gdb, &res, NULL, 0, 1, gdir);
+	CHECK(rc == SS_IMPORT_OK && res.imported == 1 && res.damaged == 0, "active import rc %d damaged %llu", rc,
+	      (unsigned long long)res.damaged);
+	d = opendb(gdb);
+	int64_t part = q1(d, "SELECT count(*) FROM polls");
+	CHECK(part > 0 && part < ref_polls, "partial polls %lld of %lld", (long long)part, (long long)ref_polls);
+	CHECK(q1(d, "SELECT sealed FROM segments") == 0, "active not sealed");
+	sqlite3_close(d);
+	rc = import(gdb, &res, NULL, 0, 1, gdir);
+	CHECK(rc == SS_IMPORT_OK && res.imported == 0 && res.events == 0, "unchanged active re-import");
+	unlink(act);
+	spit(fin, full, len);
+	rc = import(gdb, &res, NULL, 0, 1, gdir);
+	CHECK(rc == SS_IMPORT_OK && res.imported == 1, "grown import rc %d", rc);
+	d = opendb(gdb);
+	CHECK(q1(d, "SELECT count(*) FROM polls") == ref_polls, "grown polls %lld vs %lld",
+	      (long long)q1(d, "SELECT count(*) FROM polls"), (long long)ref_polls);
+	CHECK(q1(d, "SELECT count(*) FROM wakes") == ref_wakes, "grown wakes");
+	CHECK(q1(d, "SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000") == ref_busy, "grown busy");
+	CHECK(q1(d, "SELECT count(*) FROM segments") == 1 && q1(d, "SELECT sealed FROM segments") == 1, "one sealed");
+	sqlite3_close(d);
+	printf("growth: .active cut at block %d/%d, then grown: %lld polls as a fresh import\n", nb / 2, nb,
+	       (long long)ref_polls);
+
+	/* A copy cut inside a block: truncated; the CLI warns and exits 0. */
+	char *tdir = path_in_tmp("trunc"), *tdb = path_in_tmp("trunc.db"), *tf = NULL;
+	mkdir(tdir, 0755);
+	if (asprintf(&tf, "%s/lp.0.bin", tdir) < 0)
+		exit(1);
+	spit(tf, full, cut + 30);
+	char cmd[2048], out[4096] = "";
+	snprintf(cmd, sizeof cmd, "'%s' import '%s' -o '%s' 2>&1; echo exit=$?", cli, tdir, tdb);
+	FILE *pf = popen(cmd, "r");
+	size_t got = pf ? fread(out, 1, sizeof out - 1, pf) : 0;
+	out[got] = 0;
+	if (pf)
+		pclose(pf);
+	char want[700];
+	snprintf(want, sizeof want, "%s: truncated at offset %llu", tf, (unsigned long long)cut);
+	CHECK(strstr(out, want) != NULL, "warning '%s' not in: %s", want, out);
+	CHECK(strstr(out, "exit=0") != NULL, "exit status: %s", out);
+	d = opendb(tdb);
+	CHECK(q1(d, "SELECT count(*) FROM segments WHERE damage = 'truncated' AND damage_offset = %lld",
+		 (long long)cut) == 1, "truncation recorded");
+	CHECK(q1(d, "SELECT count(*) FROM polls") == part, "truncated prefix polls %lld vs %lld",
+	      (long long)q1(d, "SELECT count(*) FROM polls"), (long long)part);
+	sqlite3_close(d);
+
+	/* A flipped byte inside a block's payload: caught by its CRC. */
+	char *cdir = path_in_tmp("corrupt"), *cdb = path_in_tmp("corrupt.db"), *cf = NULL;
+	mkdir(cdir, 0755);
+	if (asprintf(&cf, "%s/lp.0.bin", cdir) < 0)
+		exit(1);
+	full[cut + sizeof(struct ss_block_header) + 7] ^= 0x10;
+	spit(cf, full, len);
+	rc = import(cdb, &res, NULL, 0, 1, cdir);
+	CHECK(rc == SS_IMPORT_OK && res.damaged == 1, "corrupt import rc %d", rc);
+	d = opendb(cdb);
+	char *reason = qs(d, "SELECT damage || ' ' || damage_reason FROM segments");
+	CHECK(reason && strstr(reason, "corrupt") && (strstr(reason, "CRC") || strstr(reason, "crc")),
+	      "reason: %s", reason ? reason : "(none)");
+	printf("damage: truncated copy and flipped byte: %s\n", reason ? reason : "?");
+	free(reason);
+	CHECK(q1(d, "SELECT count(*) FROM polls") == part, "corrupt prefix polls");
+	sqlite3_close(d);
+
+	/* Nothing importable: exit status 1. */
+	char *junk = path_in_tmp("junk.bin"), *jdb = path_in_tmp("junk.db");
+	spit(junk, "not a segment", 13);
+	snprintf(cmd, sizeof cmd, "'%s' import -q '%s' -o '%s' >/dev/null 2>&1", cli, junk, jdb);
+	int st = system(cmd);
+	CHECK(WEXITSTATUS(st) == 1, "nothing importable exit %d", WEXITSTATUS(st));
+	free(full);
+	free(ref_dir), free(ref_db), free(ref_file), free(gdir), free(gdb), free(act), free(fin);
+	free(tdir), free(tdb), free(tf), free(cdir), free(cdb), free(cf), free(junk), free(jdb);
+}
+
+/* ---- symbols ----------------------------------------------------------------- */
+
+static size_t build_id(const char *path, uint8_t *out)
+{
+	elf_version(EV_CURRENT);
+	int fd = open(path, O_RDONLY);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	const void *id;
+	ssize_t n = e ? dwelf_elf_gnu_build_id(e, &id) : -1;
+	if (n > 0)
+		memcpy(out, id, (size_t)n);
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? (size_t)n : 0;
+}
+
+struct symrun {
+	char path[3000];
+	unsigned long long lo, hi, off, pc[3];
+	int line[3];
+};
+
+static void seg_with_stack(const char *file, const struct symrun *s, const char *map_path, const uint8_t *bid,
+			   size_t bid_len)
+{
+	struct sb_header h = { .session_id = 99, .pid = 1, .exe = map_path, .hostname = "h", .boot_id = "x",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	uint8_t body[4096];
+	size_t n = 0;
+	put_v(body, &n, 0);
+	put_v(body, &n, s->lo);
+	put_v(body, &n, s->hi);
+	put_v(body, &n, s->off);
+	put_v(body, &n, 5);
+	put_v(body, &n, bid_len);
+	memcpy(body + n, bid, bid_len);
+	n += bid_len;
+	put_v(body, &n, strlen(map_path));
+	memcpy(body + n, map_path, strlen(map_path));
+	n += strlen(map_path);
+	sb_ext(&b, SS_REC_MAPPING, body, n);
+	n = 0;
+	put_v(body, &n, 1);
+	put_v(body, &n, 0);
+	put_v(body, &n, 3);
+	for (int i = 0; i < 3; i++)
+		put_v(body, &n, s->pc[i]);
+	sb_ext(&b, SS_REC_STACK, body, n);
+	thread_def_open(&b, 1, 0, 0, 0);
+	sb_thread(&b, 1, 2000);
+	sb_event(&b, SS_REC_POLL_BEGIN, 2000, 2, (uint64_t)5, (uint64_t)2);
+	sb_event(&b, SS_REC_POLL_END, 9000, 0);
+	n = 0;
+	put_v(body, &n, 1);    /* thread */
+	put_v(body, &n, 101);  /* tid */
+	put_v(body, &n, 4000); /* ts */
+	put_v(body, &n, 1);    /* cpu + 1 */
+	put_v(body, &n, 1000); /* weight */
+	put_v(body, &n, SS_SAMPLE_KIND_CPU);
+	put_v(body, &n, 1);    /* stack */
+	sb_ext(&b, SS_REC_SAMPLE, body, n);
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	spit(file, b.buf, b.len);
+	sb_free(&b);
+}
+
+static void check_frames(const char *db, const struct symrun *s, bool full, const char *what)
+{
+	sqlite3 *d = opendb(db);
+	CHECK(q1(d, "SELECT count(*) FROM samples WHERE poll_id IS NOT NULL") == 1, "%s: sample in poll", what);
+	static const char *const fn[4] = { "capture_pc", "inner_inlined", "outer", "main" };
+	int lines[4] = { 0, s->line[0], s->line[1], s->line[2] };
+	for (int depth = 0; depth < 4; depth++) {
+		char sql[512];
+		snprintf(sql, sizeof sql, "SELECT coalesce(function, '') || '|' || coalesce(file, '') || '|' ||"
+			 " coalesce(line, 0) FROM callsite_frames WHERE callsite_id = (SELECT callsite_id FROM samples)"
+			 " AND depth = %d", depth);
+		char *row = qs(d, sql);
+		if (full) {
+			char want[128];
+			snprintf(want, sizeof want, "%s|", fn[depth]);
+			CHECK(row && strncmp(row, want, strlen(want)) == 0 && strstr(row, "symtest.c|"),
+			      "%s: depth %d: %s", what, depth, row ? row : "(none)");
+			if (row && depth > 0) {
+				const char *bar = strrchr(row, '|');
+				CHECK(bar && atoi(bar + 1) == lines[depth], "%s: depth %d line: %s want %d", what, depth,
+				      row, lines[depth]);
+			}
+		}
+		if (row && full)
+			printf("symbols (%s): depth %d %s\n", what, depth, row);
+		free(row);
+	}
+	sqlite3_close(d);
+}
+
+static void test_symbols(const char *symtest, const char *objcopy, const char *cli)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "'%s'", symtest);
+	FILE *p = popen(cmd, "r");
+	struct symrun s = { 0 };
+	int got = p ? fscanf(p, "%2999s %llx %llx %llx %llx %llx %llx %d %d %d", s.path, &s.lo, &s.hi, &s.off,
+			     &s.pc[0], &s.pc[1], &s.pc[2], &s.line[0], &s.line[1], &s.line[2]) : 0;
+	if (p)
+		pclose(p);
+	CHECK(got == 10, "symtest output (%d fields)", got);
+	if (got != 10)
+		return;
+	uint8_t bid[64];
+	size_t blen = build_id(symtest, bid);
+	CHECK(blen > 0, "symtest has no build id");
+
+	/* 1. The binary where it was recorded. */
+	char *f1 = path_in_tmp("sym1/s.0.bin"), *d1 = path_in_tmp("sym1.db"), *dir1 = path_in_tmp("sym1");
+	mkdir(dir1, 0755);
+	seg_with_stack(f1, &s, s.path, bid, blen);
+	struct ss_import_result res;
+	CHECK(import(d1, &res, NULL, 0, 1, dir1) == SS_IMPORT_OK, "sym import");
+	check_frames(d1, &s, true, "binary");
+
+	/* 2. Stripped binary + split debug info in a --debug-dir (.build-id layout). */
+	char *stripped = path_in_tmp("symtest-stripped"), *dbg = path_in_tmp("symtest.debug");
+	char *ddir = path_in_tmp("debug"), *bdir = NULL, *bfile = NULL, hex[129];
+	for (size_t i = 0; i < blen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+	if (asprintf(&bdir, "%s/.build-id/%.2s", ddir, hex) < 0 || asprintf(&bfile, "%s/%s.debug", bdir, hex + 2) < 0)
+		exit(1);
+	snprintf(cmd, sizeof cmd, "'%s' --only-keep-debug '%s' '%s' && '%s' --strip-debug '%s' '%s' && mkdir -p '%s' &&"
+		 " mv '%s' '%s'", objcopy, symtest, dbg, objcopy, symtest, stripped, bdir, dbg, bfile);
+	CHECK(system(cmd) == 0, "objcopy: %s", cmd);
+	char *f2 = path_in_tmp("sym2/s.0.bin"), *d2 = path_in_tmp("sym2.db"), *dir2 = path_in_tmp("sym2");
+	char *d2b = path_in_tmp("sym2b.db");
+	mkdir(dir2, 0755);
+	seg_with_stack(f2, &s, stripped, bid, blen);
+	CHECK(import(d2b, &res, NULL, 0, 1, dir2) == SS_IMPORT_OK, "stripped import");
+	sqlite3 *d = opendb(d2b);
+	CHECK(q1(d, "SELECT count(*) FROM frames WHERE file IS NOT NULL AND mapping_id IN"
+		    " (SELECT id FROM mappings WHERE path LIKE '%%stripped')") == 0, "stripped has no lines");
+	CHECK(q1(d, "SELECT count(*) FROM frames WHERE function = 'outer'") >= 1, "symtab names remain");
+	sqlite3_close(d);
+	const char *dirs[1] = { ddir };
+	CHECK(import(d2, &res, dirs, 1, 1, dir2) == SS_IMPORT_OK, "debug-dir import");
+	check_frames(d2, &s, true, "--debug-dir");
+
+	/* 3. A file whose build id differs is never used silently. */
+	uint8_t wrong[64];
+	memcpy(wrong, bid, blen);
+	wrong[0] ^= 0xff;
+	char *f3 = path_in_tmp("sym3/s.0.bin"), *d3 = path_in_tmp("sym3.db"), *dir3 = path_in_tmp("sym3");
+	mkdir(dir3, 0755);
+	seg_with_stack(f3, &s, s.path, wrong, blen);
+	CHECK(import(d3, &res, NULL, 0, 1, dir3) == SS_IMPORT_OK, "mismatch import");
+	d = opendb(d3);
+	CHECK(q1(d, "SELECT count(*) FROM frames WHERE symbol_note LIKE 'build-id mismatch%%' AND function IS NULL")
+		      >= 3, "mismatch noted");
+	sqlite3_close(d);
+	/* 4. `stallscope symbolize` where the binary is, then import after it moved
+	 * away: the names come from the segment's own symbol table. */
+	char *dir4 = path_in_tmp("sym4"), *f4 = path_in_tmp("sym4/s.0.bin"), *d4 = path_in_tmp("sym4.db");
+	char *copy = path_in_tmp("symtest-copy"), *gone = path_in_tmp("symtest-moved-away");
+	mkdir(dir4, 0755);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", symtest, copy);
+	CHECK(system(cmd) == 0, "copy symtest");
+	struct symrun s4 = s;
+	snprintf(s4.path, sizeof s4.path, "%s", copy);
+	seg_with_stack(f4, &s4, copy, bid, blen);
+	snprintf(cmd, sizeof cmd, "'%s' symbolize -q '%s'", cli, dir4);
+	CHECK(system(cmd) == 0, "symbolize: %s", cmd);
+	CHECK(rename(copy, gone) == 0, "move the binary away");
+	CHECK(import(d4, &res, NULL, 0, 1, dir4) == SS_IMPORT_OK && res.damaged == 0, "import symbolized");
+	check_frames(d4, &s4, true, "symbol table");
+	d = opendb(d4);
+	CHECK(q1(d, "SELECT count(*) FROM frames WHERE symbol_note LIKE '%%symbol table%%'") >= 4,
+	      "frames named from the table");
+	sqlite3_close(d);
+	/* Symbolizing again leaves the file as it is. */
+	struct stat st1, st2;
+	stat(f4, &st1);
+	snprintf(cmd, sizeof cmd, "'%s' symbolize -q '%s'", cli, dir4);
+	CHECK(system(cmd) == 0 && stat(f4, &st2) == 0 && st1.st_size == st2.st_size, "second symbolize");
+	free(dir4), free(f4), free(d4), free(copy), free(gone);
+	printf("symbols: binary, split debug info via --debug-dir, build-id mismatch reported, "
+	       "embedded symbol table after the binary moved away\n");
+	free(f1), free(d1), free(dir1), free(stripped), free(dbg), free(ddir), free(bdir), free(bfile);
+	free(f2), free(d2), free(dir2), free(d2b), free(f3), free(d3), free(dir3);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "usage: test_import DEMO_DIR STALLSCOPE_CLI SYMTEST OBJCOPY\n");
+		return 2;
+	}
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	char *demo_db = path_in_tmp("demo.db");
+	test_demo(argv[1], demo_db);
+	test_sql(demo_db);
+	test_stitch();
+	test_growth_and_damage(argv[1], argv[2]);
+	test_symbols(argv[3], argv[4], argv[2]);
+	free(demo_db);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+	if (failures == 0 && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	if (failures)
+		fprintf(stderr, "%d failures (files kept in %s)\n", failures, tmp);
+	else
+		printf("all import tests passed\n");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,233 @@
+/*
+ * test_render.c - renders the fixture headlessly (the --render-png code path)
+ * and checks the picture where the data says things are: the lanes, the colour
+ * of polls by location and by duration class, parks, the CPU strip, stall
+ * markers and lost-data hatching; plus the 1-2-5 tick ladder and formatting.
+ * usage: test_render SCHEMA.sql OUTDIR
+ */
+#include <cairo.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "tl-db.h"
+#include "tl-palette.h"
+#include "tl-png.h"
+#include "tl-ticks.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			failures++;                                        \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                      \
+			fputc('\n', stderr);                               \
+		}                                                          \
+	} while (0)
+
+struct pic {
+	cairo_surface_t *s;
+	struct tl_view v;
+	struct tl_layout l;
+};
+
+static void pixel(const struct pic *p, int x, int y, int rgb[3])
+{
+	const unsigned char *d = cairo_image_surface_get_data(p->s);
+	int stride = cairo_image_surface_get_stride(p->s);
+	uint32_t px = *(const uint32_t *)(d + (size_t)y * (size_t)stride + (size_t)x * 4);
+	rgb[0] = (px >> 16) & 255;
+	rgb[1] = (px >> 8) & 255;
+	rgb[2] = px & 255;
+}
+
+static bool near(const int rgb[3], GdkRGBA c, int tol)
+{
+	return abs(rgb[0] - (int)lroundf(c.red * 255)) <= tol && abs(rgb[1] - (int)lroundf(c.green * 255)) <= tol &&
+	       abs(rgb[2] - (int)lroundf(c.blue * 255)) <= tol;
+}
+
+static int x_of(const struct pic *p, double ms)
+{
+	return TL_LABEL_W + (int)floor(tl_view_x(&p->v, FX_MS(ms)));
+}
+
+static int lane_y(const struct pic *p, int lane)
+{
+	return tl_view_lane_screen_y(&p->v, &p->l, lane);
+}
+
+static void expect(const struct pic *p, const char *what, double ms, int lane, int dy, GdkRGBA c)
+{
+	int rgb[3];
+	int x = x_of(p, ms) + 1, y = lane_y(p, lane) + dy;
+	pixel(p, x, y, rgb);
+	CHECK(near(rgb, c, 3), "%s at %.1f ms lane %d (%d,%d): got #%02x%02x%02x, want #%02x%02x%02x", what, ms, lane,
+	      x, y, rgb[0], rgb[1], rgb[2], (int)lroundf(c.red * 255), (int)lroundf(c.green * 255),
+	      (int)lroundf(c.blue * 255));
+}
+
+static struct pic render(struct tl_db *db, struct tl_png_options *o, const char *png)
+{
+	struct pic p;
+	p.s = tl_png_render_surface(db, o, &p.v);
+	tl_layout_compute(&p.l, db);
+	if (png)
+		cairo_surface_write_to_png(p.s, png);
+	return p;
+}
+
+static void pic_free(struct pic *p)
+{
+	cairo_surface_destroy(p->s);
+	tl_layout_free(&p->l);
+}
+
+static void test_ticks(void)
+{
+	CHECK(tl_tick_step(1) == 1, "step 1");
+	CHECK(tl_tick_step(1000) == 1000, "step 1000 exact");
+	CHECK(tl_tick_step(1001) == 2000, "step 1001");
+	CHECK(tl_tick_step(2500) == 5000, "step 2500");
+	CHECK(tl_tick_step(6e9) == 10000000000, "step 6 s");
+	/* The ladder has no gaps at any zoom: every step is 1, 2 or 5 x 10^k and
+	 * at most 2.5x the minimum asked for. */
+	for (double m = 1.5; m < 1e13; m *= 1.37) {
+		int64_t s = tl_tick_step(m);
+		int64_t lead = s;
+		while (lead % 10 == 0)
+			lead /= 10;
+		CHECK(s >= m && s <= m * 2.5 + 1 && (lead == 1 || lead == 2 || lead == 5), "ladder at %.0f: %lld", m,
+		      (long long)s);
+	}
+	char b[64];
+	tl_format_duration(b, sizeof b, 1500000, 500000);
+	CHECK(!strcmp(b, "1.5 ms"), "1.5 ms: '%s'", b);
+	tl_format_duration(b, sizeof b, 2000000000, 1000000000);
+	CHECK(!strcmp(b, "2 s"), "2 s: '%s'", b);
+	tl_format_duration(b, sizeof b, 0, 200000);
+	CHECK(!strcmp(b, "0 us"), "0: '%s'", b);
+	tl_format_duration(b, sizeof b, 250000, 0);
+	CHECK(!strcmp(b, "250 us"), "250 us: '%s'", b);
+	tl_format_wall(b, sizeof b, 1700000000123456789, 1000000);
+	CHECK(strlen(b) == 12 && b[2] == ':' && !strcmp(b + 8, ".123"), "wall: '%s'", b);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: test_render SCHEMA.sql OUTDIR\n");
+		return 2;
+	}
+	test_ticks();
+	char dbp[4096], png[4096];
+	snprintf(dbp, sizeof dbp, "%s/fixture.db", argv[2]);
+	if (fixture_build_small(dbp, argv[1]) != 0)
+		return 1;
+	char err[512];
+	struct tl_db *db = tl_db_open(dbp, err, sizeof err);
+	if (!db) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	/* Lanes: three workers of one runtime in index order, then io-thread. */
+	CHECK(db->n_lanes == 4, "lanes: %zu", db->n_lanes);
+	CHECK(db->n_groups == 2, "groups: %zu", db->n_groups);
+	CHECK(db->n_stalls == 1 && db->stalls[0].lane == 0, "stall on lane 0");
+	CHECK(db->n_losses == 2, "losses: %zu", db->n_losses);
+	if (db->n_lanes == 4) {
+		CHECK(strstr(db->lanes[0].label, "w0") && strstr(db->lanes[0].label, "rt-w0"), "label 0 '%s'", db->lanes[0].label);
+		CHECK(strstr(db->lanes[2].label, "rt-w2"), "label 2 '%s'", db->lanes[2].label);
+		CHECK(!strcmp(db->lanes[3].label, "io-thread") && db->lanes[3].worker_id == 0, "io-thread lane");
+		CHECK(strstr(db->groups[0].title, "demo") && strstr(db->groups[0].title, "3 workers"), "group '%s'",
+		      db->groups[0].title);
+	}
+	struct tl_theme th;
+	tl_theme_init(&th, false);
+
+	/* Detail window 0..1000 ms at 4200 px: 0.25 ms/px, below the 1 ms
+	 * summaries, so real polls are drawn. */
+	struct tl_png_options o = { .width = 4200, .from = 0, .to = 1000000000 };
+	snprintf(png, sizeof png, "%s/detail.png", argv[2]);
+	struct pic p = render(db, &o, png);
+	CHECK(p.v.height == TL_RULER_H + 2 * TL_GROUP_H + 4 * TL_LANE_H + TL_LEGEND_H, "height %d", p.v.height);
+	expect(&p, "poll loc 1", 125, 0, TL_POLL_Y + 12, tl_location_color(1));
+	expect(&p, "poll loc 2", 205, 0, TL_POLL_Y + 12, tl_location_color(2));
+	expect(&p, "stalled poll loc 3", 400, 0, TL_POLL_Y + 12, tl_location_color(3));
+	expect(&p, "stall bar", 400, 0, TL_POLL_Y + TL_POLL_H - 2, th.stall);
+	expect(&p, "stall triangle", 300, 0, 2, th.stall);
+	expect(&p, "park", 700, 0, TL_PARK_Y + 2, th.park);
+	expect(&p, "park w1", 12, 1, TL_PARK_Y + 2, th.park);
+	expect(&p, "poll w1", 2, 1, TL_POLL_Y + 3, tl_location_color(2));
+	expect(&p, "no poll while parked", 700, 0, TL_POLL_Y + 2, th.bg);
+	expect(&p, "on-cpu", 320, 0, TL_CPU_Y + 2, th.on_cpu);
+	expect(&p, "blocked", 380, 0, TL_CPU_Y + 2, th.blocked);
+	expect(&p, "preempted", 430, 0, TL_CPU_Y + 2, th.preempted);
+	{
+		/* Samples: a tick every ms on CPU in w0, none while blocked. */
+		int rgb[3], ticks_on = 0, ticks_off = 0;
+		for (double ms = 300; ms < 350; ms += 0.25) {
+			pixel(&p, x_of(&p, ms), lane_y(&p, 0) + TL_SAMPLE_Y + 2, rgb);
+			ticks_on += near(rgb, th.sample, 3);
+		}
+		for (double ms = 360; ms < 410; ms += 0.25) {
+			pixel(&p, x_of(&p, ms), lane_y(&p, 0) + TL_SAMPLE_Y + 2, rgb);
+			ticks_off += near(rgb, th.sample, 3);
+		}
+		CHECK(ticks_on >= 45 && ticks_on <= 55 && ticks_off == 0, "sample ticks on %d off %d", ticks_on, ticks_off);
+		/* The io-thread lane has a tick every 5 ms. */
+		int io = 0;
+		for (double ms = 0; ms < 100; ms += 0.25) {
+			pixel(&p, x_of(&p, ms), lane_y(&p, 3) + TL_SAMPLE_Y + 2, rgb);
+			io += near(rgb, th.sample, 3);
+		}
+		CHECK(io >= 19 && io <= 21, "io-thread ticks %d", io);
+		/* Lost events on w2's lane in [600,700): hatched, not plain. */
+		pixel(&p, x_of(&p, 650), lane_y(&p, 2) + TL_PARK_Y + 2, rgb);
+		CHECK(!near(rgb, th.park, 3) && !near(rgb, th.bg, 3), "loss hatch over w2 park");
+		pixel(&p, x_of(&p, 655) + 1, lane_y(&p, 1) + TL_POLL_Y + 2, rgb);
+		CHECK(near(rgb, th.bg, 3) || near(rgb, th.lane_alt, 3), "no loss hatch on w1 at 650 ms");
+	}
+	pic_free(&p);
+
+	/* Duration classes: the 200 ms stalled poll is "> 50 ms", the 5 ms polls
+	 * of w1 "1-10 ms", the 10 ms poll of w0 "10-50 ms", its 50 ms poll "> 50 ms"
+	 * (the classes are [0,1) [1,10) [10,50) [50,inf) ms). */
+	o.color = TL_COLOR_DURATION;
+	snprintf(png, sizeof png, "%s/duration.png", argv[2]);
+	p = render(db, &o, png);
+	expect(&p, "> 50 ms", 400, 0, TL_POLL_Y + 12, tl_duration_color(3));
+	expect(&p, "10-50 ms", 205, 0, TL_POLL_Y + 12, tl_duration_color(2));
+	expect(&p, "50 ms is > 50 ms", 125, 0, TL_POLL_Y + 12, tl_duration_color(3));
+	expect(&p, "1-10 ms", 2, 1, TL_POLL_Y + 12, tl_duration_color(1));
+	pic_free(&p);
+
+	/* Zoomed out (summaries): w2 busy in [0,400), idle after; w0 busy bar
+	 * during the stall. */
+	struct tl_png_options z = { .width = 900 };
+	snprintf(png, sizeof png, "%s/overview.png", argv[2]);
+	p = render(db, &z, png);
+	expect(&p, "summary busy w0", 400, 0, TL_POLL_Y + TL_POLL_H - 5, th.busy_summary);
+	expect(&p, "summary busy w2", 200, 2, TL_POLL_Y + TL_POLL_H - 1, th.busy_summary);
+	expect(&p, "summary idle w2", 800, 2, TL_POLL_Y + TL_POLL_H - 1, th.bg);
+	pic_free(&p);
+
+	/* Dark theme renders with the dark background. */
+	z.dark = true;
+	p = render(db, &z, NULL);
+	tl_theme_init(&th, true);
+	expect(&p, "dark background", 800, 2, TL_POLL_Y + 2, th.bg);
+	pic_free(&p);
+
+	tl_db_close(db);
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed; pictures in %s\n", failures, argv[2]);
+		return 1;
+	}
+	printf("render: all checks passed\n");
+	return 0;
+}

@@ -1,0 +1,200 @@
+/*
+ * test_window.c - the window on the fixture, under a real (virtual) X server:
+ * opens the trace through the application's "open" path, zooms, pans and walks
+ * the view history through the actions (as the keyboard and header bar do),
+ * selects a stall in the stalls panel and checks that the timeline moved there
+ * and that the side panel shows its backtraces; selects a poll and a range and
+ * checks their summaries; saves a screenshot of the window.
+ * usage: test_window SCHEMA.sql OUTDIR   (run by test_window.sh under xvfb-run)
+ */
+#include <gtk/gtk.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "ss-app.h"
+#include "ss-window.h"
+
+static int failures;
+static const char *outdir;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			failures++;                                        \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                      \
+			fputc('\n', stderr);                               \
+		}                                                          \
+	} while (0)
+
+static void spin(int ms)
+{
+	gint64 end = g_get_monotonic_time() + ms * 1000;
+	while (g_get_monotonic_time() < end)
+		g_main_context_iteration(NULL, FALSE);
+}
+
+static bool contains(const char *hay, const char *needle)
+{
+	bool ok = hay && strstr(hay, needle);
+	if (!ok)
+		fprintf(stderr, "  (looked for '%s' in:\n%s)\n", needle, hay ? hay : "(null)");
+	return ok;
+}
+
+static void screenshot(GtkWidget *w, const char *name)
+{
+	GdkPaintable *p = gtk_widget_paintable_new(w);
+	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
+	GtkSnapshot *s = gtk_snapshot_new();
+	gdk_paintable_snapshot(p, s, width, height);
+	GskRenderNode *node = gtk_snapshot_free_to_node(s);
+	GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(w));
+	if (node && r) {
+		GdkTexture *t = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", outdir, name);
+		gdk_texture_save_to_png(t, path);
+		g_object_unref(t);
+	}
+	if (node)
+		gsk_render_node_unref(node);
+	g_object_unref(p);
+}
+
+static gboolean run_checks(gpointer data)
+{
+	GtkApplication *app = data;
+	GList *wins = gtk_application_get_windows(app);
+	CHECK(wins != NULL, "a window opened");
+	if (!wins) {
+		g_application_quit(G_APPLICATION(app));
+		return G_SOURCE_REMOVE;
+	}
+	SsWindow *win = SS_WINDOW(wins->data);
+	spin(500);
+	SsTimeline *tl = ss_window_get_timeline(win);
+	struct tl_db *db = ss_timeline_get_db(tl);
+	CHECK(db != NULL, "trace opened (error: %s)", ss_window_get_error(win) ? ss_window_get_error(win) : "none");
+	if (!db) {
+		g_application_quit(G_APPLICATION(app));
+		return G_SOURCE_REMOVE;
+	}
+	CHECK(db->n_lanes == 4, "4 lanes, got %zu", db->n_lanes);
+	CHECK(ss_timeline_frames(tl) > 0, "the timeline was drawn");
+	screenshot(GTK_WIDGET(win), "window.png");
+
+	const struct tl_view *v = ss_timeline_get_view(tl);
+	CHECK(v->t0 <= db->first_ts && v->t1 >= db->last_ts, "fit shows the whole trace");
+	int64_t d0 = v->t1 - v->t0, t0 = v->t0;
+	GActionGroup *ag = ss_timeline_actions(tl);
+
+	g_action_group_activate_action(ag, "zoom-in", NULL);
+	int64_t d1 = v->t1 - v->t0;
+	CHECK(d1 > d0 * 45 / 100 && d1 < d0 * 55 / 100, "zoom-in halves the window: %lld -> %lld", (long long)d0, (long long)d1);
+	int64_t before_pan = v->t0;
+	g_action_group_activate_action(ag, "pan-right", NULL);
+	CHECK(v->t0 > before_pan, "pan-right shows later times");
+	/* Through the window, as the header bar buttons do. */
+	gtk_widget_activate_action(GTK_WIDGET(win), "tl.zoom-in", NULL);
+	CHECK(v->t1 - v->t0 < d1 * 55 / 100, "tl.zoom-in from the window");
+	g_action_group_activate_action(ag, "back", NULL);
+	CHECK(v->t1 - v->t0 == d1, "back restores the previous zoom");
+	g_action_group_activate_action(ag, "back", NULL);
+	g_action_group_activate_action(ag, "back", NULL);
+	CHECK(v->t0 == t0 && v->t1 - v->t0 == d0, "back to the start of the history");
+	g_action_group_activate_action(ag, "forward", NULL);
+	CHECK(v->t1 - v->t0 == d1, "forward");
+	g_action_group_activate_action(ag, "fit", NULL);
+	CHECK(v->t1 - v->t0 == d0, "fit");
+	g_action_group_activate_action(ag, "zoom-out", NULL);
+	g_action_group_activate_action(ag, "zoom-out", NULL);
+	CHECK(v->t1 - v->t0 <= (db->last_ts - db->first_ts) * 11 / 10, "zoom-out is clamped near the whole trace");
+	g_action_group_activate_action(ag, "color-by", g_variant_new_string("duration"));
+	CHECK(v->color == TL_COLOR_DURATION, "color-by duration");
+	g_action_group_activate_action(ag, "color-by", g_variant_new_string("location"));
+	spin(100);
+
+	/* The stalls panel: one stall; selecting it moves the timeline there
+	 * and shows the captures' backtraces. */
+	SsStalls *stalls = ss_window_get_stalls(win);
+	CHECK(ss_stalls_count(stalls) == 1, "one stall listed");
+	ss_stalls_select_row(stalls, 0);
+	spin(200);
+	CHECK(v->selected_stall == 1, "stall selected in the timeline");
+	CHECK(v->t0 <= FX_MS(300) && v->t1 >= FX_MS(500) && v->t1 - v->t0 < 500000000, "the view moved to the stall: %lld..%lld",
+	      (long long)(v->t0 - FX_BASE), (long long)(v->t1 - FX_BASE));
+	char *text = ss_window_get_details_text(win);
+	CHECK(contains(text, "STALL 1"), "stall title");
+	CHECK(contains(text, "compute_hash (hash.c:30)"), "stall location");
+	CHECK(contains(text, "200 ms"), "stall duration");
+	CHECK(contains(text, "CAPTURE 0") && contains(text, "running"), "first capture");
+	CHECK(contains(text, "CAPTURE 1") && contains(text, "blocked in syscall 0"), "second capture");
+	CHECK(contains(text, "#0  sha256_block (src/sha.c:77)"), "leaf frame with file:line");
+	CHECK(contains(text, "#2  main (src/main.c:5)"), "root frame");
+	CHECK(contains(text, "read (/usr/bin/demo+0x1f4: no debug info)"), "unsymbolized frame says why");
+	g_free(text);
+	screenshot(GTK_WIDGET(win), "window-stall.png");
+
+	/* A poll: task, wake and delay, samples inside with stacks. */
+	ss_timeline_select_poll(tl, db->stalls[0].poll_id, 3);
+	text = ss_window_get_details_text(win);
+	CHECK(contains(text, "task       3"), "poll's task");
+	CHECK(contains(text, "duration   200 ms"), "poll's duration");
+	CHECK(contains(text, "WOKEN at") && contains(text, "rt-w1") && contains(text, "delay 10.0 ms"), "wake and delay");
+	CHECK(contains(text, "SAMPLES inside: 110"), "samples inside (50 + 60 ms on CPU at 1 kHz)");
+	CHECK(contains(text, "sha256_block"), "sample stacks");
+	CHECK(v->highlight_task == 3, "the task's polls are highlighted");
+	g_free(text);
+
+	/* A range: per-worker busy / parked / off-CPU and top locations. */
+	g_signal_emit_by_name(tl, "range-selected", (gint64)FX_MS(100), (gint64)FX_MS(200));
+	text = ss_window_get_details_text(win);
+	CHECK(contains(text, "RANGE 100 ms"), "range title");
+	CHECK(contains(text, "w0  rt-w0           50.0%    50.0%    50.0%"), "w0 busy/parked/off-CPU");
+	CHECK(contains(text, "handle_request (server.c:10)"), "top location");
+	g_free(text);
+
+	g_application_quit(G_APPLICATION(app));
+	return G_SOURCE_REMOVE;
+}
+
+static void on_window_added(GtkApplication *app, GtkWindow *w, gpointer data)
+{
+	(void)w;
+	(void)data;
+	static bool once;
+	if (!once) {
+		once = true;
+		g_timeout_add(300, run_checks, app);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: test_window SCHEMA.sql OUTDIR\n");
+		return 2;
+	}
+	outdir = argv[2];
+	char dbp[4096];
+	snprintf(dbp, sizeof dbp, "%s/window-fixture.db", outdir);
+	if (fixture_build_small(dbp, argv[1]) != 0)
+		return 1;
+	/* The default light theme, whatever the developer's desktop uses. */
+	g_setenv("GTK_THEME", "Adwaita", TRUE);
+	GtkApplication *app = ss_app_new();
+	g_signal_connect(app, "window-added", G_CALLBACK(on_window_added), NULL);
+	char *args[] = { argv[0], dbp, NULL };
+	int rc = g_application_run(G_APPLICATION(app), 2, args);
+	g_object_unref(app);
+	if (rc != 0)
+		return rc;
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("window: all checks passed\n");
+	return 0;
+}

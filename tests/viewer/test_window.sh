@@ -1,0 +1,11 @@
+#!/bin/sh
+# Runs test_window under a virtual X server; skipped (77) without xvfb-run.
+# usage: test_window.sh TEST_WINDOW SCHEMA.sql OUTDIR
+if ! command -v xvfb-run >/dev/null 2>&1; then
+	echo "SKIP: xvfb-run not installed (apt-get install xvfb xauth)"
+	exit 77
+fi
+# GDK_BACKEND=x11: the test is about the X server it starts, not a Wayland
+# session the developer may be in. GSK_RENDERER=cairo: no GL under Xvfb.
+exec env -u WAYLAND_DISPLAY GDK_BACKEND=x11 GSK_RENDERER=cairo NO_AT_BRIDGE=1 \
+	xvfb-run -a -s "-screen 0 1600x1000x24" "$1" "$2" "$3"

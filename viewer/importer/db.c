@@ -1,0 +1,239 @@
+/*
+ * db.c - see db.h. All inserts of one import run inside one transaction with
+ * prepared statements; a fresh database also gets journal_mode=OFF and
+ * synchronous=OFF, because a crash during a first import only loses a file that
+ * can be imported again, while an existing database keeps its rollback journal.
+ */
+#include "db.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "db-pipe.h"
+#include "schema_sql.h"
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_INS_RECORDING] = "INSERT INTO recordings(id, session_id, pid, executable, host, boot_id,"
+		" anchor_mono_ns, anchor_real_ns) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_RECORDING_TS] = "UPDATE recordings SET first_ts = min(coalesce(first_ts, ?2), ?2),"
+		" last_ts = max(coalesce(last_ts, ?3), ?3) WHERE id = ?1",
+	[ST_INS_META] = "INSERT OR REPLACE INTO metadata(recording_id, key, value) VALUES(?,?,?)",
+	[ST_INS_THREAD] = "INSERT INTO threads(id, recording_id, thread, tid, name) VALUES(?,?,?,?,?)",
+	[ST_UPD_THREAD_NAME] = "UPDATE threads SET name = ?2, tid = ?3 WHERE id = ?1",
+	[ST_UPD_THREAD_EXIT] = "UPDATE threads SET exit_ts = ?2 WHERE id = ?1",
+	[ST_INS_WORKER] = "INSERT INTO workers(id, recording_id, thread_id, runtime, idx, begin_ts)"
+		" VALUES(?,?,?,?,?,?)",
+	[ST_UPD_WORKER_END] = "UPDATE workers SET end_ts = ?2 WHERE id = ?1",
+	[ST_UPD_WORKER_RUNTIME] = "UPDATE workers SET runtime = ?2, idx = ?3,"
+		" begin_ts = coalesce(begin_ts, ?4) WHERE id = ?1",
+	[ST_INS_LOCATION] = "INSERT INTO locations(id, file, line, function) VALUES(?,?,?,?)",
+	[ST_INS_TASK] = "INSERT INTO tasks(id, recording_id, task, location_id, parent_task_id,"
+		" spawn_ts, end_ts, spawn_thread_id) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_TASK_END] = "UPDATE tasks SET end_ts = ?2 WHERE id = ?1",
+	[ST_INS_POLL] = "INSERT INTO polls(id, worker_id, task_id, location_id, ts, dur, incomplete)"
+		" VALUES(?,?,?,?,?,?,?)",
+	[ST_INS_PARK] = "INSERT INTO parks(worker_id, ts, dur, incomplete) VALUES(?,?,?,?)",
+	[ST_INS_WAKE] = "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id, poll_id, delay)"
+		" VALUES(?,?,?,?,?,?)",
+	[ST_INS_QUEUE] = "INSERT INTO queue_depths(thread_id, worker_id, ts, local, global) VALUES(?,?,?,?,?)",
+	[ST_INS_MARK] = "INSERT INTO marks(thread_id, ts, name, value) VALUES(?,?,?,?)",
+	[ST_INS_SPAN] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete) VALUES(?,?,?,?,?,?)",
+	[ST_INS_CPU] = "INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES(?,?,?,?,?)",
+	[ST_INS_SAMPLE] = "INSERT INTO samples(ts, thread_id, worker_id, poll_id, callsite_id, weight,"
+		" kind, cpu) VALUES(?,?,?,NULL,?,?,?,?)",
+	[ST_INS_LOSS] = "INSERT INTO loss(recording_id, thread_id, ts, dur, count, source, reason)"
+		" VALUES(?,?,?,?,?,?,?)",
+	[ST_INS_MAPPING] = "INSERT INTO mappings(id, recording_id, path, build_id, start, \"end\","
+		" \"offset\") VALUES(?,?,?,?,?,?,?)",
+	[ST_INS_FRAME] = "INSERT INTO frames(id, mapping_id, rel_pc, function, file, line,"
+		" inline_depth, symbol_note) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_INS_CALLSITE] = "INSERT INTO callsites(id, parent_id, frame_id, depth) VALUES(?,?,?,?)",
+	[ST_INS_STALL] = "INSERT INTO stalls(id, worker_id, task_id, ts, kind, thread_id, location_id,"
+		" detected_ts) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_STALL_END] = "UPDATE stalls SET dur = ?2 WHERE id = ?1",
+	[ST_INS_STALL_CAPTURE] = "INSERT INTO stall_captures(stall_id, ts, kind, syscall, callsite_id,"
+		" idx, reason) VALUES(?,?,?,?,?,?,?)",
+	[ST_INS_TASK_DUMP] = "INSERT INTO task_dumps(task_id, ts, idle, callsite_id, thread_id, location_id)"
+		" VALUES(?,?,?,?,?,?)",
+	[ST_UPSERT_SUMMARY] = "INSERT INTO worker_summaries(bucket_ns, worker_id, ts, busy_ns, parked_ns,"
+		" offcpu_ns, polls, max_poll_ns) VALUES(?,?,?,?,?,?,?,?)"
+		" ON CONFLICT(bucket_ns, worker_id, ts) DO UPDATE SET"
+		" busy_ns = busy_ns + excluded.busy_ns, parked_ns = parked_ns + excluded.parked_ns,"
+		" offcpu_ns = offcpu_ns + excluded.offcpu_ns, polls = polls + excluded.polls,"
+		" max_poll_ns = max(max_poll_ns, excluded.max_poll_ns)",
+};
+
+static const char *const id_table[ID_COUNT] = {
+	[ID_RECORDING] = "recordings", [ID_THREAD] = "threads", [ID_WORKER] = "workers",
+	[ID_LOCATION] = "locations", [ID_TASK] = "tasks", [ID_POLL] = "polls",
+	[ID_MAPPING] = "mappings", [ID_FRAME] = "frames", [ID_CALLSITE] = "callsites",
+	[ID_STALL] = "stalls", [ID_SEGMENT] = "segments",
+};
+
+int ss_db_exec(struct ss_db *d, const char *sql)
+{
+	char *msg = NULL;
+	if (ss_db_sync(d) != 0)
+		return -1;
+	if (sqlite3_exec(d->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(d->err, sizeof d->err, "%s", msg ? msg : sqlite3_errmsg(d->db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int64_t query_int(struct ss_db *d, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = 0;
+	if (sqlite3_prepare_v2(d->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+int ss_db_open(struct ss_db *d, const char *path)
+{
+	memset(d, 0, sizeof *d);
+	/* Memory statistics take a global mutex on every allocation; the importer
+	 * does not read them. Fails harmlessly when SQLite is already initialized. */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	/* One connection used by one thread: no per-call connection mutex. */
+	if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		snprintf(d->err, sizeof d->err, "cannot open %s: %s", path,
+			 d->db ? sqlite3_errmsg(d->db) : "out of memory");
+		return -1;
+	}
+	/* An existing file that is not a database fails here, before anything is written. */
+	int64_t had = 0;
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(d->db, "SELECT count(*) FROM sqlite_master WHERE name = 'schema_info'",
+			       -1, &s, NULL) != SQLITE_OK) {
+		snprintf(d->err, sizeof d->err, "%s: %s", path, sqlite3_errmsg(d->db));
+		return -1;
+	}
+	if (sqlite3_step(s) == SQLITE_ROW)
+		had = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	d->fresh = had == 0;
+	if (!d->fresh && query_int(d, "SELECT max(version) FROM schema_info") > SS_SCHEMA_VERSION) {
+		snprintf(d->err, sizeof d->err, "%s was written by a newer stallscope (schema version %lld)",
+			 path, (long long)query_int(d, "SELECT max(version) FROM schema_info"));
+		return -1;
+	}
+	/* Big pages: fewer B-tree splits and cells per page lookup for append-only
+	 * bulk loading; only settable before the first table exists. */
+	if (d->fresh && ss_db_exec(d, "PRAGMA page_size=65536") != 0)
+		return -1;
+	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+				   : "PRAGMA synchronous=NORMAL;") != 0)
+		return -1;
+	/* 64 MiB of page cache: enough for the B-tree tails being appended to, well
+	 * under the 300 MB budget; index sorts larger than that spill to temporary
+	 * files (temp_store stays FILE), so memory does not grow with the trace.
+	 * Two sorter threads shorten index creation. */
+	if (ss_db_exec(d, "PRAGMA cache_size=-65536; PRAGMA locking_mode=EXCLUSIVE; PRAGMA threads=2;"
+			  "PRAGMA foreign_keys=OFF;") != 0)
+		return -1;
+	if (ss_db_exec(d, "BEGIN") != 0)
+		return -1;
+	/* Only the table part of the schema: indexes come after the bulk insert. */
+	const char *mark = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER);
+	size_t n = mark ? (size_t)(mark - ss_schema_sql) : strlen(ss_schema_sql);
+	char *tables = sqlite3_mprintf("%.*s", (int)n, ss_schema_sql);
+	if (!tables) {
+		snprintf(d->err, sizeof d->err, "out of memory");
+		return -1;
+	}
+	int rc = ss_db_exec(d, tables);
+	sqlite3_free(tables);
+	if (rc != 0)
+		return -1;
+	if (d->fresh && ss_db_exec(d, "INSERT INTO schema_info(version) VALUES(1)") != 0)
+		return -1;
+	for (int k = 0; k < ID_COUNT; k++) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "SELECT coalesce(max(id), 0) + 1 FROM %s", id_table[k]);
+		d->next_id[k] = query_int(d, sql);
+		if (d->next_id[k] < 1)
+			d->next_id[k] = 1;
+	}
+	return 0;
+}
+
+static const enum ss_stmt batched[] = {
+	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN,
+	ST_INS_CPU, ST_INS_SAMPLE,
+};
+
+/* "INSERT INTO t(cols) VALUES(tuple)" becomes
+ * "INSERT INTO t(cols) SELECT * FROM (VALUES(tuple),(tuple)...) LIMIT ?", so one
+ * statement serves full batches and the partial one at a flush. */
+static int prepare_batched(struct ss_db *d, enum ss_stmt w)
+{
+	const char *sql = stmt_sql[w], *v = strstr(sql, " VALUES(");
+	if (!v)
+		return 0;
+	const char *tuple = v + 7;
+	int np = 0;
+	for (const char *c = tuple; *c; c++)
+		np += *c == '?';
+	char *m = sqlite3_mprintf("%.*s SELECT * FROM (VALUES%s", (int)(v - sql), sql, tuple);
+	for (int r = 1; m && r < SS_DB_BATCH; r++) {
+		char *n = sqlite3_mprintf("%s,%s", m, tuple);
+		sqlite3_free(m);
+		m = n;
+	}
+	char *full = m ? sqlite3_mprintf("%s) LIMIT ?", m) : NULL;
+	sqlite3_free(m);
+	if (!full)
+		return -1;
+	int rc = sqlite3_prepare_v3(d->db, full, -1, SQLITE_PREPARE_PERSISTENT, &d->multi[w], NULL);
+	sqlite3_free(full);
+	if (rc != SQLITE_OK) {
+		snprintf(d->err, sizeof d->err, "preparing batch %d: %s", (int)w, sqlite3_errmsg(d->db));
+		return -1;
+	}
+	d->nparams[w] = np;
+	return 0;
+}
+
+int ss_db_prepare(struct ss_db *d, bool threaded)
+{
+	d->row.db = d;
+	for (size_t i = 0; i < sizeof batched / sizeof batched[0]; i++)
+		if (prepare_batched(d, batched[i]) != 0)
+			return -1;
+	for (int i = 0; i < ST_COUNT; i++) {
+		if (sqlite3_prepare_v3(d->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->st[i], NULL)
+		    != SQLITE_OK) {
+			snprintf(d->err, sizeof d->err, "preparing statement %d: %s", i, sqlite3_errmsg(d->db));
+			return -1;
+		}
+	}
+	return ss_db_pipe_start(d, threaded);
+}
+
+int ss_db_create_indexes(struct ss_db *d)
+{
+	const char *mark = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER);
+	return mark ? ss_db_exec(d, mark) : 0;
+}
+
+void ss_db_close(struct ss_db *d)
+{
+	ss_db_pipe_stop(d);
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(d->st[i]);
+		sqlite3_finalize(d->multi[i]);
+	}
+	memset(d->multi, 0, sizeof d->multi);
+	if (d->db)
+		sqlite3_close(d->db);
+	memset(d->st, 0, sizeof d->st);
+	d->db = NULL;
+}

@@ -1,0 +1,358 @@
+/*
+ * db_pipe.c - rows travel from the importer to SQLite in chunks: each row is a
+ * statement number and its (parameter, value) pairs, serialized into a chunk
+ * buffer. A full chunk goes to a queue of at most PIPE_DEPTH chunks; the consumer
+ * thread binds each row (into a multi-row INSERT for the batched tables) and steps
+ * it. Memory is bounded by the queue depth; order is preserved because there is
+ * one queue and one consumer. ss_db_sync() drains the queue before the producer
+ * touches the connection itself, so the connection is never used by two threads
+ * at once (it is opened without SQLite's mutexes).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "db-pipe.h"
+
+#define CHUNK_BYTES (256u << 10)
+#define PIPE_DEPTH 8
+
+enum { V_NULL, V_INT, V_TEXT };
+
+struct ss_chunk {
+	uint8_t *buf;
+	size_t len, cap;
+	struct ss_chunk *next;
+};
+
+struct ss_pipe {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work, space;
+	struct ss_chunk *head, *tail; /* queued */
+	struct ss_chunk *free;
+	int queued;
+	bool busy, stop;
+};
+
+static struct ss_chunk *chunk_new(void)
+{
+	struct ss_chunk *c = calloc(1, sizeof *c);
+	if (c && !(c->buf = malloc(CHUNK_BYTES))) {
+		free(c);
+		return NULL;
+	}
+	if (c)
+		c->cap = CHUNK_BYTES;
+	return c;
+}
+
+static void chunk_free(struct ss_chunk *c)
+{
+	if (c) {
+		free(c->buf);
+		free(c);
+	}
+}
+
+static void fail(struct ss_db *d, const char *msg)
+{
+	if (!d->failed)
+		snprintf(d->err, sizeof d->err, "%s", msg);
+	d->failed = true;
+}
+
+/* ---- consumer ------------------------------------------------------------- */
+
+static int run_batch(struct ss_db *d, enum ss_stmt w)
+{
+	sqlite3_stmt *s = d->multi[w];
+	sqlite3_bind_int(s, d->nparams[w] * SS_DB_BATCH + 1, d->pending[w]);
+	d->pending[w] = 0;
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE) {
+		fail(d, sqlite3_errmsg(d->db));
+		return -1;
+	}
+	return 0;
+}
+
+int ss_db_flush(struct ss_db *d)
+{
+	if (ss_db_sync(d) != 0)
+		return -1;
+	for (int i = 0; i < ST_COUNT; i++)
+		if (d->multi[i] && d->pending[i] && run_batch(d, (enum ss_stmt)i) != 0)
+			return -1;
+	return 0;
+}
+
+static void run_chunk(struct ss_db *d, const struct ss_chunk *c)
+{
+	size_t p = 0;
+	while (p + 4 <= c->len && !d->failed) {
+		uint16_t w, n;
+		memcpy(&w, c->buf + p, 2);
+		memcpy(&n, c->buf + p + 2, 2);
+		p += 4;
+		sqlite3_stmt *s = d->multi[w] ? d->multi[w] : d->st[w];
+		int base = d->multi[w] ? d->pending[w] * d->nparams[w] : 0;
+		for (uint16_t i = 0; i < n; i++) {
+			uint8_t idx = c->buf[p], type = c->buf[p + 1];
+			p += 2;
+			if (type == V_INT) {
+				int64_t v;
+				memcpy(&v, c->buf + p, 8);
+				p += 8;
+				sqlite3_bind_int64(s, base + idx, v);
+			} else if (type == V_TEXT) {
+				uint32_t len;
+				memcpy(&len, c->buf + p, 4);
+				p += 4;
+				sqlite3_bind_text(s, base + idx, (const char *)c->buf + p, (int)len, SQLITE_TRANSIENT);
+				p += len;
+			} else {
+				sqlite3_bind_null(s, base + idx);
+			}
+		}
+		if (d->multi[w]) {
+			if (++d->pending[w] == SS_DB_BATCH)
+				run_batch(d, (enum ss_stmt)w);
+			continue;
+		}
+		int rc = sqlite3_step(s);
+		sqlite3_reset(s);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+			fail(d, sqlite3_errmsg(d->db));
+	}
+}
+
+static void *consumer(void *arg)
+{
+	struct ss_db *d = arg;
+	struct ss_pipe *q = d->pipe;
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		while (!q->head && !q->stop)
+			pthread_cond_wait(&q->work, &q->mu);
+		if (!q->head)
+			break;
+		struct ss_chunk *c = q->head;
+		q->head = c->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->queued--;
+		q->busy = true;
+		pthread_mutex_unlock(&q->mu);
+		if (!d->failed)
+			run_chunk(d, c);
+		c->len = 0;
+		pthread_mutex_lock(&q->mu);
+		c->next = q->free;
+		q->free = c;
+		q->busy = false;
+		pthread_cond_broadcast(&q->space);
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (getenv("STALLSCOPE_IMPORT_TIMING")) {
+		struct timespec ts;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		fprintf(stderr, "import: inserting thread CPU %.2f s\n", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+	}
+	return NULL;
+}
+
+/* ---- producer ------------------------------------------------------------- */
+
+/* Hands the current chunk over and takes an empty one. */
+static void submit(struct ss_db *d)
+{
+	struct ss_chunk *c = d->cur;
+	if (!c || c->len == 0)
+		return;
+	struct ss_pipe *q = d->pipe;
+	if (!q) {
+		run_chunk(d, c);
+		c->len = 0;
+		return;
+	}
+	pthread_mutex_lock(&q->mu);
+	while (q->queued >= PIPE_DEPTH)
+		pthread_cond_wait(&q->space, &q->mu);
+	c->next = NULL;
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	q->queued++;
+	pthread_cond_signal(&q->work);
+	struct ss_chunk *n = q->free;
+	if (n)
+		q->free = n->next;
+	pthread_mutex_unlock(&q->mu);
+	d->cur = n ? n : chunk_new();
+	if (!d->cur)
+		fail(d, "out of memory");
+}
+
+int ss_db_sync(struct ss_db *d)
+{
+	submit(d);
+	struct ss_pipe *q = d->pipe;
+	if (q) {
+		pthread_mutex_lock(&q->mu);
+		while (q->head || q->busy)
+			pthread_cond_wait(&q->space, &q->mu);
+		pthread_mutex_unlock(&q->mu);
+	}
+	return d->failed ? -1 : 0;
+}
+
+static uint8_t *reserve_slow(struct ss_db *d, size_t n)
+{
+	struct ss_chunk *c = d->cur;
+	if (!c)
+		return NULL;
+	/* Only a single huge value can outgrow a chunk: grow this one. */
+	size_t nc = c->cap;
+	while (c->len + n > nc)
+		nc *= 2;
+	uint8_t *nb = realloc(c->buf, nc);
+	if (!nb) {
+		fail(d, "out of memory");
+		return NULL;
+	}
+	c->buf = nb;
+	c->cap = nc;
+	uint8_t *p = c->buf + c->len;
+	c->len += n;
+	return p;
+}
+
+static inline uint8_t *reserve(struct ss_db *d, size_t n)
+{
+	struct ss_chunk *c = d->cur;
+	if (__builtin_expect(!c || c->len + n > c->cap, 0))
+		return reserve_slow(d, n);
+	uint8_t *p = c->buf + c->len;
+	c->len += n;
+	return p;
+}
+
+struct ss_row *ss_row(struct ss_db *d, enum ss_stmt which)
+{
+	if (d->cur && d->cur->len > CHUNK_BYTES - 4096)
+		submit(d);
+	d->op_start = d->cur ? d->cur->len : 0;
+	d->op_values = 0;
+	uint8_t *p = reserve(d, 4);
+	if (p) {
+		uint16_t w = (uint16_t)which, n = 0;
+		memcpy(p, &w, 2);
+		memcpy(p + 2, &n, 2); /* a row never stepped carries no values */
+	}
+	return &d->row;
+}
+
+void ss_bind_i(struct ss_row *r, int i, int64_t v)
+{
+	uint8_t *p = reserve(r->db, 10);
+	if (!p)
+		return;
+	p[0] = (uint8_t)i;
+	p[1] = V_INT;
+	memcpy(p + 2, &v, 8);
+	r->db->op_values++;
+}
+
+void ss_bind_null(struct ss_row *r, int i)
+{
+	uint8_t *p = reserve(r->db, 2);
+	if (!p)
+		return;
+	p[0] = (uint8_t)i;
+	p[1] = V_NULL;
+	r->db->op_values++;
+}
+
+void ss_bind_t(struct ss_row *r, int i, const char *s, size_t n)
+{
+	if (!s) {
+		ss_bind_null(r, i);
+		return;
+	}
+	if (n > 0x7fffffff)
+		n = 0x7fffffff;
+	uint8_t *p = reserve(r->db, 6 + n);
+	if (!p)
+		return;
+	uint32_t len = (uint32_t)n;
+	p[0] = (uint8_t)i;
+	p[1] = V_TEXT;
+	memcpy(p + 2, &len, 4);
+	memcpy(p + 6, s, n);
+	r->db->op_values++;
+}
+
+/* The row's value count goes into its header now that it is known. */
+int ss_db_step(struct ss_db *d, enum ss_stmt which)
+{
+	(void)which;
+	if (d->cur && d->op_start + 4 <= d->cur->len)
+		memcpy(d->cur->buf + d->op_start + 2, &d->op_values, 2);
+	return d->failed ? -1 : 0;
+}
+
+int ss_db_pipe_start(struct ss_db *d, bool threaded)
+{
+	d->cur = chunk_new();
+	if (!d->cur)
+		return -1;
+	if (!threaded)
+		return 0;
+	struct ss_pipe *q = calloc(1, sizeof *q);
+	if (!q)
+		return -1;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->work, NULL);
+	pthread_cond_init(&q->space, NULL);
+	d->pipe = q;
+	if (pthread_create(&q->thread, NULL, consumer, d) != 0) {
+		d->pipe = NULL;
+		free(q);
+	}
+	return 0;
+}
+
+void ss_db_pipe_stop(struct ss_db *d)
+{
+	struct ss_pipe *q = d->pipe;
+	if (q) {
+		pthread_mutex_lock(&q->mu);
+		q->stop = true;
+		pthread_cond_signal(&q->work);
+		pthread_mutex_unlock(&q->mu);
+		pthread_join(q->thread, NULL);
+		while (q->head) {
+			struct ss_chunk *c = q->head;
+			q->head = c->next;
+			chunk_free(c);
+		}
+		while (q->free) {
+			struct ss_chunk *c = q->free;
+			q->free = c->next;
+			chunk_free(c);
+		}
+		pthread_mutex_destroy(&q->mu);
+		pthread_cond_destroy(&q->work);
+		pthread_cond_destroy(&q->space);
+		free(q);
+		d->pipe = NULL;
+	}
+	chunk_free(d->cur);
+	d->cur = NULL;
+}

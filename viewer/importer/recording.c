@@ -1,0 +1,552 @@
+/*
+ * recording.c - the state of one recording across its segments: its row, its
+ * threads and workers, its live tasks and the source locations they refer to.
+ *
+ * When a recording is already in the database (an incremental import), its
+ * threads, workers, live tasks and its open polls and parks (the rows marked
+ * incomplete at the end of the last import) are loaded back, so the new data
+ * continues them exactly as if everything had been imported in one run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "import-private.h"
+#include "symbolize.h"
+
+int imp_fail(struct imp *im)
+{
+	if (!im->failed && !im->o->quiet)
+		fprintf(im->log, "stallscope import: database write failed: %s\n", im->db.err);
+	im->failed = true;
+	return -1;
+}
+
+static struct imp_thread *new_thread(struct imp *im, int64_t id, uint64_t thread, uint64_t tid,
+				     const char *name, size_t nlen, bool insert)
+{
+	struct imp_thread *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->id = id ? id : ss_db_new_id(&im->db, ID_THREAD);
+	t->tid = tid;
+	if (insert) {
+		struct ss_row *s = ss_row(&im->db, ST_INS_THREAD);
+		ss_bind_i(s, 1, t->id);
+		ss_bind_i(s, 2, im->rec->id);
+		if (thread)
+			ss_bind_i(s, 3, (int64_t)thread);
+		else
+			ss_bind_null(s, 3);
+		ss_bind_i(s, 4, (int64_t)tid);
+		ss_bind_t(s, 5, name, nlen);
+		if (ss_db_step(&im->db, ST_INS_THREAD) != 0) {
+			free(t);
+			imp_fail(im);
+			return NULL;
+		}
+	}
+	return t;
+}
+
+struct imp_thread *imp_thread_get(struct imp *im, uint64_t thread)
+{
+	uint64_t v;
+	if (im->tcache && im->tcache_num == thread)
+		return im->tcache;
+	if (ss_hmap_get(&im->rec->threads, thread, 0, &v)) {
+		im->tcache_num = thread;
+		return im->tcache = (struct imp_thread *)(uintptr_t)v;
+	}
+	/* An event of a thread with no THREAD_DEF (thread 0, or a damaged stream):
+	 * still gets a row so nothing is dropped. */
+	struct imp_thread *t = new_thread(im, 0, thread, 0, NULL, 0, true);
+	if (t && ss_hmap_put(&im->rec->threads, thread, 0, (uint64_t)(uintptr_t)t) != 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+struct imp_thread *imp_sampler_thread(struct imp *im, uint64_t thread, uint64_t tid)
+{
+	if (thread)
+		return imp_thread_get(im, thread);
+	uint64_t v;
+	if (ss_hmap_get(&im->rec->sampler_threads, tid, 0, &v))
+		return (struct imp_thread *)(uintptr_t)v;
+	struct imp_thread *t = new_thread(im, 0, 0, tid, NULL, 0, true);
+	if (t && ss_hmap_put(&im->rec->sampler_threads, tid, 0, (uint64_t)(uintptr_t)t) != 0) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+int imp_make_worker(struct imp *im, struct imp_thread *t, const char *runtime, size_t rlen,
+		    uint64_t idx, uint64_t ts)
+{
+	struct ss_row *s;
+	if (t->worker_id) {
+		s = ss_row(&im->db, ST_UPD_WORKER_RUNTIME);
+		ss_bind_i(s, 1, t->worker_id);
+		ss_bind_t(s, 2, runtime, rlen);
+		ss_bind_i(s, 3, (int64_t)idx);
+		ss_bind_z(s, 4, (int64_t)ts);
+		return ss_db_step(&im->db, ST_UPD_WORKER_RUNTIME) ? imp_fail(im) : 0;
+	}
+	t->worker_id = ss_db_new_id(&im->db, ID_WORKER);
+	s = ss_row(&im->db, ST_INS_WORKER);
+	ss_bind_i(s, 1, t->worker_id);
+	ss_bind_i(s, 2, im->rec->id);
+	ss_bind_i(s, 3, t->id);
+	ss_bind_t(s, 4, runtime, rlen);
+	ss_bind_i(s, 5, (int64_t)idx);
+	ss_bind_z(s, 6, (int64_t)ts);
+	return ss_db_step(&im->db, ST_INS_WORKER) ? imp_fail(im) : 0;
+}
+
+int imp_thread_def(struct imp *im, const struct ss_thread_def *d)
+{
+	uint64_t v;
+	struct imp_thread *t;
+	bool known = ss_hmap_get(&im->rec->threads, d->thread, 0, &v);
+	if (known) {
+		t = (struct imp_thread *)(uintptr_t)v;
+		if (t->tid != d->tid || !im->skip_events) {
+			struct ss_row *s = ss_row(&im->db, ST_UPD_THREAD_NAME);
+			ss_bind_i(s, 1, t->id);
+			ss_bind_t(s, 2, d->name, d->name_len);
+			ss_bind_i(s, 3, (int64_t)d->tid);
+			if (ss_db_step(&im->db, ST_UPD_THREAD_NAME) != 0)
+				return imp_fail(im);
+			t->tid = d->tid;
+		}
+	} else {
+		t = new_thread(im, 0, d->thread, d->tid, d->name, d->name_len, true);
+		if (!t || ss_hmap_put(&im->rec->threads, d->thread, 0, (uint64_t)(uintptr_t)t) != 0) {
+			free(t);
+			return -1;
+		}
+	}
+	if ((d->flags & SS_THREAD_F_WORKER) && !t->worker_id) {
+		size_t rl;
+		const char *rt = imp_str(im, d->runtime, &rl);
+		if (imp_make_worker(im, t, rt, rl, d->worker_index, 0) != 0)
+			return -1;
+	}
+	if (im->skip_events)
+		return 0;
+	/* Stitching: only a definition that precedes the thread's events in this
+	 * segment describes the state at the segment's start. */
+	if (t->seg_serial == im->seg_serial)
+		return 0;
+	if (t->in_poll && !(d->open_since && d->open_since == t->poll_ts && d->open_task == t->poll_task))
+		if (imp_close_poll(im, t, t->last_ts, true) != 0) /* it ended in data we lack */
+			return -1;
+	if (!t->in_poll && d->open_since && t->worker_id) {
+		if (imp_open_poll(im, t, d->open_since, d->open_task, d->open_location) != 0)
+			return -1;
+		if (d->open_since > t->last_ts)
+			t->last_ts = d->open_since;
+	}
+	if (t->parked && d->parked_since != t->park_ts)
+		if (imp_close_park(im, t, t->last_ts, true) != 0)
+			return -1;
+	if (!t->parked && d->parked_since && t->worker_id) {
+		t->parked = true;
+		t->park_ts = d->parked_since;
+		if (d->parked_since > t->last_ts)
+			t->last_ts = d->parked_since;
+	}
+	t->seg_serial = im->seg_serial;
+	return 0;
+}
+
+/* ---- tasks ---------------------------------------------------------------- */
+
+struct imp_task *imp_task_get(struct imp *im, uint64_t task)
+{
+	uint64_t v;
+	if (ss_hmap_get(&im->rec->tasks, task, 0, &v))
+		return (struct imp_task *)(uintptr_t)v;
+	struct imp_task *k = calloc(1, sizeof *k);
+	if (!k)
+		return NULL;
+	k->id = ss_db_new_id(&im->db, ID_TASK);
+	k->task = task;
+	if (ss_hmap_put(&im->rec->tasks, task, 0, (uint64_t)(uintptr_t)k) != 0) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static int write_wake(struct imp *im, struct imp_task *k, int64_t poll_id, uint64_t poll_ts)
+{
+	struct ss_row *s = ss_row(&im->db, ST_INS_WAKE);
+	ss_bind_i(s, 1, k->id);
+	ss_bind_i(s, 2, (int64_t)k->wake_ts);
+	ss_bind_z(s, 3, k->waker_thread_id);
+	ss_bind_z(s, 4, k->waker_task_id);
+	ss_bind_z(s, 5, poll_id);
+	if (poll_id)
+		ss_bind_i(s, 6, poll_ts > k->wake_from ? (int64_t)(poll_ts - k->wake_from) : 0);
+	else
+		ss_bind_null(s, 6);
+	k->wake_pending = false;
+	return ss_db_step(&im->db, ST_INS_WAKE) ? imp_fail(im) : 0;
+}
+
+/* A poll of k starts: a pending wake now knows its poll and delay. */
+int imp_task_polled(struct imp *im, struct imp_task *k, int64_t poll_id, uint64_t ts)
+{
+	k->polling = true;
+	return k->wake_pending ? write_wake(im, k, poll_id, ts) : 0;
+}
+
+int imp_task_woken(struct imp *im, struct imp_task *k, uint64_t ts, int64_t waker_thread,
+		   int64_t waker_task)
+{
+	/* An earlier wake with no poll since is superseded: the delay is measured
+	 * from the last wake before the poll. */
+	if (k->wake_pending && write_wake(im, k, 0, 0) != 0)
+		return -1;
+	k->wake_pending = true;
+	k->wake_in_poll = k->polling;
+	k->wake_ts = k->wake_from = ts;
+	k->waker_thread_id = waker_thread;
+	k->waker_task_id = waker_task;
+	return 0;
+}
+
+int imp_task_flush(struct imp *im, struct imp_task *k, uint64_t end_ts)
+{
+	if (k->wake_pending && write_wake(im, k, 0, 0) != 0)
+		return -1;
+	struct ss_row *s;
+	if (k->persisted) {
+		if (!end_ts)
+			return 0;
+		s = ss_row(&im->db, ST_UPD_TASK_END);
+		ss_bind_i(s, 1, k->id);
+		ss_bind_i(s, 2, (int64_t)end_ts);
+		return ss_db_step(&im->db, ST_UPD_TASK_END) ? imp_fail(im) : 0;
+	}
+	s = ss_row(&im->db, ST_INS_TASK);
+	ss_bind_i(s, 1, k->id);
+	ss_bind_i(s, 2, im->rec->id);
+	ss_bind_i(s, 3, (int64_t)k->task);
+	ss_bind_z(s, 4, k->location_id);
+	ss_bind_z(s, 5, k->parent_id);
+	ss_bind_z(s, 6, (int64_t)k->spawn_ts);
+	ss_bind_z(s, 7, (int64_t)end_ts);
+	ss_bind_z(s, 8, k->spawn_thread_id);
+	k->persisted = true;
+	return ss_db_step(&im->db, ST_INS_TASK) ? imp_fail(im) : 0;
+}
+
+/* ---- locations ------------------------------------------------------------- */
+
+int imp_location_def(struct imp *im, const struct ss_location_def *l)
+{
+	size_t fl, nl;
+	const char *file = imp_str(im, l->file, &fl), *fn = imp_str(im, l->function, &nl);
+	uint64_t h = imp_fnv(file ? file : "", fl, 0xcbf29ce484222325ull);
+	h = imp_fnv("\0", 1, h);
+	h = imp_fnv(fn ? fn : "", nl, h);
+	h ^= (uint64_t)(file == NULL) << 1 | (uint64_t)(fn == NULL);
+	uint64_t id;
+	if (!ss_hmap_get(&im->locations, h, l->line, &id)) {
+		id = (uint64_t)ss_db_new_id(&im->db, ID_LOCATION);
+		struct ss_row *s = ss_row(&im->db, ST_INS_LOCATION);
+		ss_bind_i(s, 1, (int64_t)id);
+		ss_bind_t(s, 2, file, fl);
+		ss_bind_i(s, 3, (int64_t)l->line);
+		ss_bind_t(s, 4, fn, nl);
+		if (ss_db_step(&im->db, ST_INS_LOCATION) != 0)
+			return imp_fail(im);
+		if (ss_hmap_put(&im->locations, h, l->line, id) != 0)
+			return -1;
+	}
+	return ss_hmap_put(&im->seg_locs, l->id, 0, id);
+}
+
+int64_t imp_location(struct imp *im, uint64_t seg_loc)
+{
+	uint64_t v;
+	if (!seg_loc || !ss_hmap_get(&im->seg_locs, seg_loc, 0, &v))
+		return 0;
+	return (int64_t)v;
+}
+
+/* ---- the recording --------------------------------------------------------- */
+
+static int64_t find_recording(struct imp *im, uint64_t session)
+{
+	sqlite3_stmt *s;
+	int64_t id = 0;
+	if (sqlite3_prepare_v2(im->db.db, "SELECT id FROM recordings WHERE session_id = ?", -1, &s, NULL)
+	    != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(s, 1, (int64_t)session);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return id;
+}
+
+/* Loads an existing recording's threads, workers, live tasks and open
+ * polls/parks, so this import continues where the last one stopped. */
+static int resume(struct imp *im)
+{
+	struct imp_recording *rc = im->rec;
+	sqlite3_stmt *s;
+	int64_t rid = rc->id;
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT t.id, t.thread, t.tid, w.id FROM threads t LEFT JOIN workers w"
+			       " ON w.thread_id = t.id WHERE t.recording_id = ?", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		bool sampler = sqlite3_column_type(s, 1) == SQLITE_NULL;
+		uint64_t num = (uint64_t)sqlite3_column_int64(s, 1), tid = (uint64_t)sqlite3_column_int64(s, 2);
+		struct imp_thread *t = new_thread(im, sqlite3_column_int64(s, 0), num, tid, NULL, 0, false);
+		if (!t)
+			break;
+		t->worker_id = sqlite3_column_int64(s, 3);
+		ss_hmap_put(sampler ? &rc->sampler_threads : &rc->threads, sampler ? tid : num, 0,
+			    (uint64_t)(uintptr_t)t);
+	}
+	sqlite3_finalize(s);
+
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT id, task, location_id, parent_task_id, spawn_ts, spawn_thread_id"
+			       " FROM tasks WHERE recording_id = ? AND end_ts IS NULL", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		struct imp_task *k = calloc(1, sizeof *k);
+		if (!k)
+			break;
+		k->id = sqlite3_column_int64(s, 0);
+		k->task = (uint64_t)sqlite3_column_int64(s, 1);
+		k->location_id = sqlite3_column_int64(s, 2);
+		k->parent_id = sqlite3_column_int64(s, 3);
+		k->spawn_ts = (uint64_t)sqlite3_column_int64(s, 4);
+		k->spawn_thread_id = sqlite3_column_int64(s, 5);
+		k->persisted = true;
+		uint64_t old;
+		if (ss_hmap_get(&rc->tasks, k->task, 0, &old))
+			free((void *)(uintptr_t)old);
+		ss_hmap_put(&rc->tasks, k->task, 0, (uint64_t)(uintptr_t)k);
+	}
+	sqlite3_finalize(s);
+
+	/* The last poll and park of each thread, when incomplete, were open where the
+	 * previous import ended: reopen them (same poll id) and drop their rows. */
+	static const char *const open_sql[2] = {
+		"SELECT w.thread_id, p.id, p.ts, p.task_id, p.location_id FROM polls p"
+		" JOIN workers w ON w.id = p.worker_id WHERE w.recording_id = ?1 AND p.incomplete"
+		" AND p.ts = (SELECT max(ts) FROM polls q WHERE q.worker_id = p.worker_id)",
+		"SELECT w.thread_id, 0, p.ts, 0, 0 FROM parks p"
+		" JOIN workers w ON w.id = p.worker_id WHERE w.recording_id = ?1 AND p.incomplete"
+		" AND p.ts = (SELECT max(ts) FROM parks q WHERE q.worker_id = p.worker_id)",
+	};
+	for (int kind = 0; kind < 2; kind++) {
+		if (sqlite3_prepare_v2(im->db.db, open_sql[kind], -1, &s, NULL) != SQLITE_OK)
+			return -1;
+		sqlite3_bind_int64(s, 1, rid);
+		while (sqlite3_step(s) == SQLITE_ROW) {
+			int64_t tid = sqlite3_column_int64(s, 0);
+			for (size_t i = 0; i < rc->threads.cap; i++) {
+				if (!rc->threads.slots[i].used)
+					continue;
+				struct imp_thread *t = (struct imp_thread *)(uintptr_t)rc->threads.slots[i].val;
+				if (t->id != tid)
+					continue;
+				uint64_t ts = (uint64_t)sqlite3_column_int64(s, 2);
+				if (kind == 0) {
+					t->in_poll = true;
+					t->poll_id = sqlite3_column_int64(s, 1);
+					t->poll_ts = ts;
+					t->poll_task_id = sqlite3_column_int64(s, 3);
+					t->poll_loc = sqlite3_column_int64(s, 4);
+					/* The task number is needed to match THREAD_DEF's open task. */
+					for (size_t j = 0; j < rc->tasks.cap; j++)
+						if (rc->tasks.slots[j].used &&
+						    ((struct imp_task *)(uintptr_t)rc->tasks.slots[j].val)->id ==
+							    t->poll_task_id)
+							t->poll_task = rc->tasks.slots[j].a;
+				} else {
+					t->parked = true;
+					t->park_ts = ts;
+				}
+				if (ts > t->last_ts)
+					t->last_ts = ts;
+			}
+		}
+		sqlite3_finalize(s);
+	}
+	char *del = sqlite3_mprintf(
+		"DELETE FROM polls WHERE incomplete AND worker_id IN (SELECT id FROM workers WHERE"
+		" recording_id = %lld) AND ts = (SELECT max(ts) FROM polls q WHERE q.worker_id ="
+		" polls.worker_id);"
+		"DELETE FROM parks WHERE incomplete AND worker_id IN (SELECT id FROM workers WHERE"
+		" recording_id = %lld) AND ts = (SELECT max(ts) FROM parks q WHERE q.worker_id ="
+		" parks.worker_id);", (long long)rid, (long long)rid);
+	int rcode = del ? ss_db_exec(&im->db, del) : -1;
+	sqlite3_free(del);
+	return rcode;
+}
+
+static int load_mappings(struct imp *im)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(im->db.db, "SELECT id, path, build_id, start, \"offset\", \"end\" FROM mappings"
+			       " WHERE recording_id = ?", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, im->rec->id);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		const char *path = (const char *)sqlite3_column_text(s, 1);
+		if (path && strcmp(path, "[kernel]") == 0) {
+			im->rec->kernel_mapping = sqlite3_column_int64(s, 0);
+			continue;
+		}
+		if (path && strcmp(path, "[unknown]") == 0) {
+			im->rec->unknown_mapping = sqlite3_column_int64(s, 0);
+			continue;
+		}
+		/* Back from hex to the raw build id the symbolizer compares. */
+		const char *hex = (const char *)sqlite3_column_text(s, 2);
+		uint8_t bid[64];
+		size_t blen = 0;
+		while (hex && hex[2 * blen] && hex[2 * blen + 1] && blen < sizeof bid) {
+			unsigned byte;
+			if (sscanf(hex + 2 * blen, "%2x", &byte) != 1)
+				break;
+			bid[blen++] = (uint8_t)byte;
+		}
+		imp_add_map(im, sqlite3_column_int64(s, 0), (uint64_t)sqlite3_column_int64(s, 3),
+			    (uint64_t)sqlite3_column_int64(s, 5), (uint64_t)sqlite3_column_int64(s, 4),
+			    path, (size_t)sqlite3_column_bytes(s, 1), bid, blen);
+		uint64_t key = ss_mapping_key(path, (size_t)sqlite3_column_bytes(s, 1),
+					      (const char *)sqlite3_column_text(s, 2));
+		ss_hmap_put(&im->rec->mappings, key,
+			    (uint64_t)sqlite3_column_int64(s, 3) ^ ((uint64_t)sqlite3_column_int64(s, 4) << 1),
+			    (uint64_t)sqlite3_column_int64(s, 0));
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int imp_recording_begin(struct imp *im, const struct ss_segment_header *h)
+{
+	struct imp_recording *rc = calloc(1, sizeof *rc);
+	if (!rc)
+		return -1;
+	im->rec = rc;
+	rc->session_id = h->session_id;
+	if (ss_db_flush(&im->db) != 0)
+		return imp_fail(im);
+	rc->same_machine = ss_sym_boot_id_matches(h->boot_id);
+	rc->id = find_recording(im, h->session_id);
+	/* Resuming reads back tables: done only once a segment brings new data. */
+	if (rc->id) {
+		rc->needs_resume = true;
+		return 0;
+	}
+	rc->id = ss_db_new_id(&im->db, ID_RECORDING);
+	struct ss_row *s = ss_row(&im->db, ST_INS_RECORDING);
+	ss_bind_i(s, 1, rc->id);
+	ss_bind_i(s, 2, (int64_t)h->session_id);
+	ss_bind_i(s, 3, (int64_t)h->pid);
+	ss_bind_t(s, 4, h->exe, strnlen(h->exe, h->exe_len));
+	ss_bind_st(s, 5, h->hostname);
+	ss_bind_st(s, 6, h->boot_id);
+	ss_bind_i(s, 7, (int64_t)h->anchor_mono_ns);
+	ss_bind_i(s, 8, (int64_t)h->anchor_real_ns);
+	return ss_db_step(&im->db, ST_INS_RECORDING) ? imp_fail(im) : 0;
+}
+
+int imp_recording_resume(struct imp *im)
+{
+	if (!im->rec || !im->rec->needs_resume)
+		return 0;
+	im->rec->needs_resume = false;
+	return resume(im) != 0 || load_mappings(im) != 0 ? imp_fail(im) : 0;
+}
+
+static void free_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)ctx, (void)a, (void)b;
+	struct imp_thread *t = (struct imp_thread *)(uintptr_t)val;
+	for (unsigned i = 0; i < t->n_spans && i < IMP_MAX_SPAN_DEPTH; i++)
+		free(t->spans[i].name);
+	free(t);
+}
+
+struct end_ctx {
+	struct imp *im;
+	int rc;
+};
+
+static void close_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)a, (void)b;
+	struct end_ctx *c = ctx;
+	struct imp_thread *t = (struct imp_thread *)(uintptr_t)val;
+	if (t->in_poll && imp_close_poll(c->im, t, t->last_ts, true) != 0)
+		c->rc = -1;
+	if (t->parked && imp_close_park(c->im, t, t->last_ts, true) != 0)
+		c->rc = -1;
+	if (imp_close_spans(c->im, t) != 0)
+		c->rc = -1;
+	if (t->worker_id && ss_summary_flush(&c->im->summ, &t->summ, t->worker_id) != 0)
+		c->rc = -1;
+}
+
+static void flush_task_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)a, (void)b;
+	struct end_ctx *c = ctx;
+	struct imp_task *k = (struct imp_task *)(uintptr_t)val;
+	if (imp_task_flush(c->im, k, 0) != 0)
+		c->rc = -1;
+	free(k);
+}
+
+int imp_recording_end(struct imp *im)
+{
+	struct imp_recording *rc = im->rec;
+	if (!rc)
+		return 0;
+	struct end_ctx c = { im, 0 };
+	if (!im->failed) {
+		ss_hmap_foreach(&rc->threads, close_thread_cb, &c);
+		ss_hmap_foreach(&rc->sampler_threads, close_thread_cb, &c);
+	}
+	ss_hmap_foreach(&rc->tasks, flush_task_cb, &c);
+	/* The next recording may read tables back (resume): no row may wait in a batch. */
+	if (!im->failed && ss_db_flush(&im->db) != 0)
+		c.rc = imp_fail(im);
+	if (!im->failed && rc->first_ts) {
+		struct ss_row *s = ss_row(&im->db, ST_UPD_RECORDING_TS);
+		ss_bind_i(s, 1, rc->id);
+		ss_bind_i(s, 2, (int64_t)rc->first_ts);
+		ss_bind_i(s, 3, (int64_t)rc->last_ts);
+		if (ss_db_step(&im->db, ST_UPD_RECORDING_TS) != 0)
+			c.rc = imp_fail(im);
+	}
+	ss_hmap_foreach(&rc->threads, free_thread_cb, NULL);
+	ss_hmap_foreach(&rc->sampler_threads, free_thread_cb, NULL);
+	ss_hmap_free(&rc->threads);
+	ss_hmap_free(&rc->sampler_threads);
+	ss_hmap_free(&rc->tasks);
+	ss_hmap_free(&rc->mappings);
+	ss_hmap_free(&rc->stalls);
+	imp_free_maps(rc);
+	free(rc);
+	im->rec = NULL;
+	im->tcache = NULL;
+	return c.rc;
+}

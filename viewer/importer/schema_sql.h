@@ -1,0 +1,14 @@
+/*
+ * schema_sql.h - the text of schema/stallscope.sql, embedded at build time
+ * (embed_sql.py). The part before the "-- @indexes" line creates tables and views;
+ * the part after it creates the indexes, which the importer runs after bulk loading.
+ */
+#ifndef STALLSCOPE_SCHEMA_SQL_H
+#define STALLSCOPE_SCHEMA_SQL_H
+
+extern const char ss_schema_sql[];
+
+#define SS_SCHEMA_VERSION 1
+#define SS_SCHEMA_INDEX_MARKER "-- @indexes"
+
+#endif /* STALLSCOPE_SCHEMA_SQL_H */

@@ -1,0 +1,84 @@
+/*
+ * summary.c - see summary.h.
+ */
+#include "summary.h"
+
+#include <string.h>
+
+#include "db.h"
+
+const uint64_t ss_summary_bucket_ns[SS_SUMMARY_LEVELS] = {
+	1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+};
+
+static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, int64_t worker_id)
+{
+	if (!a->open)
+		return 0;
+	struct ss_row *st = ss_row(s->db, ST_UPSERT_SUMMARY);
+	uint64_t size = ss_summary_bucket_ns[level];
+	ss_bind_i(st, 1, (int64_t)size);
+	ss_bind_i(st, 2, worker_id);
+	ss_bind_i(st, 3, (int64_t)(a->bucket * size));
+	ss_bind_i(st, 4, a->busy);
+	ss_bind_i(st, 5, a->parked);
+	ss_bind_i(st, 6, a->offcpu);
+	ss_bind_i(st, 7, a->polls);
+	ss_bind_i(st, 8, a->max_poll);
+	memset(a, 0, sizeof *a);
+	return ss_db_step(s->db, ST_UPSERT_SUMMARY);
+}
+
+int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id,
+		   enum ss_summary_kind kind, uint64_t ts, uint64_t dur)
+{
+	int src = kind == SS_SUM_OFFCPU;
+	uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
+	for (int l = 0; l < SS_SUMMARY_LEVELS; l++) {
+		uint64_t size = ss_summary_bucket_ns[l];
+		uint64_t b0 = ts / size, b1 = dur ? (end - 1) / size : b0;
+		/* A hostile or absurd interval would mean millions of rows at the fine
+		 * levels; the coarse levels still describe it. */
+		if (b1 - b0 >= s->max_buckets)
+			continue;
+		for (uint64_t b = b0;; b++) {
+			struct ss_summary_acc *a = &w->acc[src][l];
+			if (a->open && a->bucket != b && write_acc(s, a, l, worker_id) != 0)
+				return -1;
+			if (!a->open) {
+				a->open = true;
+				a->bucket = b;
+			}
+			uint64_t lo = b * size > ts ? b * size : ts;
+			uint64_t hi = b == b1 ? end : (b + 1) * size;
+			int64_t part = (int64_t)(hi - lo);
+			switch (kind) {
+			case SS_SUM_BUSY:
+				a->busy += part;
+				if (b == b0)
+					a->polls++;
+				if ((int64_t)dur > a->max_poll)
+					a->max_poll = (int64_t)dur;
+				break;
+			case SS_SUM_PARKED:
+				a->parked += part;
+				break;
+			case SS_SUM_OFFCPU:
+				a->offcpu += part;
+				break;
+			}
+			if (b == b1)
+				break;
+		}
+	}
+	return 0;
+}
+
+int ss_summary_flush(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id)
+{
+	for (int src = 0; src < 2; src++)
+		for (int l = 0; l < SS_SUMMARY_LEVELS; l++)
+			if (write_acc(s, &w->acc[src][l], l, worker_id) != 0)
+				return -1;
+	return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * summary.h - level-of-detail summaries (table worker_summaries) built while
+ * importing: per worker and time bucket at 1 ms, 10 ms, 100 ms and 1 s, the busy,
+ * parked and off-CPU time, the polls begun and the longest poll. A zoomed-out
+ * viewer reads a few thousand rows instead of millions of polls.
+ *
+ * Each worker keeps one open bucket per level and source (hook events and CPU
+ * switches arrive in separately ordered streams); a contribution to another
+ * bucket writes the open one out with an upsert that adds to what is stored, so
+ * out-of-order data and later incremental imports stay exact.
+ */
+#ifndef STALLSCOPE_SUMMARY_H
+#define STALLSCOPE_SUMMARY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ss_db;
+
+#define SS_SUMMARY_LEVELS 4
+
+enum ss_summary_kind { SS_SUM_BUSY, SS_SUM_PARKED, SS_SUM_OFFCPU };
+
+struct ss_summary_acc {
+	bool open;
+	uint64_t bucket;          /* bucket index (ts / size) */
+	int64_t busy, parked, offcpu, polls, max_poll;
+};
+
+struct ss_summary_worker {
+	struct ss_summary_acc acc[2][SS_SUMMARY_LEVELS]; /* [source][level] */
+};
+
+struct ss_summary {
+	struct ss_db *db;
+	uint64_t max_buckets;
+};
+
+extern const uint64_t ss_summary_bucket_ns[SS_SUMMARY_LEVELS];
+
+/* Adds the interval [ts, ts + dur) of a kind to a worker. Returns 0 or -1 (db). */
+int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id,
+		   enum ss_summary_kind kind, uint64_t ts, uint64_t dur);
+/* Writes a worker's open buckets out. */
+int ss_summary_flush(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id);
+
+#endif /* STALLSCOPE_SUMMARY_H */

@@ -1,0 +1,420 @@
+/*
+ * symbolize.c - see symbolize.h. One Dwfl session per mapping, opened on first
+ * use and kept for the whole import (the expensive part, reading DWARF, then
+ * happens once per file); addresses are translated from the process to the ELF
+ * file's virtual addresses through the PT_LOAD segment that maps the recorded
+ * file offset, which is right for PIE, non-PIE and shared objects alike.
+ */
+#include "symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sym_map {
+	char *path;            /* with the build id, what the cache is keyed on */
+	uint8_t build_id[64];
+	size_t build_id_len;
+	uint64_t pgoff;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	int64_t load_adjust;  /* ELF vaddr = addr - start + pgoff + load_adjust */
+	char note[SS_SYM_TEXT];
+};
+
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct ss_symbolizer {
+	char **dirs;
+	size_t n_dirs;
+	char *debuginfo_path;     /* for libdwfl's debuglink / build-id search */
+	Dwfl_Callbacks cb;
+	struct sym_map *maps;
+	size_t n_maps, cap_maps;
+	struct ksym *ksyms;
+	size_t n_ksyms;
+	bool ksyms_loaded;
+};
+
+void ss_sym_hex(const uint8_t *id, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[id[i] >> 4];
+		out[2 * i + 1] = digits[id[i] & 15];
+	}
+	out[2 * len] = 0;
+}
+
+bool ss_sym_boot_id_matches(const char *boot_id)
+{
+	char buf[64] = { 0 };
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (!f)
+		return false;
+	bool ok = fgets(buf, sizeof buf, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return ok && boot_id && boot_id[0] && strcmp(buf, boot_id) == 0;
+}
+
+struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
+{
+	elf_version(EV_CURRENT);
+	struct ss_symbolizer *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->dirs = calloc(n_dirs + 1, sizeof *s->dirs);
+	size_t plen = 32;
+	for (size_t i = 0; i < n_dirs; i++) {
+		s->dirs[s->n_dirs++] = strdup(debug_dirs[i]);
+		plen += strlen(debug_dirs[i]) + 1;
+	}
+	s->dirs[s->n_dirs++] = strdup("/usr/lib/debug");
+	/* ":.debug:DIRS" - the file's own dir, its .debug subdir, then ours. */
+	s->debuginfo_path = malloc(plen + 32);
+	if (s->debuginfo_path) {
+		strcpy(s->debuginfo_path, ":.debug");
+		for (size_t i = 0; i < s->n_dirs; i++) {
+			strcat(s->debuginfo_path, ":");
+			strcat(s->debuginfo_path, s->dirs[i] ? s->dirs[i] : "");
+		}
+	}
+	s->cb.find_elf = dwfl_build_id_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.section_address = dwfl_offline_section_address;
+	s->cb.debuginfo_path = &s->debuginfo_path;
+	return s;
+}
+
+void ss_sym_free(struct ss_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_maps; i++) {
+		if (s->maps[i].dwfl)
+			dwfl_end(s->maps[i].dwfl);
+		free(s->maps[i].path);
+	}
+	free(s->maps);
+	for (size_t i = 0; i < s->n_dirs; i++)
+		free(s->dirs[i]);
+	free(s->dirs);
+	for (size_t i = 0; i < s->n_ksyms; i++)
+		free(s->ksyms[i].name);
+	free(s->ksyms);
+	free(s->debuginfo_path);
+	free(s);
+}
+
+/* Build id of an ELF file; returns its length (0 when none or unreadable). */
+static size_t file_build_id(const char *path, uint8_t *out, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n = 0;
+	if (e) {
+		const void *id;
+		ssize_t len = dwelf_elf_gnu_build_id(e, &id);
+		if (len > 0 && (size_t)len <= max) {
+			memcpy(out, id, (size_t)len);
+			n = (size_t)len;
+		}
+		elf_end(e);
+	}
+	close(fd);
+	return n;
+}
+
+static bool build_id_matches(const char *path, const struct ss_sym_mapping *m)
+{
+	uint8_t id[64];
+	size_t n = file_build_id(path, id, sizeof id);
+	return n && n == m->build_id_len && memcmp(id, m->build_id, n) == 0;
+}
+
+/* A file that holds the mapping's code or its debug info, by build id, from the
+ * debug directories: DIR/.build-id/xx/rest.debug, DIR/xx/rest.debug,
+ * DIR/NAME.debug, DIR/NAME. */
+static bool find_by_build_id(struct ss_symbolizer *s, const struct ss_sym_mapping *m, char *out, size_t len)
+{
+	if (!m->build_id_len)
+		return false;
+	char hex[129];
+	ss_sym_hex(m->build_id, m->build_id_len > 64 ? 64 : m->build_id_len, hex);
+	const char *base = m->path ? strrchr(m->path, '/') : NULL;
+	base = base ? base + 1 : (m->path ? m->path : "");
+	for (size_t i = 0; i < s->n_dirs; i++) {
+		const char *d = s->dirs[i];
+		if (!d)
+			continue;
+		for (int k = 0; k < 4; k++) {
+			switch (k) {
+			case 0:
+				snprintf(out, len, "%s/.build-id/%.2s/%s.debug", d, hex, hex + 2);
+				break;
+			case 1:
+				snprintf(out, len, "%s/%.2s/%s.debug", d, hex, hex + 2);
+				break;
+			case 2:
+				snprintf(out, len, "%s/%s.debug", d, base);
+				break;
+			default:
+				snprintf(out, len, "%s/%s", d, base);
+				break;
+			}
+			if (access(out, R_OK) == 0 && build_id_matches(out, m))
+				return true;
+		}
+	}
+	return false;
+}
+
+static int64_t load_adjust(Dwfl_Module *mod, uint64_t pgoff)
+{
+	GElf_Addr bias;
+	Elf *e = dwfl_module_getelf(mod, &bias);
+	size_t n;
+	if (!e || elf_getphdrnum(e, &n) != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (pgoff >= (ph.p_offset & ~(ph.p_align ? ph.p_align - 1 : 0)) &&
+		    pgoff < ph.p_offset + ph.p_filesz)
+			return (int64_t)(ph.p_vaddr - ph.p_offset) + (int64_t)bias;
+	}
+	return (int64_t)bias;
+}
+
+/* One session per file (path, build id, mapped offset): the same library in
+ * several recordings, or mapped again, is opened once. */
+static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_mapping *m)
+{
+	const char *path = m->path ? m->path : "";
+	size_t blen = m->build_id_len > 64 ? 64 : m->build_id_len;
+	for (size_t i = 0; i < s->n_maps; i++)
+		if (s->maps[i].pgoff == m->pgoff && s->maps[i].build_id_len == blen &&
+		    (!blen || memcmp(s->maps[i].build_id, m->build_id, blen) == 0) &&
+		    strcmp(s->maps[i].path, path) == 0)
+			return &s->maps[i];
+	if (s->n_maps == s->cap_maps) {
+		size_t nc = s->cap_maps ? s->cap_maps * 2 : 16;
+		struct sym_map *nm = realloc(s->maps, nc * sizeof *nm);
+		if (!nm)
+			return NULL;
+		s->maps = nm;
+		s->cap_maps = nc;
+	}
+	struct sym_map *sm = &s->maps[s->n_maps];
+	memset(sm, 0, sizeof *sm);
+	if (!(sm->path = strdup(path)))
+		return NULL;
+	s->n_maps++;
+	if (blen)
+		memcpy(sm->build_id, m->build_id, blen);
+	sm->build_id_len = blen;
+	sm->pgoff = m->pgoff;
+	char found[4096];
+	const char *use = NULL;
+	bool exists = m->path && m->path[0] == '/' && access(m->path, R_OK) == 0;
+	if (exists && (build_id_matches(m->path, m) || !m->build_id_len)) {
+		use = m->path;
+		if (!m->build_id_len)
+			snprintf(sm->note, sizeof sm->note, "no build id recorded: %.200s used unchecked", m->path);
+	} else if (find_by_build_id(s, m, found, sizeof found)) {
+		use = found;
+	} else {
+		snprintf(sm->note, sizeof sm->note, exists ? "build-id mismatch: %.200s" : "file not found: %.200s",
+			 m->path ? m->path : "?");
+		return sm;
+	}
+	sm->dwfl = dwfl_begin(&s->cb);
+	if (!sm->dwfl) {
+		snprintf(sm->note, sizeof sm->note, "libdw: %s", dwfl_errmsg(-1));
+		return sm;
+	}
+	dwfl_report_begin(sm->dwfl);
+	sm->mod = dwfl_report_elf(sm->dwfl, m->path ? m->path : use, use, -1, 0, false);
+	dwfl_report_end(sm->dwfl, NULL, NULL);
+	if (!sm->mod) {
+		snprintf(sm->note, sizeof sm->note, "libdw: %.120s: %.100s", use, dwfl_errmsg(-1));
+		return sm;
+	}
+	sm->load_adjust = load_adjust(sm->mod, m->pgoff);
+	return sm;
+}
+
+static void copy(char *dst, const char *src)
+{
+	snprintf(dst, SS_SYM_TEXT, "%s", src ? src : "");
+}
+
+static bool is_function_scope(Dwarf_Die *d)
+{
+	int tag = dwarf_tag(d);
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* Function names and positions from DWARF. dwarf_getscopes() finds the
+ * innermost function-like DIE at the address; dwarf_getscopes_die() then gives
+ * its physical containers, i.e. the functions it was inlined into, up to the
+ * subprogram that holds the code. */
+static bool from_dwarf(Dwfl_Module *mod, GElf_Addr vaddr, struct ss_sym_result *out)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, vaddr, &bias);
+	if (!cu)
+		return false;
+	Dwarf_Die *scopes = NULL;
+	int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+	int first = -1;
+	for (int i = 0; i < n && first < 0; i++)
+		if (is_function_scope(&scopes[i]))
+			first = i;
+	if (first < 0) {
+		free(scopes);
+		return false;
+	}
+	Dwarf_Die *chain = NULL;
+	int m = dwarf_getscopes_die(&scopes[first], &chain);
+	if (m <= 0) {
+		free(chain);
+		chain = NULL;
+		m = 0;
+	}
+	/* Innermost first: the function-like DIEs up to and including a subprogram. */
+	Dwarf_Die fns[SS_SYM_MAX_INLINE];
+	int k = 0;
+	if (m == 0)
+		fns[k++] = scopes[first];
+	for (int i = 0; i < m && k < SS_SYM_MAX_INLINE; i++) {
+		if (!is_function_scope(&chain[i]))
+			continue;
+		fns[k++] = chain[i];
+		if (dwarf_tag(&chain[i]) == DW_TAG_subprogram)
+			break;
+	}
+	free(chain);
+	free(scopes);
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	dwarf_getsrcfiles(cu, &files, &nfiles);
+	out->n = (size_t)k;
+	for (int j = 0; j < k; j++) {
+		/* out->f[0] is the outermost: reverse the order. */
+		struct ss_sym_frame *f = &out->f[k - 1 - j];
+		copy(f->function, dwarf_diename(&fns[j]));
+		if (j == 0) {
+			Dwfl_Line *line = dwfl_module_getsrc(mod, vaddr);
+			int ln = 0;
+			const char *src = line ? dwfl_lineinfo(line, NULL, &ln, NULL, NULL, NULL) : NULL;
+			copy(f->file, src);
+			f->line = ln;
+		} else {
+			/* The position in this function is where the inner one was inlined. */
+			Dwarf_Attribute a;
+			Dwarf_Word cf = 0, cl = 0;
+			if (dwarf_formudata(dwarf_attr(&fns[j - 1], DW_AT_call_file, &a), &cf) == 0 && files &&
+			    cf < nfiles)
+				copy(f->file, dwarf_filesrc(files, cf, NULL, NULL));
+			if (dwarf_formudata(dwarf_attr(&fns[j - 1], DW_AT_call_line, &a), &cl) == 0)
+				f->line = (int)cl;
+		}
+	}
+	return true;
+}
+
+void ss_sym_user(struct ss_symbolizer *s, int64_t key, const struct ss_sym_mapping *m, uint64_t addr,
+		 struct ss_sym_result *out)
+{
+	memset(out, 0, sizeof *out);
+	out->n = 1;
+	(void)key;
+	struct sym_map *sm = open_map(s, m);
+	if (!sm) {
+		copy(out->note, "out of memory");
+		return;
+	}
+	copy(out->note, sm->note);
+	if (!sm->mod)
+		return;
+	GElf_Addr vaddr = (GElf_Addr)((int64_t)(addr - m->start + m->pgoff) + sm->load_adjust);
+	if (from_dwarf(sm->mod, vaddr, out))
+		return;
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(sm->mod, vaddr, &off, &sym, NULL, NULL, NULL);
+	copy(out->f[0].function, name);
+	if (!out->note[0])
+		copy(out->note, name ? "no debug info" : "no symbol");
+}
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void load_kallsyms(struct ss_symbolizer *s)
+{
+	s->ksyms_loaded = true;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	char line[512];
+	size_t cap = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long a;
+		char type, name[256];
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || a == 0)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (s->n_ksyms == cap) {
+			cap = cap ? cap * 2 : 4096;
+			struct ksym *nk = realloc(s->ksyms, cap * sizeof *nk);
+			if (!nk)
+				break;
+			s->ksyms = nk;
+		}
+		s->ksyms[s->n_ksyms++] = (struct ksym){ a, strdup(name) };
+	}
+	fclose(f);
+	qsort(s->ksyms, s->n_ksyms, sizeof *s->ksyms, cmp_ksym);
+}
+
+void ss_sym_kernel(struct ss_symbolizer *s, uint64_t addr, struct ss_sym_result *out)
+{
+	memset(out, 0, sizeof *out);
+	out->n = 1;
+	if (!s->ksyms_loaded)
+		load_kallsyms(s);
+	size_t lo = 0, hi = s->n_ksyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0) {
+		copy(out->f[0].function, "[kernel]");
+		copy(out->note, s->n_ksyms ? "below the first kernel symbol" : "kallsyms unreadable or hidden");
+		return;
+	}
+	copy(out->f[0].function, s->ksyms[lo - 1].name);
+}

@@ -1,0 +1,106 @@
+/*
+ * tl-db.h - the viewer's read-only view of an imported database: what is loaded
+ * once at open (time bounds, the wall-clock anchor, the lanes, the stalls and the
+ * lost-data ranges, all small) and the prepared range queries through which
+ * everything else is fetched for the visible window only.
+ *
+ * Nothing here loads a table whole: polls, parks, CPU intervals and samples are
+ * only ever read through indexed (worker or thread, ts) range queries.
+ */
+#ifndef STALLSCOPE_TL_DB_H
+#define STALLSCOPE_TL_DB_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A horizontal lane: a worker (polls, parks, CPU) or a non-worker thread that
+ * has CPU samples or switches. */
+struct tl_lane {
+	int64_t worker_id;      /* 0: a thread lane */
+	int64_t thread_id;
+	int64_t recording_id;
+	int group;              /* index into tl_db.groups */
+	char *label;            /* "w0 ex-w0" */
+	char *detail;           /* "tid 12227" */
+	bool has_cpu;           /* cpu_intervals rows exist for the thread */
+	bool has_samples;
+};
+
+struct tl_group {
+	char *title;            /* "example — 4 workers", "other threads" */
+};
+
+struct tl_stall {
+	int64_t id, ts, dur, poll_id, task_id, worker_id, thread_id, location_id, detected_ts;
+	char kind[16];          /* 'running', 'blocked', 'runnable', 'unknown' */
+	int lane;               /* index into lanes, -1 when the thread has no lane */
+};
+
+struct tl_loss {
+	int64_t ts, dur, count, recording_id;
+	int lane;               /* -1: process-wide (every lane of the recording) */
+	char source[12];        /* 'events' or 'samples' */
+	char reason[32];
+};
+
+#define TL_MAX_LOCATIONS 100000
+
+struct tl_location {
+	int64_t id;
+	char *name;             /* "function (file:line)", file without directories */
+	char *short_name;       /* "function:line" */
+};
+
+enum tl_stmt {
+	TL_POLL_PREV, TL_POLL_RANGE, TL_PARK_PREV, TL_PARK_RANGE,
+	TL_CPU_PREV, TL_CPU_RANGE, TL_SAMPLE_RANGE, TL_SUMMARY,
+	TL_STMT_COUNT
+};
+
+struct tl_db {
+	sqlite3 *db;
+	char *path;
+	int64_t first_ts, last_ts;          /* over every recording */
+	int64_t anchor_mono, anchor_real;   /* of the first recording; 0/0 when unknown */
+	struct tl_lane *lanes;
+	size_t n_lanes;
+	struct tl_group *groups;
+	size_t n_groups;
+	struct tl_stall *stalls;            /* sorted by ts */
+	size_t n_stalls;
+	int64_t max_stall_dur;              /* longest stall: how far back a visible one can start */
+	struct tl_loss *losses;             /* sorted by ts */
+	size_t n_losses;
+	struct tl_location *locations;      /* sorted by id (at most TL_MAX_LOCATIONS) */
+	size_t n_locations;
+	bool have_summaries;
+	sqlite3_stmt *st[TL_STMT_COUNT];
+};
+
+/* True when the file starts with the SQLite header (else it is taken for a
+ * segment file or directory). */
+bool tl_is_sqlite_file(const char *path);
+
+/* Opens path read-only. Returns NULL with a message in err (size errlen) when the
+ * file is not a stallscope database. */
+struct tl_db *tl_db_open(const char *path, char *err, size_t errlen);
+void tl_db_close(struct tl_db *d);
+
+/* A prepared statement, reset and with its bindings cleared. */
+sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which);
+
+/* A location's names, NULL when unknown. */
+const struct tl_location *tl_db_location(const struct tl_db *d, int64_t id);
+
+/* Wall-clock (CLOCK_REALTIME ns) of a trace timestamp. */
+int64_t tl_db_wall(const struct tl_db *d, int64_t ts);
+
+/* Index of the first stall / loss with ts >= t (binary search). */
+size_t tl_db_stall_lower_bound(const struct tl_db *d, int64_t t);
+/* Index into lanes of a worker or thread id, -1 when none. */
+int tl_db_lane_of_worker(const struct tl_db *d, int64_t worker_id);
+int tl_db_lane_of_thread(const struct tl_db *d, int64_t thread_id);
+
+#endif /* STALLSCOPE_TL_DB_H */

@@ -1,0 +1,501 @@
+/*
+ * tl-render.c - the timeline's drawing: ruler, lanes (polls, parks, on/off-CPU
+ * strip, sample ticks), stall markers, lost-data hatching, selection, labels and
+ * legend, as GskRenderNodes appended to a GtkSnapshot.
+ *
+ * Rectangles are colour nodes (gtk_snapshot_append_color): the cheapest node
+ * GSK has. The scene has already folded everything narrower than a pixel, so
+ * the node count is bounded by the width times the visible lanes.
+ */
+#include "tl-render.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tl-palette.h"
+#include "tl-ticks.h"
+
+struct rc {
+	GtkSnapshot *s;
+	PangoLayout *layout;
+	struct tl_db *db;
+	const struct tl_layout *l;
+	const struct tl_scene *sc;
+	const struct tl_view *v;
+	struct tl_theme th;
+	int plot_w, plot_bottom;
+};
+
+static void rect(struct rc *r, const GdkRGBA *c, double x, double y, double w, double h)
+{
+	if (w <= 0 || h <= 0)
+		return;
+	gtk_snapshot_append_color(r->s, c, &GRAPHENE_RECT_INIT((float)x, (float)y, (float)w, (float)h));
+}
+
+static void outline(struct rc *r, const GdkRGBA *c, double x, double y, double w, double h, float bw)
+{
+	GskRoundedRect rr;
+	gsk_rounded_rect_init_from_rect(&rr, &GRAPHENE_RECT_INIT((float)x, (float)y, (float)w, (float)h), 0);
+	const float widths[4] = { bw, bw, bw, bw };
+	const GdkRGBA colors[4] = { *c, *c, *c, *c };
+	gtk_snapshot_append_border(r->s, &rr, widths, colors);
+}
+
+/* Text at (x, y) top-left; max_w > 0 ellipsizes. Returns the width drawn. */
+static int text(struct rc *r, const char *str, double x, double y, const GdkRGBA *c, int max_w)
+{
+	pango_layout_set_text(r->layout, str, -1);
+	pango_layout_set_width(r->layout, max_w > 0 ? max_w * PANGO_SCALE : -1);
+	pango_layout_set_ellipsize(r->layout, max_w > 0 ? PANGO_ELLIPSIZE_END : PANGO_ELLIPSIZE_NONE);
+	int w, h;
+	pango_layout_get_pixel_size(r->layout, &w, &h);
+	gtk_snapshot_save(r->s);
+	gtk_snapshot_translate(r->s, &GRAPHENE_POINT_INIT((float)x, (float)y));
+	gtk_snapshot_append_layout(r->s, r->layout, c);
+	gtk_snapshot_restore(r->s);
+	return w;
+}
+
+static int text_width(struct rc *r, const char *str)
+{
+	pango_layout_set_width(r->layout, -1);
+	pango_layout_set_text(r->layout, str, -1);
+	int w, h;
+	pango_layout_get_pixel_size(r->layout, &w, &h);
+	return w;
+}
+
+static GdkRGBA with_alpha(GdkRGBA c, float a)
+{
+	c.alpha *= a;
+	return c;
+}
+
+static GdkRGBA poll_color(struct rc *r, int64_t location, int64_t dur)
+{
+	if (r->v->color == TL_COLOR_DURATION)
+		return tl_duration_color(tl_duration_class(dur));
+	return tl_location_color(location);
+}
+
+/* A small downward triangle (stall marker) from stacked rows: crisp at this
+ * size, and a colour node per row instead of a path. */
+static void triangle_down(struct rc *r, const GdkRGBA *c, double cx, double y, int half)
+{
+	for (int i = 0; i <= half; i++)
+		rect(r, c, cx - (half - i), y + i, 2 * (half - i) + 1, 1);
+}
+
+/* Diagonal hatching for lost data (a cairo node: GSK 4.8 has no path nodes). */
+static void hatch(struct rc *r, const GdkRGBA *line, const GdkRGBA *bg, double x, double y, double w, double h)
+{
+	rect(r, bg, x, y, w, h);
+	cairo_t *cr = gtk_snapshot_append_cairo(r->s, &GRAPHENE_RECT_INIT((float)x, (float)y, (float)w, (float)h));
+	cairo_rectangle(cr, x, y, w, h);
+	cairo_clip(cr);
+	gdk_cairo_set_source_rgba(cr, line);
+	cairo_set_line_width(cr, 1.5);
+	for (double d = x - h; d < x + w; d += 7) {
+		cairo_move_to(cr, d, y + h);
+		cairo_line_to(cr, d + h, y);
+	}
+	cairo_stroke(cr);
+	cairo_destroy(cr);
+}
+
+static double px(struct rc *r, int64_t t)
+{
+	return TL_LABEL_W + tl_view_x(r->v, t);
+}
+
+/* ---- ruler and grid ---- */
+
+static int64_t major_step(struct rc *r)
+{
+	/* Labels at least 120 px apart: room for a wall-clock label with
+	 * microseconds, so the two ruler rows never collide. */
+	return tl_tick_step(tl_view_ns_per_px(r->v) * 120);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static void draw_grid(struct rc *r)
+{
+	int64_t step = major_step(r);
+	int64_t origin = r->db->first_ts;
+	int64_t k0 = floor_div(r->v->t0 - origin, step);
+	for (int64_t k = k0; origin + k * step <= r->v->t1; k++) {
+		double x = px(r, origin + k * step);
+		if (x < TL_LABEL_W)
+			continue;
+		rect(r, &r->th.grid, floor(x), TL_RULER_H, 1, r->plot_bottom - TL_RULER_H);
+	}
+}
+
+static void draw_ruler(struct rc *r)
+{
+	const struct tl_view *v = r->v;
+	rect(r, &r->th.ruler_bg, 0, 0, v->width, TL_RULER_H);
+	rect(r, &r->th.separator, 0, TL_RULER_H - 1, v->width, 1);
+	text(r, "since start", 8, 4, &r->th.fg_dim, TL_LABEL_W - 12);
+	text(r, r->db->anchor_real ? "wall clock" : "wall clock (no anchor)", 8, 23, &r->th.fg_dim,
+	     TL_LABEL_W - 12);
+
+	int64_t step = major_step(r);
+	/* 1-2-5: a 1eN or 5eN step splits into 5 minor ticks, a 2eN into 4. */
+	int64_t lead = step;
+	while (lead % 10 == 0 && lead >= 10)
+		lead /= 10;
+	int64_t minor = step >= 10 ? step / (lead == 2 ? 4 : 5) : 0;
+	int64_t origin = r->db->first_ts;
+	gtk_snapshot_push_clip(r->s, &GRAPHENE_RECT_INIT(TL_LABEL_W, 0, (float)r->plot_w, TL_RULER_H));
+	if (minor > 0) {
+		int64_t k0 = floor_div(v->t0 - origin, minor);
+		for (int64_t k = k0; origin + k * minor <= v->t1; k++)
+			rect(r, &r->th.fg_dim, floor(px(r, origin + k * minor)), TL_RULER_H - 5, 1, 4);
+	}
+	int64_t k0 = floor_div(v->t0 - origin, step);
+	double last_rel_end = -1e9, last_wall_end = -1e9;
+	for (int64_t k = k0; origin + k * step <= v->t1; k++) {
+		int64_t t = origin + k * step;
+		double x = floor(px(r, t));
+		rect(r, &r->th.fg, x, TL_RULER_H - 10, 1, 9);
+		if (x < TL_LABEL_W)
+			continue;   /* its label would be cut by the label column */
+		char buf[64];
+		tl_format_duration(buf, sizeof buf, t - origin, step);
+		/* Each label is skipped rather than drawn over its neighbour. */
+		if (x + 3 > last_rel_end + 6 && x + 3 + text_width(r, buf) <= v->width)
+			last_rel_end = x + 3 + text(r, buf, x + 3, 4, &r->th.fg, 0);
+		if (r->db->anchor_real) {
+			tl_format_wall(buf, sizeof buf, tl_db_wall(r->db, t), step);
+			if (x + 3 > last_wall_end + 10 && x + 3 + text_width(r, buf) <= v->width)
+				last_wall_end = x + 3 + text(r, buf, x + 3, 22, &r->th.fg_dim, 0);
+		}
+	}
+	gtk_snapshot_pop(r->s);
+}
+
+/* ---- lanes ---- */
+
+static void draw_boxes(struct rc *r, const struct tl_lane_scene *ls, double y)
+{
+	GdkRGBA label_c = { 0, 0, 0, 0.85f };
+	for (size_t i = 0; i < ls->n_boxes; i++) {
+		const struct tl_box *b = &ls->boxes[i];
+		double x0 = TL_LABEL_W + b->x0, x1 = TL_LABEL_W + b->x1;
+		if (x1 < TL_LABEL_W || x0 > r->v->width)
+			continue;
+		if (x0 < TL_LABEL_W)
+			x0 = TL_LABEL_W;
+		if (x1 > r->v->width)
+			x1 = r->v->width;
+		double w = x1 - x0;
+		GdkRGBA c = poll_color(r, b->location_id, b->dur);
+		if (b->flags & TL_BOX_INCOMPLETE)
+			c = with_alpha(c, 0.55f);
+		/* A 1 px gap ends each box that is wide enough, so neighbours stay
+		 * apart. */
+		rect(r, &c, x0, y + TL_POLL_Y, w >= 3 ? w - 1 : (w < 1 ? 1 : w), TL_POLL_H);
+		if (w >= 70 && b->n == 1) {
+			const struct tl_location *loc = tl_db_location(r->db, b->location_id);
+			if (loc) {
+				gtk_snapshot_push_clip(r->s, &GRAPHENE_RECT_INIT((float)x0, (float)(y + TL_POLL_Y),
+										 (float)(w - 1), TL_POLL_H));
+				text(r, loc->short_name, x0 + 4, y + TL_POLL_Y + 3, &label_c, (int)w - 8);
+				gtk_snapshot_pop(r->s);
+			}
+		}
+		if (r->v->highlight_task && b->task_id == r->v->highlight_task)
+			outline(r, &r->th.highlight, x0, y + TL_POLL_Y - 1, w < 2 ? 2 : w, TL_POLL_H + 2, 1.5f);
+		if (r->v->selected_poll && b->poll_id == r->v->selected_poll)
+			outline(r, &r->th.highlight, x0 - 1, y + TL_POLL_Y - 2, (w < 2 ? 2 : w) + 2, TL_POLL_H + 4, 2.5f);
+	}
+}
+
+static const GdkRGBA *cpu_color(struct rc *r, int kind)
+{
+	return kind == TL_SPAN_BLOCKED ? &r->th.blocked : kind == TL_SPAN_PREEMPTED ? &r->th.preempted
+										   : &r->th.on_cpu;
+}
+
+static void draw_spans(struct rc *r, const struct tl_span *sp, size_t n, double y, double h)
+{
+	for (size_t i = 0; i < n; i++) {
+		double x0 = fmax(TL_LABEL_W + sp[i].x0, TL_LABEL_W);
+		double x1 = fmin(TL_LABEL_W + sp[i].x1, r->v->width);
+		if (x1 <= x0)
+			continue;
+		const GdkRGBA *c = sp[i].kind == TL_SPAN_PARK ? &r->th.park : cpu_color(r, sp[i].kind);
+		rect(r, c, x0, y, fmax(x1 - x0, 1), h);
+	}
+}
+
+/* Zoomed out: a bar per pixel column whose height is the busy fraction, runs of
+ * equal columns joined into one node. */
+static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const struct tl_lane *lane, double y)
+{
+	int w = r->plot_w;
+	for (int c = 0; c < w;) {
+		const struct tl_col *col = &ls->cols[c];
+		int hb = col->busy > 0 || col->polls ? (int)fmax(2, lround(col->busy * TL_POLL_H)) : 0;
+		int cls = tl_duration_class(col->max_poll);
+		int e = c + 1;
+		while (e < w) {
+			const struct tl_col *o = &ls->cols[e];
+			int ho = o->busy > 0 || o->polls ? (int)fmax(2, lround(o->busy * TL_POLL_H)) : 0;
+			if (ho != hb || (r->v->color == TL_COLOR_DURATION && tl_duration_class(o->max_poll) != cls))
+				break;
+			e++;
+		}
+		if (hb) {
+			GdkRGBA bc = r->v->color == TL_COLOR_DURATION ? tl_duration_color(cls) : r->th.busy_summary;
+			rect(r, &bc, TL_LABEL_W + c, y + TL_POLL_Y + TL_POLL_H - hb, e - c, hb);
+		}
+		c = e;
+	}
+	for (int c = 0; c < w; c++) {
+		const struct tl_col *col = &ls->cols[c];
+		if (col->parked > 0.02f) {
+			GdkRGBA pc = with_alpha(r->th.park, 0.3f + 0.7f * col->parked);
+			rect(r, &pc, TL_LABEL_W + c, y + TL_PARK_Y, 1, TL_PARK_H);
+		}
+		if (lane->has_cpu && (col->busy > 0 || col->offcpu > 0)) {
+			/* Off-CPU share shows as the blocked colour, else on-CPU. */
+			GdkRGBA cc = col->offcpu > 0.05f ? with_alpha(r->th.blocked, 0.35f + 0.65f * col->offcpu)
+							 : with_alpha(r->th.on_cpu, 0.35f + 0.65f * col->busy);
+			rect(r, &cc, TL_LABEL_W + c, y + TL_CPU_Y, 1, TL_CPU_H);
+		}
+	}
+}
+
+static void draw_lane(struct rc *r, size_t i)
+{
+	const struct tl_lane_scene *ls = &r->sc->lanes[i];
+	const struct tl_lane *lane = &r->db->lanes[i];
+	double y = tl_view_lane_screen_y(r->v, r->l, (int)i);
+	if (i % 2)
+		rect(r, &r->th.lane_alt, TL_LABEL_W, y, r->plot_w, TL_LANE_H);
+	rect(r, &r->th.separator, TL_LABEL_W, y + TL_LANE_H - 1, r->plot_w, 1);
+	if (!ls->fetched)
+		return;
+	if (ls->summary) {
+		draw_columns(r, ls, lane, y);
+	} else {
+		/* Parks first: a thin grey band through the middle of the poll band,
+		 * so "asleep" never looks like a (coloured, full-height) poll. */
+		draw_spans(r, ls->parks, ls->n_parks, y + TL_PARK_Y, TL_PARK_H);
+		draw_boxes(r, ls, y);
+		draw_spans(r, ls->cpu, ls->n_cpu, y + TL_CPU_Y, TL_CPU_H);
+	}
+	for (size_t k = 0; k < ls->n_ticks; k++)
+		rect(r, &r->th.sample, floor(TL_LABEL_W + ls->ticks[k]), y + TL_SAMPLE_Y, 1, TL_SAMPLE_H);
+}
+
+static void draw_losses(struct rc *r)
+{
+	char buf[128];
+	for (size_t i = 0; i < r->db->n_losses; i++) {
+		const struct tl_loss *lo = &r->db->losses[i];
+		if (lo->ts > r->v->t1 || lo->ts + lo->dur < r->v->t0)
+			continue;
+		double x0 = px(r, lo->ts), x1 = px(r, lo->ts + lo->dur);
+		if (x1 - x0 < 4) {   /* a point loss is still a visible band */
+			double mid = (x0 + x1) / 2;
+			x0 = mid - 2;
+			x1 = mid + 2;
+		}
+		x0 = fmax(x0, TL_LABEL_W);
+		x1 = fmin(x1, r->v->width);
+		bool labelled = false;
+		for (size_t k = 0; k < r->db->n_lanes; k++) {
+			const struct tl_lane *lane = &r->db->lanes[k];
+			if (lo->lane >= 0 ? (size_t)lo->lane != k : lane->recording_id != lo->recording_id)
+				continue;
+			if (!r->sc->lanes[k].fetched)
+				continue;
+			double y = tl_view_lane_screen_y(r->v, r->l, (int)k);
+			hatch(r, &r->th.loss, &r->th.loss_bg, x0, y + 1, x1 - x0, TL_LANE_H - 3);
+			if (!labelled) {
+				snprintf(buf, sizeof buf, "%lld %s lost%s%s", (long long)lo->count, lo->source,
+					 lo->reason[0] ? ": " : "", lo->reason);
+				int tw = text_width(r, buf);
+				double lx = x1 - x0 >= tw + 8 ? x0 + 4 : x1 + 4;
+				if (lx + tw < r->v->width) {
+					rect(r, &r->th.bg, lx - 2, y + TL_POLL_Y + 2, tw + 4, 16);
+					text(r, buf, lx, y + TL_POLL_Y + 3, &r->th.loss, 0);
+				}
+				labelled = true;
+			}
+		}
+	}
+}
+
+static void draw_stalls(struct rc *r)
+{
+	const struct tl_db *db = r->db;
+	int64_t from = r->v->t0 - db->max_stall_dur;
+	double *last_x = calloc(db->n_lanes ? db->n_lanes : 1, sizeof *last_x);
+	if (!last_x)
+		return;
+	for (size_t k = 0; k < db->n_lanes; k++)
+		last_x[k] = -1e9;
+	for (size_t i = tl_db_stall_lower_bound(db, from); i < db->n_stalls; i++) {
+		const struct tl_stall *st = &db->stalls[i];
+		if (st->ts > r->v->t1)
+			break;
+		if (st->lane < 0 || st->ts + st->dur < r->v->t0 || !r->sc->lanes[st->lane].fetched)
+			continue;
+		double y = tl_view_lane_screen_y(r->v, r->l, st->lane);
+		double x0 = px(r, st->ts), x1 = px(r, st->ts + st->dur);
+		double bx0 = fmax(x0, TL_LABEL_W), bx1 = fmin(x1, r->v->width);
+		/* The stalled span: a red bar along the bottom of the poll band. */
+		if (bx1 > bx0)
+			rect(r, &r->th.stall, bx0, y + TL_POLL_Y + TL_POLL_H - 3, fmax(bx1 - bx0, 2), 3);
+		if (x0 >= TL_LABEL_W && x0 - last_x[st->lane] >= 1) {
+			triangle_down(r, &r->th.stall, floor(x0), y + 1, 5);
+			last_x[st->lane] = x0;
+		}
+		if (r->v->selected_stall == st->id)
+			outline(r, &r->th.stall, bx0 - 2, y + 1, fmax(bx1 - bx0, 2) + 4, TL_LANE_H - 3, 2);
+	}
+	free(last_x);
+}
+
+static void draw_selection(struct rc *r)
+{
+	const struct tl_view *v = r->v;
+	if (v->sel_t1 <= v->sel_t0)
+		return;
+	double x0 = fmax(px(r, v->sel_t0), TL_LABEL_W), x1 = fmin(px(r, v->sel_t1), v->width);
+	if (x1 < x0)
+		return;
+	rect(r, &r->th.selection, x0, TL_RULER_H, fmax(x1 - x0, 1), r->plot_bottom - TL_RULER_H);
+	GdkRGBA edge = with_alpha(r->th.selection, 3);
+	rect(r, &edge, x0, 0, 1, r->plot_bottom);
+	rect(r, &edge, x1, 0, 1, r->plot_bottom);
+	char buf[64];
+	tl_format_duration(buf, sizeof buf, v->sel_t1 - v->sel_t0, 0);
+	int tw = text_width(r, buf);
+	double lx = (x0 + x1 - tw) / 2;
+	rect(r, &r->th.bg, lx - 3, TL_RULER_H - 17, tw + 6, 15);
+	text(r, buf, lx, TL_RULER_H - 17, &r->th.fg, 0);
+}
+
+static void draw_labels(struct rc *r)
+{
+	rect(r, &r->th.label_bg, 0, TL_RULER_H, TL_LABEL_W, r->plot_bottom - TL_RULER_H);
+	rect(r, &r->th.separator, TL_LABEL_W - 1, TL_RULER_H, 1, r->plot_bottom - TL_RULER_H);
+	for (size_t g = 0; g < r->db->n_groups; g++) {
+		if (r->l->group_y[g] < 0)
+			continue;
+		double y = TL_RULER_H + r->l->group_y[g] - r->v->scroll_y;
+		if (y + TL_GROUP_H < TL_RULER_H || y > r->plot_bottom)
+			continue;
+		rect(r, &r->th.group_bg, 0, y, r->v->width, TL_GROUP_H);
+		pango_layout_set_attributes(r->layout, NULL);
+		PangoAttrList *bold = pango_attr_list_new();
+		pango_attr_list_insert(bold, pango_attr_weight_new(PANGO_WEIGHT_BOLD));
+		pango_layout_set_attributes(r->layout, bold);
+		text(r, r->db->groups[g].title, 8, y + 3, &r->th.fg, r->v->width - 16);
+		pango_layout_set_attributes(r->layout, NULL);
+		pango_attr_list_unref(bold);
+	}
+	for (size_t i = 0; i < r->db->n_lanes; i++) {
+		if (!tl_view_lane_visible(r->v, r->l, (int)i))
+			continue;
+		double y = tl_view_lane_screen_y(r->v, r->l, (int)i);
+		const struct tl_lane *lane = &r->db->lanes[i];
+		rect(r, &r->th.separator, 0, y + TL_LANE_H - 1, TL_LABEL_W, 1);
+		text(r, lane->label, 10, y + 5, &r->th.fg, TL_LABEL_W - 16);
+		text(r, lane->detail, 10, y + 21, &r->th.fg_dim, TL_LABEL_W - 16);
+	}
+}
+
+/* One legend entry: a swatch and a name; returns the next x. */
+static double legend_item(struct rc *r, double x, double y, const GdkRGBA *c, double sw, double sh, const char *name)
+{
+	if (x > r->v->width - 40)
+		return x;
+	rect(r, c, x, y + 8 - sh / 2, sw, sh);
+	return x + sw + 4 + text(r, name, x + sw + 4, y + 1, &r->th.fg, 0) + 14;
+}
+
+static void draw_legend(struct rc *r)
+{
+	double y = r->plot_bottom + 4;
+	rect(r, &r->th.ruler_bg, 0, r->plot_bottom, r->v->width, TL_LEGEND_H);
+	rect(r, &r->th.separator, 0, r->plot_bottom, r->v->width, 1);
+	double x = 8;
+	if (r->sc->summary_bucket) {
+		char buf[96], d[32];
+		tl_format_duration(d, sizeof d, r->sc->summary_bucket, r->sc->summary_bucket);
+		snprintf(buf, sizeof buf, "busy per %s (zoom in for polls)", d);
+		x = legend_item(r, x, y, &r->th.busy_summary, 10, 10, buf);
+	} else if (r->v->color == TL_COLOR_DURATION) {
+		for (int k = 0; k < TL_DUR_CLASSES; k++) {
+			GdkRGBA c = tl_duration_color(k);
+			x = legend_item(r, x, y, &c, 10, 10, tl_duration_class_name(k));
+		}
+	} else {
+		/* Locations: the first few (a trace with hundreds shows them in
+		 * tooltips instead). */
+		size_t shown = 0;
+		for (size_t i = 0; i < r->db->n_locations && shown < 6 && x < r->v->width * 0.45; i++, shown++) {
+			GdkRGBA c = tl_location_color(r->db->locations[i].id);
+			x = legend_item(r, x, y, &c, 10, 10, r->db->locations[i].short_name);
+		}
+	}
+	x = legend_item(r, x, y, &r->th.park, 16, TL_PARK_H, "parked");
+	x = legend_item(r, x, y, &r->th.on_cpu, 12, TL_CPU_H, "on CPU");
+	x = legend_item(r, x, y, &r->th.blocked, 12, TL_CPU_H, "blocked");
+	x = legend_item(r, x, y, &r->th.preempted, 12, TL_CPU_H, "preempted");
+	x = legend_item(r, x, y, &r->th.sample, 1, 8, "sample");
+	if (x < r->v->width - 40) {
+		triangle_down(r, &r->th.stall, x + 5, y + 3, 5);
+		x += 14 + text(r, "stall", x + 14, y + 1, &r->th.fg, 0) + 14;
+	}
+	if (x < r->v->width - 40) {
+		hatch(r, &r->th.loss, &r->th.loss_bg, x, y + 2, 14, 12);
+		text(r, "lost data", x + 18, y + 1, &r->th.fg, 0);
+	}
+}
+
+void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct tl_layout *l,
+	       const struct tl_scene *sc, const struct tl_view *v)
+{
+	struct rc r = { .s = s, .db = db, .l = l, .sc = sc, .v = v };
+	tl_theme_init(&r.th, v->dark);
+	r.plot_w = tl_view_plot_w(v);
+	r.plot_bottom = tl_view_plot_bottom(v);
+	r.layout = pango_layout_new(pc);
+	PangoFontDescription *fd = pango_font_description_from_string(TL_FONT);
+	pango_layout_set_font_description(r.layout, fd);
+	pango_font_description_free(fd);
+
+	rect(&r, &r.th.bg, 0, 0, v->width, v->height);
+	gtk_snapshot_push_clip(s, &GRAPHENE_RECT_INIT(0, TL_RULER_H, (float)v->width,
+						       (float)(r.plot_bottom - TL_RULER_H)));
+	for (size_t i = 0; i < db->n_lanes && i < sc->n_lanes; i++)
+		if (tl_view_lane_visible(v, l, (int)i))
+			draw_lane(&r, i);
+	draw_grid(&r);
+	draw_losses(&r);
+	draw_stalls(&r);
+	draw_selection(&r);
+	draw_labels(&r);
+	if (db->n_lanes == 0)
+		text(&r, "This trace has no worker lanes and no sampled threads.", TL_LABEL_W + 16,
+		     TL_RULER_H + 16, &r.th.fg_dim, 0);
+	gtk_snapshot_pop(s);
+	draw_ruler(&r);
+	if (v->legend)
+		draw_legend(&r);
+	g_object_unref(r.layout);
+}
