@@ -16,35 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Not instrumented: a frame slot may sit next to an ASan redzone, and the bounds
- * checks below are what make these loads safe. */
-__attribute__((no_sanitize("address", "undefined")))
-SS_INTERNAL uint32_t ss_fp_walk(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t lo,
-				uint64_t hi, uint64_t *out, uint32_t max)
-{
-	uint32_t n = 0;
-	if (!max)
-		return 0;
-	out[n++] = pc;
-	if (!lo || sp < lo || sp >= hi)
-		return n;
-	lo = sp;
-	while (n < max) {
-		if ((fp & 7) || fp < lo || fp > hi || hi - fp < 16)
-			break;
-		const volatile uint64_t *f = (const volatile uint64_t *)(uintptr_t)fp;
-		uint64_t next = f[0], ret = f[1];
-		if (ret < 4096)
-			break; /* not a code address: the end of the chain */
-		out[n++] = ret;
-		if (next <= fp)
-			break;
-		lo = fp + 16;
-		fp = next;
-	}
-	return n;
-}
-
 SS_INTERNAL int ss_rtsig_claim(void (*handler)(int, siginfo_t *, void *), struct sigaction *old,
 			       char *why, size_t len)
 {
