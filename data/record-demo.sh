@@ -34,7 +34,7 @@ exe=$build/recorder/examples/stallscope-example-runtime
 # when the segments are imported on another machine. Optional: skipped (with a
 # note) when the CLI is not built yet.
 cli=
-for c in "$build/viewer/stallscope"; do
+for c in "$build/viewer/cli/stallscope"; do
 	if [ -x "$c" ] && "$c" help symbolize >/dev/null 2>&1; then
 		cli=$c
 		break
@@ -47,6 +47,12 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 for sc in $scenarios; do
 	out=$tmp/$sc
 	mkdir -p "$out"
+	# Starvation on one CPU: four busy workers then wait for it, so the demo holds
+	# "runnable but not running" stall captures on any machine.
+	pin=
+	if [ "$sc" = starvation ] && command -v taskset >/dev/null 2>&1; then
+		pin="taskset -c 0"
+	fi
 	echo "== $sc"
 	STALLSCOPE_ENABLED=1 \
 	STALLSCOPE_OUTPUT_DIR=$out \
@@ -54,7 +60,8 @@ for sc in $scenarios; do
 	STALLSCOPE_MAX_FILE_SIZE=$max_file_size \
 	STALLSCOPE_ROTATION_COUNT=$rotation_count \
 	STALLSCOPE_ROTATION_PERIOD_S=1 \
-		"$exe" --scenario "$sc" --workers "$workers" --duration "$duration" \
+	STALLSCOPE_TASK_DUMP_ENABLED=1 \
+		$pin "$exe" --scenario "$sc" --workers "$workers" --duration "$duration" \
 		--rate "$rate" --seed "$seed"
 
 	if ls "$out"/*.bin.active >/dev/null 2>&1; then
