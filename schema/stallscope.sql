@@ -337,3 +337,6 @@ CREATE INDEX IF NOT EXISTS samples_by_thread ON samples(thread_id, ts);
 CREATE INDEX IF NOT EXISTS cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
 CREATE INDEX IF NOT EXISTS callsites_by_parent ON callsites(parent_id);
 CREATE INDEX IF NOT EXISTS threads_by_recording ON threads(recording_id, thread);
+-- Small (a few rows per stall), and the viewer's stall panel and the report look
+-- captures up by stall.
+CREATE INDEX IF NOT EXISTS stall_captures_by_stall ON stall_captures(stall_id);

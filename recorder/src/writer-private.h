@@ -77,6 +77,10 @@ struct writer {
 	uint64_t sampler_lost;       /* samples that arrived with no segment to go to */
 	_Atomic int sampling_on;     /* what stallscope_set_enabled() asked for */
 	int sampling_applied;        /* what the sampler was last told */
+	/* Threads whose slot was just released: the sampler can still hand over their
+	 * last samples, which must keep their thread rather than become thread 0. */
+	struct { uint32_t tid, thread; } gone[64];
+	uint32_t ngone;
 };
 
 extern SS_INTERNAL struct writer wr;

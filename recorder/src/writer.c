@@ -122,6 +122,8 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 			return 0;
 		}
 		ss_watchdog_slot_released(s);
+		wr.gone[wr.ngone++ % 64].tid = (uint32_t)s->tid;
+		wr.gone[(wr.ngone - 1) % 64].thread = s->thread_id;
 		ss_slot_release(s);
 		return 1;
 	}

@@ -27,6 +27,12 @@ static uint32_t thread_of_tid(uint32_t tid)
 			return s->thread_id;
 		}
 	}
+	/* Newest first: a tid the OS already reused belongs to the latest thread. */
+	for (uint32_t k = 0; k < 64 && k < wr.ngone; k++) {
+		uint32_t i = (wr.ngone - 1 - k) % 64;
+		if (wr.gone[i].tid == tid)
+			return wr.gone[i].thread;
+	}
 	return 0;
 }
 
