@@ -498,6 +498,18 @@ SS_INTERNAL int ss_segments_append(struct ss_segments *sg, const struct ss_block
 	return -1;
 }
 
+/* The directory may be gone with every sealed file in it: count what is there. */
+static void rescan_sealed(struct ss_segments *sg)
+{
+	sg->nsealed = 0;
+	DIR *d = opendir(sg->dir);
+	if (d) {
+		closedir(d);
+		scan_dir(sg);
+	}
+	update_usage(sg);
+}
+
 SS_INTERNAL int ss_segments_seal(struct ss_segments *sg, const struct ss_footer *f)
 {
 	if (sg->fd < 0)
@@ -529,6 +541,10 @@ SS_INTERNAL int ss_segments_seal(struct ss_segments *sg, const struct ss_footer 
 		atomic_fetch_add(&ss_counters.segments_sealed, 1);
 	}
 	sg->active_bytes = 0;
+	/* A failed rename usually means the directory went away, and the sealed
+	 * segments with it: the budget and disk usage must not count them. */
+	if (rc != 0)
+		rescan_sealed(sg);
 	evict(sg);
 	errno = e;
 	return rc;
@@ -561,14 +577,7 @@ SS_INTERNAL void ss_segments_abandon(struct ss_segments *sg)
 		sg->fd = -1;
 	}
 	sg->active_bytes = 0;
-	/* The directory may be gone with every sealed file in it: look again. */
-	sg->nsealed = 0;
-	DIR *d = opendir(sg->dir);
-	if (d) {
-		closedir(d);
-		scan_dir(sg);
-	}
-	update_usage(sg);
+	rescan_sealed(sg);
 }
 
 SS_INTERNAL void ss_segments_close(struct ss_segments *sg)

@@ -113,6 +113,7 @@ SS_INTERNAL void unreport_block_losses(void);
 SS_INTERNAL void flush_block(void);
 SS_INTERNAL void begin_block_if_needed(void);
 SS_INTERNAL void begin_segment(uint64_t start_ts);
+SS_INTERNAL void account_vanished_segment(uint64_t now);
 SS_INTERNAL void seal_segment(uint64_t end_ts);
 extern SS_INTERNAL const struct ss_sample_sink sink;
 SS_INTERNAL void drain_stalls(uint64_t now);

@@ -218,14 +218,7 @@ static void cycle(int final)
 	if (wr.seg_seq1 && ss_segments_lost(wr.sg)) {
 		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
 		       (unsigned long long)(wr.seg_seq1 - 1));
-		note_lost(wr.foot.events + wr.block_events,
-			  wr.foot.first_event_ts ? wr.foot.first_event_ts : wr.seg_start_ts, now);
-		atomic_fetch_sub(&ss_counters.events_written, wr.foot.events);
-		/* The write-failure losses the vanished file reported are lost with it. */
-		unreport_block_losses();
-		merge_range(&wr.lost_count, &wr.lost_first, &wr.lost_last,
-			    wr.seg_lost_count, wr.seg_lost_first, wr.seg_lost_last);
-		wr.seg_lost_count = 0;
+		account_vanished_segment(now);
 		ss_segments_abandon(wr.sg);
 		atomic_fetch_add(&ss_counters.errors, 1);
 		wr.seg_seq1 = 0;

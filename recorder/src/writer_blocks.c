@@ -205,6 +205,20 @@ SS_INTERNAL void begin_segment(uint64_t start_ts)
 	set_failing(0, 0);
 }
 
+/* The active segment's file is gone (its directory was removed): everything it
+ * held, and the write-failure losses it reported, are lost and said so in the
+ * next block written. */
+SS_INTERNAL void account_vanished_segment(uint64_t now)
+{
+	note_lost(wr.foot.events + wr.block_events,
+		  wr.foot.first_event_ts ? wr.foot.first_event_ts : wr.seg_start_ts, now);
+	atomic_fetch_sub(&ss_counters.events_written, wr.foot.events);
+	unreport_block_losses();
+	merge_range(&wr.lost_count, &wr.lost_first, &wr.lost_last,
+		    wr.seg_lost_count, wr.seg_lost_first, wr.seg_lost_last);
+	wr.seg_lost_count = 0;
+}
+
 SS_INTERNAL void seal_segment(uint64_t end_ts)
 {
 	if (!wr.seg_seq1)
@@ -212,9 +226,21 @@ SS_INTERNAL void seal_segment(uint64_t end_ts)
 	flush_block();
 	wr.foot.end_ts = end_ts;
 	wr.foot.sealed_by = SS_SEALED_WRITER;
-	if (ss_segments_seal(wr.sg, &wr.foot) != 0) {
-		ss_log("cannot seal segment %llu in %s: %s (left as .active; the next start recovers it)",
-		       (unsigned long long)(wr.seg_seq1 - 1), wr.cfg.seg.dir, strerror(errno));
+	/* A directory removed just before the seal: the file is already gone (or the
+	 * rename finds no directory), so its events are lost, not sealed. */
+	int vanished = ss_segments_lost(wr.sg);
+	if (vanished || ss_segments_seal(wr.sg, &wr.foot) != 0) {
+		if (vanished || errno == ENOENT) {
+			ss_log("segment file %llu vanished (output directory removed?); starting a new one",
+			       (unsigned long long)(wr.seg_seq1 - 1));
+			account_vanished_segment(end_ts);
+			if (vanished)
+				ss_segments_abandon(wr.sg);
+		} else {
+			ss_log("cannot seal segment %llu in %s: %s (left as .active; the next start "
+			       "recovers it)", (unsigned long long)(wr.seg_seq1 - 1), wr.cfg.seg.dir,
+			       strerror(errno));
+		}
 		atomic_fetch_add(&ss_counters.errors, 1);
 	}
 	wr.seg_seq1 = 0;
