@@ -32,6 +32,8 @@
 #include "tl-scene.h"
 #include "tl-view.h"
 
+#include "bench_util.h"
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -50,12 +52,6 @@ static long vm_hwm_kb(void)
 	if (f)
 		fclose(f);
 	return kb;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 struct frame_ctx {

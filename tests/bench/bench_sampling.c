@@ -29,14 +29,9 @@
 
 #include "segment_reader.h"
 
-#define MAX_WORKERS 4
+#include "bench_util.h"
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define MAX_WORKERS 4
 
 static uint64_t cpu_ns(clockid_t id)
 {
@@ -252,18 +247,6 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 	count_dir(dir, &res->c);
 	rm_dir(dir);
 	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)

@@ -24,12 +24,7 @@
 
 #include <stallscope/stallscope.h>
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static void sleep_us(unsigned us)
 {

@@ -15,17 +15,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 static double seconds = 10;
 static long rate = 2000000;
 static uint64_t produced[2];
 static double producer_cpu[2];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static double cpu_s(clockid_t id)
 {

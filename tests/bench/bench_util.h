@@ -1,0 +1,32 @@
+/*
+ * bench_util.h - the clock and statistics every benchmark here uses, so each
+ * prints figures computed the same way.
+ */
+#ifndef STALLSCOPE_BENCH_UTIL_H
+#define STALLSCOPE_BENCH_UTIL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts v in place; the middle value (the mean of the middle two for even n). */
+static inline double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#endif
