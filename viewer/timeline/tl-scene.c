@@ -143,6 +143,29 @@ static void box_add(struct tl_lane_scene *ls, struct box_merge *m, const struct 
 	box_push(ls, &b);
 }
 
+/* After each row of a range query whose ?2 is the start time: once a pixel column
+ * has TL_DENSE_ROWS rows, the rest of it is already one folded box, so the query
+ * is restarted at the next column instead of reading them. */
+static void dense_skip(struct tl_scene *sc, sqlite3_stmt *s, const struct xf *xf, int64_t ts,
+		       int64_t dur, int *last_col, int *same)
+{
+	int col = (int)floor(xf_x(xf, ts + dur));
+	if (col != *last_col) {
+		*last_col = col;
+		*same = 0;
+		return;
+	}
+	if (++*same < TL_DENSE_ROWS)
+		return;
+	int64_t next = xf_t(xf, col + 1);
+	if (next <= ts)
+		next = ts + 1;
+	sqlite3_reset(s);
+	sqlite3_bind_int64(s, 2, next);
+	sc->seeks++;
+	*same = 0;
+}
+
 static void fetch_polls(struct tl_scene *sc, struct tl_db *db, struct tl_lane_scene *ls,
 			int64_t worker, const struct xf *xf)
 {
@@ -168,22 +191,7 @@ static void fetch_polls(struct tl_scene *sc, struct tl_db *db, struct tl_lane_sc
 		sc->rows++;
 		box_add(ls, &m, xf, sqlite3_column_int64(s, 0), ts, dur, sqlite3_column_int64(s, 3),
 			sqlite3_column_int64(s, 4), sqlite3_column_int(s, 5));
-		int col = (int)floor(xf_x(xf, ts + dur));
-		if (col != last_col) {
-			last_col = col;
-			same = 0;
-			continue;
-		}
-		if (++same < TL_DENSE_ROWS)
-			continue;
-		/* Dense: the rest of this column is already one folded box. */
-		int64_t next = xf_t(xf, col + 1);
-		if (next <= ts)
-			next = ts + 1;
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 2, next);
-		sc->seeks++;
-		same = 0;
+		dense_skip(sc, s, xf, ts, dur, &last_col, &same);
 	}
 	box_flush(ls, &m);
 }
@@ -285,21 +293,7 @@ static void fetch_spans(struct tl_scene *sc, struct tl_db *db, struct tl_lane_sc
 		sc->rows++;
 		span_add(arr, n, cap, &m, xf, ts, dur,
 			 is_cpu ? cpu_kind(sqlite3_column_text(s, 2)) : TL_SPAN_PARK);
-		int col = (int)floor(xf_x(xf, ts + dur));
-		if (col != last_col) {
-			last_col = col;
-			same = 0;
-			continue;
-		}
-		if (++same < TL_DENSE_ROWS)
-			continue;
-		int64_t next = xf_t(xf, col + 1);
-		if (next <= ts)
-			next = ts + 1;
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 2, next);
-		sc->seeks++;
-		same = 0;
+		dense_skip(sc, s, xf, ts, dur, &last_col, &same);
 	}
 	span_flush(arr, n, cap, &m);
 }
