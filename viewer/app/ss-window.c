@@ -201,21 +201,28 @@ void ss_window_open_files(SsWindow *self, GFile **files, gsize n)
 
 /* ---- open dialog and drag and drop ---- */
 
+
+/* Opens what a file dialog returned (either GTK's), and drops the list. */
+static void open_file_list(SsWindow *self, GListModel *files)
+{
+	guint n = g_list_model_get_n_items(files);
+	GFile **arr = g_new0(GFile *, n + 1);
+	for (guint i = 0; i < n; i++)
+		arr[i] = g_list_model_get_item(files, i);
+	ss_window_open_files(self, arr, n);
+	for (guint i = 0; i < n; i++)
+		g_object_unref(arr[i]);
+	g_free(arr);
+	g_object_unref(files);
+}
+
 #if GTK_CHECK_VERSION(4, 10, 0)
 static void dialog_done(GObject *src, GAsyncResult *res, gpointer data)
 {
 	SsWindow *self = data;
 	GListModel *files = gtk_file_dialog_open_multiple_finish(GTK_FILE_DIALOG(src), res, NULL);
 	if (files) {
-		guint n = g_list_model_get_n_items(files);
-		GFile **arr = g_new0(GFile *, n + 1);
-		for (guint i = 0; i < n; i++)
-			arr[i] = g_list_model_get_item(files, i);
-		ss_window_open_files(self, arr, n);
-		for (guint i = 0; i < n; i++)
-			g_object_unref(arr[i]);
-		g_free(arr);
-		g_object_unref(files);
+		open_file_list(self, files);
 	}
 	g_object_unref(self);
 }
@@ -225,15 +232,7 @@ static void chooser_response(GtkNativeDialog *d, int response, gpointer data)
 	SsWindow *self = data;
 	if (response == GTK_RESPONSE_ACCEPT) {
 		GListModel *files = gtk_file_chooser_get_files(GTK_FILE_CHOOSER(d));
-		guint n = g_list_model_get_n_items(files);
-		GFile **arr = g_new0(GFile *, n + 1);
-		for (guint i = 0; i < n; i++)
-			arr[i] = g_list_model_get_item(files, i);
-		ss_window_open_files(self, arr, n);
-		for (guint i = 0; i < n; i++)
-			g_object_unref(arr[i]);
-		g_free(arr);
-		g_object_unref(files);
+		open_file_list(self, files);
 	}
 	g_object_unref(d);
 	g_object_unref(self);
