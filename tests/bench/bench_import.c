@@ -24,15 +24,10 @@
 
 #include "import.h"
 
+#include "bench_util.h"
+
 static uint64_t per_thread = 10000000;
 static uint64_t produced[2];
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *producer(void *arg)
 {
@@ -44,7 +39,7 @@ static void *producer(void *arg)
 	/* Paced at ~2M events/s per thread (a burst per millisecond) so the writer
 	 * keeps up on two cores and nothing is dropped. */
 	const uint64_t per_ms = 2000;
-	double next = now_s();
+	double next = clock_s(CLOCK_MONOTONIC);
 	while (n < per_thread) {
 		for (uint64_t i = 0; i < per_ms && n < per_thread; i += 10, n += 10) {
 			stallscope_task_spawn(task, loc2);                /* 1 */
@@ -60,7 +55,7 @@ static void *producer(void *arg)
 			task++;
 		}
 		next += 0.001;
-		double wait = next - now_s();
+		double wait = next - clock_s(CLOCK_MONOTONIC);
 		if (wait > 0) {
 			struct timespec ts = { 0, (long)(wait * 1e9) };
 			nanosleep(&ts, NULL);
@@ -74,7 +69,7 @@ static void *producer(void *arg)
 static int import_child(const char *dir, const char *db, struct rusage *ru, double *secs,
 			struct ss_import_result *shared)
 {
-	double t0 = now_s();
+	double t0 = clock_s(CLOCK_MONOTONIC);
 	pid_t pid = fork();
 	if (pid == 0) {
 		struct ss_import_options o = { .db_path = db, .quiet = true };
@@ -94,7 +89,7 @@ static int import_child(const char *dir, const char *db, struct rusage *ru, doub
 	int status = 0;
 	if (pid < 0 || wait4(pid, &status, 0, ru) < 0)
 		return -1;
-	*secs = now_s() - t0;
+	*secs = clock_s(CLOCK_MONOTONIC) - t0;
 	char p[4096];
 	snprintf(p, sizeof p, "%s.res", db);
 	FILE *f = fopen(p, "rb");
@@ -134,7 +129,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_import: %s\n", stallscope_last_error());
 		return 1;
 	}
-	double t0 = now_s();
+	double t0 = clock_s(CLOCK_MONOTONIC);
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, producer, (void *)(intptr_t)i);
@@ -145,7 +140,7 @@ int main(int argc, char **argv)
 	stallscope_get_stats(&st);
 	printf("bench_import: recorded %llu hook events (%llu written, %llu dropped) in %.2f s into %s\n",
 	       (unsigned long long)(produced[0] + produced[1]), (unsigned long long)st.events_written,
-	       (unsigned long long)st.events_dropped, now_s() - t0, dir);
+	       (unsigned long long)st.events_dropped, clock_s(CLOCK_MONOTONIC) - t0, dir);
 
 	char db[4200];
 	snprintf(db, sizeof db, "%s/trace.db", dir);

@@ -22,13 +22,6 @@ static long rate = 2000000;
 static uint64_t produced[2];
 static double producer_cpu[2];
 
-static double cpu_s(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void *producer(void *arg)
 {
 	int idx = (int)(intptr_t)arg;
@@ -56,7 +49,7 @@ static void *producer(void *arg)
 	}
 	stallscope_worker_end();
 	produced[idx] = n + 2;
-	producer_cpu[idx] = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+	producer_cpu[idx] = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
 }
 
@@ -78,7 +71,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_sustained: %s\n", stallscope_last_error());
 		return 1;
 	}
-	double cpu0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID), main_cpu0 = cpu_s(CLOCK_THREAD_CPUTIME_ID);
+	double cpu0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), main_cpu0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	uint64_t t0 = now_ns();
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
@@ -87,7 +80,7 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	stallscope_stop();
 	double wall = (double)(now_ns() - t0) / 1e9;
-	double cpu = cpu_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0 - (cpu_s(CLOCK_THREAD_CPUTIME_ID) - main_cpu0);
+	double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu0 - (clock_s(CLOCK_THREAD_CPUTIME_ID) - main_cpu0);
 	double writer_cpu = cpu - producer_cpu[0] - producer_cpu[1];
 
 	struct stallscope_stats st;
