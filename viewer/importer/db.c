@@ -170,44 +170,21 @@ static const enum ss_stmt batched[] = {
 	ST_INS_CPU, ST_INS_SAMPLE,
 };
 
-/* "INSERT INTO t(cols) VALUES(tuple)" becomes
- * "INSERT INTO t(cols) SELECT * FROM (VALUES(tuple),(tuple)...) LIMIT ?", so one
- * statement serves full batches and the partial one at a flush. */
-static int prepare_batched(struct ss_db *d, enum ss_stmt w)
-{
-	const char *sql = stmt_sql[w], *v = strstr(sql, " VALUES(");
-	if (!v)
-		return 0;
-	const char *tuple = v + 7;
-	int np = 0;
-	for (const char *c = tuple; *c; c++)
-		np += *c == '?';
-	char *m = sqlite3_mprintf("%.*s SELECT * FROM (VALUES%s", (int)(v - sql), sql, tuple);
-	for (int r = 1; m && r < SS_DB_BATCH; r++) {
-		char *n = sqlite3_mprintf("%s,%s", m, tuple);
-		sqlite3_free(m);
-		m = n;
-	}
-	char *full = m ? sqlite3_mprintf("%s) LIMIT ?", m) : NULL;
-	sqlite3_free(m);
-	if (!full)
-		return -1;
-	int rc = sqlite3_prepare_v3(d->db, full, -1, SQLITE_PREPARE_PERSISTENT, &d->multi[w], NULL);
-	sqlite3_free(full);
-	if (rc != SQLITE_OK) {
-		snprintf(d->err, sizeof d->err, "preparing batch %d: %s", (int)w, sqlite3_errmsg(d->db));
-		return -1;
-	}
-	d->nparams[w] = np;
-	return 0;
-}
-
 int ss_db_prepare(struct ss_db *d, bool threaded)
 {
 	d->row.db = d;
-	for (size_t i = 0; i < sizeof batched / sizeof batched[0]; i++)
-		if (prepare_batched(d, batched[i]) != 0)
+	if (ss_batch_register(d->db) != 0) {
+		snprintf(d->err, sizeof d->err, "registering ss_rows: %s", sqlite3_errmsg(d->db));
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof batched / sizeof batched[0]; i++) {
+		const char *sql = stmt_sql[batched[i]];
+		const char *into = strstr(sql, "INTO ") + 5;
+		char table[64];
+		snprintf(table, sizeof table, "%.*s", (int)strcspn(into, "("), into);
+		if (ss_batch_prepare(d, batched[i], sql, table) != 0)
 			return -1;
+	}
 	for (int i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v3(d->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->st[i], NULL)
 		    != SQLITE_OK) {
@@ -229,9 +206,8 @@ void ss_db_close(struct ss_db *d)
 	ss_db_pipe_stop(d);
 	for (int i = 0; i < ST_COUNT; i++) {
 		sqlite3_finalize(d->st[i]);
-		sqlite3_finalize(d->multi[i]);
 	}
-	memset(d->multi, 0, sizeof d->multi);
+	ss_batch_free_all(d);
 	if (d->db)
 		sqlite3_close(d->db);
 	memset(d->st, 0, sizeof d->st);

@@ -30,10 +30,6 @@ enum ss_stmt {
 enum ss_idkind { ID_RECORDING, ID_THREAD, ID_WORKER, ID_LOCATION, ID_TASK, ID_POLL,
 		 ID_MAPPING, ID_FRAME, ID_CALLSITE, ID_STALL, ID_SEGMENT, ID_COUNT };
 
-/* Rows per multi-row INSERT for the high-volume tables: one statement step then
- * carries many rows, which roughly halves SQLite's per-row overhead. */
-#define SS_DB_BATCH 64
-
 /* Rows are not bound into SQLite by the code that produces them: they are
  * serialized into chunks that a second thread binds and inserts, so decoding and
  * stitching run in parallel with SQLite on a two-core machine. The producer's
@@ -44,13 +40,12 @@ struct ss_row {
 
 struct ss_chunk;
 struct ss_pipe;
+struct ss_batch;
 
 struct ss_db {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
-	sqlite3_stmt *multi[ST_COUNT]; /* batched form, NULL when not batched */
-	int nparams[ST_COUNT];         /* parameters per row */
-	int pending[ST_COUNT];         /* rows bound into multi[] not yet inserted */
+	struct ss_batch *batch[ST_COUNT]; /* high-volume tables: rows collect here (db_batch.c) */
 	int64_t next_id[ID_COUNT];
 	bool fresh;          /* the file held no schema before: bulk settings are safe */
 	char err[512];

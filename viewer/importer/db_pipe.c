@@ -19,6 +19,7 @@
 #define CHUNK_BYTES (256u << 10)
 #define PIPE_DEPTH 8
 
+/* Value types (db_batch.c uses the same codes). */
 enum { V_NULL, V_INT, V_TEXT };
 
 struct ss_chunk {
@@ -66,15 +67,10 @@ static void fail(struct ss_db *d, const char *msg)
 
 /* ---- consumer ------------------------------------------------------------- */
 
-static int run_batch(struct ss_db *d, enum ss_stmt w)
+static int run_batch(struct ss_db *d, struct ss_batch *b)
 {
-	sqlite3_stmt *s = d->multi[w];
-	sqlite3_bind_int(s, d->nparams[w] * SS_DB_BATCH + 1, d->pending[w]);
-	d->pending[w] = 0;
-	int rc = sqlite3_step(s);
-	sqlite3_reset(s);
-	if (rc != SQLITE_DONE) {
-		fail(d, sqlite3_errmsg(d->db));
+	if (ss_batch_run(d, b) != 0) {
+		d->failed = true;
 		return -1;
 	}
 	return 0;
@@ -85,9 +81,42 @@ int ss_db_flush(struct ss_db *d)
 	if (ss_db_sync(d) != 0)
 		return -1;
 	for (int i = 0; i < ST_COUNT; i++)
-		if (d->multi[i] && d->pending[i] && run_batch(d, (enum ss_stmt)i) != 0)
+		if (d->batch[i] && run_batch(d, d->batch[i]) != 0)
 			return -1;
 	return 0;
+}
+
+/* A row of a batched table: its values go into the batch (same type codes). */
+static size_t batch_row(struct ss_db *d, struct ss_batch *b, const uint8_t *buf, size_t p, uint16_t n)
+{
+	uint8_t *ty;
+	int64_t *v = ss_batch_row(b, &ty);
+	int ncols = ss_batch_ncols(b);
+	for (uint16_t i = 0; i < n; i++) {
+		int col = buf[p] - 1;
+		uint8_t type = buf[p + 1];
+		p += 2;
+		bool keep = col >= 0 && col < ncols;
+		if (type == V_INT) {
+			if (keep) {
+				memcpy(&v[col], buf + p, 8);
+				ty[col] = V_INT;
+			}
+			p += 8;
+		} else if (type == V_TEXT) {
+			uint32_t len;
+			memcpy(&len, buf + p, 4);
+			p += 4;
+			if (keep && ss_batch_text(b, (const char *)buf + p, len, &v[col]) != 0)
+				fail(d, "out of memory");
+			else if (keep)
+				ty[col] = V_TEXT;
+			p += len;
+		}
+	}
+	if (ss_batch_full(b))
+		run_batch(d, b);
+	return p;
 }
 
 static void run_chunk(struct ss_db *d, const struct ss_chunk *c)
@@ -98,8 +127,11 @@ static void run_chunk(struct ss_db *d, const struct ss_chunk *c)
 		memcpy(&w, c->buf + p, 2);
 		memcpy(&n, c->buf + p + 2, 2);
 		p += 4;
-		sqlite3_stmt *s = d->multi[w] ? d->multi[w] : d->st[w];
-		int base = d->multi[w] ? d->pending[w] * d->nparams[w] : 0;
+		if (d->batch[w]) {
+			p = batch_row(d, d->batch[w], c->buf, p, n);
+			continue;
+		}
+		sqlite3_stmt *s = d->st[w];
 		for (uint16_t i = 0; i < n; i++) {
 			uint8_t idx = c->buf[p], type = c->buf[p + 1];
 			p += 2;
@@ -107,21 +139,16 @@ static void run_chunk(struct ss_db *d, const struct ss_chunk *c)
 				int64_t v;
 				memcpy(&v, c->buf + p, 8);
 				p += 8;
-				sqlite3_bind_int64(s, base + idx, v);
+				sqlite3_bind_int64(s, idx, v);
 			} else if (type == V_TEXT) {
 				uint32_t len;
 				memcpy(&len, c->buf + p, 4);
 				p += 4;
-				sqlite3_bind_text(s, base + idx, (const char *)c->buf + p, (int)len, SQLITE_TRANSIENT);
+				sqlite3_bind_text(s, idx, (const char *)c->buf + p, (int)len, SQLITE_TRANSIENT);
 				p += len;
 			} else {
-				sqlite3_bind_null(s, base + idx);
+				sqlite3_bind_null(s, idx);
 			}
-		}
-		if (d->multi[w]) {
-			if (++d->pending[w] == SS_DB_BATCH)
-				run_batch(d, (enum ss_stmt)w);
-			continue;
 		}
 		int rc = sqlite3_step(s);
 		sqlite3_reset(s);

@@ -1,0 +1,369 @@
+/*
+ * db_batch.c - how the inserting thread gets the high-volume rows into SQLite.
+ *
+ * Binding parameters row by row, even into a multi-row INSERT, costs more in
+ * SQLite's VDBE than storing the row. Instead, rows of one table collect in a
+ * plain C array (a batch); a full batch is inserted by one statement,
+ * "INSERT INTO t(cols) SELECT c0, c1, ... FROM ss_rows(?1)", where ss_rows is a
+ * virtual table whose cursor walks that array (the batch travels as a
+ * sqlite3_bind_pointer). Measured on this machine: about 1.4x the rows per
+ * second of the 64-row VALUES statement it replaced.
+ *
+ * Tables whose id the importer assigns (tasks, polls) have a second cost: an
+ * explicit INTEGER PRIMARY KEY makes SQLite search the B-tree for a duplicate
+ * on every row, while a NULL one takes the append path. Ids are handed out in
+ * order but rows are finished out of order (a poll is written when it ends), so
+ * each batch is sorted by id and a row whose id is exactly one past the table's
+ * largest rowid is inserted with NULL: SQLite then assigns that same id. Any
+ * other row (a gap left by a poll that is still open, or an older id) keeps its
+ * explicit id. The largest rowid is read from the table before each batch, so
+ * nothing else written to the table can make the two disagree.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db-pipe.h"
+
+#define BATCH_ROWS 2048
+#define MAX_COLS 16
+
+/* Value types, as in the chunk format. */
+enum { B_NULL, B_INT, B_TEXT };
+
+struct ss_batch {
+	sqlite3_stmt *insert;  /* INSERT ... SELECT ... FROM ss_rows(?1) */
+	sqlite3_stmt *max_id;  /* SELECT max(rowid): only when ordered_ids */
+	int ncols;
+	bool ordered_ids;      /* column 0 is the rowid, assigned by the importer */
+	int n;                 /* rows held */
+	int64_t *v;            /* n * ncols values; a text is offset << 32 | length */
+	uint8_t *ty;           /* n * ncols types */
+	uint32_t *order;       /* insertion order of the rows when ordered_ids */
+	char *text;            /* text values of the batch */
+	size_t text_len, text_cap;
+};
+
+/* ---- the ss_rows virtual table ---------------------------------------------- */
+
+struct rows_cursor {
+	sqlite3_vtab_cursor base;
+	const struct ss_batch *b;
+	int i;
+};
+
+static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+			sqlite3_vtab **out, char **err)
+{
+	(void)aux;
+	(void)argc;
+	(void)argv;
+	(void)err;
+	int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9,"
+				      " c10, c11, c12, c13, c14, c15, batch HIDDEN)");
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_vtab *t = sqlite3_malloc(sizeof *t);
+	if (!t)
+		return SQLITE_NOMEM;
+	memset(t, 0, sizeof *t);
+	*out = t;
+	return SQLITE_OK;
+}
+
+static int rows_disconnect(sqlite3_vtab *t)
+{
+	sqlite3_free(t);
+	return SQLITE_OK;
+}
+
+/* Only usable with its batch argument: ss_rows(?1). */
+static int rows_best_index(sqlite3_vtab *t, sqlite3_index_info *ii)
+{
+	(void)t;
+	for (int i = 0; i < ii->nConstraint; i++) {
+		const struct sqlite3_index_constraint *c = &ii->aConstraint[i];
+		if (c->iColumn == MAX_COLS && c->op == SQLITE_INDEX_CONSTRAINT_EQ && c->usable) {
+			ii->aConstraintUsage[i].argvIndex = 1;
+			ii->aConstraintUsage[i].omit = 1;
+			ii->idxNum = 1;
+			ii->estimatedCost = BATCH_ROWS;
+			ii->estimatedRows = BATCH_ROWS;
+			return SQLITE_OK;
+		}
+	}
+	return SQLITE_CONSTRAINT;
+}
+
+static int rows_open(sqlite3_vtab *t, sqlite3_vtab_cursor **out)
+{
+	(void)t;
+	struct rows_cursor *c = sqlite3_malloc(sizeof *c);
+	if (!c)
+		return SQLITE_NOMEM;
+	memset(c, 0, sizeof *c);
+	*out = &c->base;
+	return SQLITE_OK;
+}
+
+static int rows_close(sqlite3_vtab_cursor *cur)
+{
+	sqlite3_free(cur);
+	return SQLITE_OK;
+}
+
+static int rows_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_str, int argc,
+		       sqlite3_value **argv)
+{
+	(void)idx_str;
+	struct rows_cursor *c = (struct rows_cursor *)cur;
+	c->b = idx_num == 1 && argc == 1 ? sqlite3_value_pointer(argv[0], "ss_batch") : NULL;
+	c->i = 0;
+	return SQLITE_OK;
+}
+
+static int rows_next(sqlite3_vtab_cursor *cur)
+{
+	((struct rows_cursor *)cur)->i++;
+	return SQLITE_OK;
+}
+
+static int rows_eof(sqlite3_vtab_cursor *cur)
+{
+	const struct rows_cursor *c = (const struct rows_cursor *)cur;
+	return !c->b || c->i >= c->b->n;
+}
+
+static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
+{
+	const struct rows_cursor *c = (const struct rows_cursor *)cur;
+	const struct ss_batch *b = c->b;
+	if (col >= b->ncols)
+		return SQLITE_OK; /* NULL */
+	size_t row = b->ordered_ids ? b->order[c->i] : (size_t)c->i;
+	size_t at = row * (size_t)b->ncols + (size_t)col;
+	int64_t v = b->v[at];
+	switch (b->ty[at]) {
+	case B_INT:
+		sqlite3_result_int64(ctx, v);
+		break;
+	case B_TEXT:
+		sqlite3_result_text(ctx, b->text + ((uint64_t)v >> 32), (int)(v & 0xffffffff), SQLITE_STATIC);
+		break;
+	default:
+		break;
+	}
+	return SQLITE_OK;
+}
+
+static int rows_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
+{
+	*rowid = ((const struct rows_cursor *)cur)->i;
+	return SQLITE_OK;
+}
+
+static sqlite3_module rows_module = {
+	.iVersion = 0,
+	.xCreate = NULL, /* eponymous only: usable as ss_rows(...) without CREATE */
+	.xConnect = rows_connect,
+	.xBestIndex = rows_best_index,
+	.xDisconnect = rows_disconnect,
+	.xOpen = rows_open,
+	.xClose = rows_close,
+	.xFilter = rows_filter,
+	.xNext = rows_next,
+	.xEof = rows_eof,
+	.xColumn = rows_column,
+	.xRowid = rows_rowid,
+};
+
+int ss_batch_register(sqlite3 *db)
+{
+	return sqlite3_create_module(db, "ss_rows", &rows_module, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+/* ---- batches -------------------------------------------------------------------- */
+
+static void batch_free(struct ss_batch *b)
+{
+	if (!b)
+		return;
+	sqlite3_finalize(b->insert);
+	sqlite3_finalize(b->max_id);
+	free(b->v);
+	free(b->ty);
+	free(b->order);
+	free(b->text);
+	free(b);
+}
+
+/* "INSERT INTO t(cols) VALUES(?,NULL,?)" becomes
+ * "INSERT INTO t(cols) SELECT c0,NULL,c1 FROM ss_rows(?1)". Returns NULL when
+ * the statement has another shape (it then stays a one-row statement). */
+static char *select_form(const char *sql, int *ncols)
+{
+	const char *v = strstr(sql, " VALUES(");
+	if (!v || strchr(v, ';'))
+		return NULL;
+	size_t cap = strlen(sql) * 3 + 64;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	size_t len = (size_t)snprintf(out, cap, "%.*s SELECT ", (int)(v - sql), sql);
+	int k = 0;
+	const char *p = v + 8, *end = strrchr(p, ')');
+	for (; p < end; p++) {
+		if (*p == '?') {
+			if (k == MAX_COLS) {
+				free(out);
+				return NULL;
+			}
+			len += (size_t)snprintf(out + len, cap - len, "c%d", k++);
+		} else {
+			out[len++] = *p;
+		}
+	}
+	snprintf(out + len, cap - len, " FROM ss_rows(?1)");
+	*ncols = k;
+	return out;
+}
+
+int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const char *table)
+{
+	int ncols = 0;
+	char *sel = select_form(sql, &ncols);
+	if (!sel)
+		return 0;
+	struct ss_batch *b = calloc(1, sizeof *b);
+	if (!b) {
+		free(sel);
+		return -1;
+	}
+	b->ncols = ncols;
+	b->v = malloc(sizeof *b->v * (size_t)ncols * BATCH_ROWS);
+	b->ty = malloc((size_t)ncols * BATCH_ROWS);
+	b->ordered_ids = strstr(sql, "(id,") != NULL;
+	if (b->ordered_ids)
+		b->order = malloc(sizeof *b->order * BATCH_ROWS);
+	int rc = b->v && b->ty && (!b->ordered_ids || b->order) ? 0 : -1;
+	if (rc == 0 && sqlite3_prepare_v3(d->db, sel, -1, SQLITE_PREPARE_PERSISTENT, &b->insert, NULL)
+	    != SQLITE_OK)
+		rc = -1;
+	if (rc == 0 && b->ordered_ids) {
+		char q[128];
+		snprintf(q, sizeof q, "SELECT max(rowid) FROM %s", table);
+		if (sqlite3_prepare_v3(d->db, q, -1, SQLITE_PREPARE_PERSISTENT, &b->max_id, NULL) != SQLITE_OK)
+			rc = -1;
+	}
+	if (rc != 0) {
+		snprintf(d->err, sizeof d->err, "preparing batch %d: %s", (int)w,
+			 b->v && b->ty ? sqlite3_errmsg(d->db) : "out of memory");
+		batch_free(b);
+	} else {
+		d->batch[w] = b;
+	}
+	free(sel);
+	return rc;
+}
+
+void ss_batch_free_all(struct ss_db *d)
+{
+	for (int i = 0; i < ST_COUNT; i++) {
+		batch_free(d->batch[i]);
+		d->batch[i] = NULL;
+	}
+}
+
+int64_t *ss_batch_row(struct ss_batch *b, uint8_t **types)
+{
+	size_t at = (size_t)b->n++ * (size_t)b->ncols;
+	memset(b->ty + at, B_NULL, (size_t)b->ncols);
+	*types = b->ty + at;
+	return b->v + at;
+}
+
+int ss_batch_ncols(const struct ss_batch *b) { return b->ncols; }
+
+bool ss_batch_full(const struct ss_batch *b) { return b->n == BATCH_ROWS; }
+
+int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out)
+{
+	if (b->text_len + len > b->text_cap) {
+		size_t nc = b->text_cap ? b->text_cap : 4096;
+		while (nc < b->text_len + len)
+			nc *= 2;
+		if (nc > 0xffffffffu)
+			return -1;
+		char *t = realloc(b->text, nc);
+		if (!t)
+			return -1;
+		b->text = t;
+		b->text_cap = nc;
+	}
+	memcpy(b->text + b->text_len, s, len);
+	*out = (int64_t)((uint64_t)b->text_len << 32 | len);
+	b->text_len += len;
+	return 0;
+}
+
+static const struct ss_batch *sort_batch;
+
+static int by_id(const void *a, const void *b)
+{
+	const struct ss_batch *t = sort_batch;
+	int64_t x = t->v[(size_t)*(const uint32_t *)a * (size_t)t->ncols];
+	int64_t y = t->v[(size_t)*(const uint32_t *)b * (size_t)t->ncols];
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts the rows by id and turns each id that continues the table's rowids
+ * into NULL (see the top of the file). */
+static int order_ids(struct ss_db *d, struct ss_batch *b)
+{
+	bool sorted = true;
+	for (int i = 0; i < b->n; i++) {
+		b->order[i] = (uint32_t)i;
+		if (i && b->v[(size_t)i * (size_t)b->ncols] < b->v[(size_t)(i - 1) * (size_t)b->ncols])
+			sorted = false;
+	}
+	if (!sorted) {
+		sort_batch = b; /* only the inserting thread sorts */
+		qsort(b->order, (size_t)b->n, sizeof *b->order, by_id);
+	}
+	int64_t max = 0;
+	if (sqlite3_step(b->max_id) == SQLITE_ROW)
+		max = sqlite3_column_int64(b->max_id, 0);
+	if (sqlite3_reset(b->max_id) != SQLITE_OK) {
+		snprintf(d->err, sizeof d->err, "%s", sqlite3_errmsg(d->db));
+		return -1;
+	}
+	for (int i = 0; i < b->n; i++) {
+		size_t at = (size_t)b->order[i] * (size_t)b->ncols;
+		if (b->ty[at] != B_INT)
+			continue;
+		int64_t id = b->v[at];
+		if (id == max + 1)
+			b->ty[at] = B_NULL;
+		if (id > max)
+			max = id;
+	}
+	return 0;
+}
+
+int ss_batch_run(struct ss_db *d, struct ss_batch *b)
+{
+	if (!b->n)
+		return 0;
+	int rc = b->ordered_ids ? order_ids(d, b) : 0;
+	if (rc == 0) {
+		sqlite3_bind_pointer(b->insert, 1, b, "ss_batch", NULL);
+		rc = sqlite3_step(b->insert) == SQLITE_DONE ? 0 : -1;
+		if (sqlite3_reset(b->insert) != SQLITE_OK || rc != 0) {
+			snprintf(d->err, sizeof d->err, "%s", sqlite3_errmsg(d->db));
+			rc = -1;
+		}
+	}
+	b->n = 0;
+	b->text_len = 0;
+	return rc;
+}
