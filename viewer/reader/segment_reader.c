@@ -4,11 +4,12 @@
  * payload CRC, decompression, a full structural pass over its records) before any
  * of it is delivered.
  *
- * Why three passes over a block's records: the first proves the whole block
- * decodes (so a consumer never imports half a block), the second keeps its
- * definitions and counts it (so stats are complete even when a caller skips
- * records), the third hands records out. Decoding varints is cheap next to the
- * I/O, CRC and decompression of the block.
+ * Why two passes over a block's records: the first proves the whole block
+ * decodes (so a consumer never imports half a block) and notes its definitions
+ * and counts; they are applied only once the block has proved intact, so stats
+ * are complete even when a caller skips records, and a corrupt block leaves no
+ * trace. The second pass hands records out. Decoding is most of the importer's
+ * reading cost, which is why there is no third pass.
  *
  * Lengths from the file are trusted only after they are checked against the format
  * limits and against the bytes that actually exist, so a hostile length never
@@ -34,6 +35,16 @@
 #include "record_decode.h"
 
 #define DEFAULT_MAX_DEFINITION_BYTES ((size_t)256 << 20)
+
+/* Definitions and per-thread counts noted by the checking pass, in stream
+ * order; applied once the whole block has decoded. */
+enum { OP_DEF, OP_EVENTS, OP_WORKER };
+struct stage_op {
+	uint8_t kind;
+	uint64_t thread;
+	uint64_t a, b; /* OP_DEF: index in defs_staged; OP_EVENTS: count;
+			* OP_WORKER: runtime, index */
+};
 
 struct ss_reader {
 	int fd;                 /* -1 when reading a buffer */
@@ -61,6 +72,15 @@ struct ss_reader {
 	size_t payload_cap;
 	uint8_t *raw_buf;       /* decompressed payload */
 	size_t raw_cap;
+
+	/* what the checking pass staged for the block (scan_records) */
+	struct stage_op *ops;
+	size_t n_ops, cap_ops;
+	struct ss_record *defs_staged;
+	size_t n_defs, cap_defs;
+	/* the thread of the last record delivered, and its definition */
+	uint64_t last_thread;
+	const struct ss_thread_def *last_def;
 #ifdef STALLSCOPE_HAVE_ZSTD
 	ZSTD_DCtx *zctx;
 #endif
@@ -354,6 +374,8 @@ void ss_reader_close(struct ss_reader *r)
 	ss_defs_free(r->defs);
 	free(r->payload_buf);
 	free(r->raw_buf);
+	free(r->ops);
+	free(r->defs_staged);
 #ifdef STALLSCOPE_HAVE_ZSTD
 	ZSTD_freeDCtx(r->zctx);
 #endif
@@ -410,16 +432,63 @@ static const char *decompress(struct ss_reader *r, const uint8_t *src, size_t le
 #endif
 }
 
-/* Pass one: the whole block must decode and hold record_count events. */
-static bool validate_records(struct ss_reader *r, const struct ss_block_header *h,
-			     const uint8_t *raw, size_t len)
+static struct stage_op *push_op(struct ss_reader *r, uint8_t kind, uint64_t thread)
+{
+	if (r->n_ops == r->cap_ops) {
+		size_t nc = r->cap_ops ? r->cap_ops * 2 : 256;
+		struct stage_op *n = realloc(r->ops, nc * sizeof *n);
+		if (!n)
+			return NULL;
+		r->ops = n;
+		r->cap_ops = nc;
+	}
+	struct stage_op *o = &r->ops[r->n_ops++];
+	o->kind = kind;
+	o->thread = thread;
+	o->a = o->b = 0;
+	return o;
+}
+
+static bool stage_def(struct ss_reader *r, const struct ss_record *rec)
+{
+	if (r->n_defs == r->cap_defs) {
+		size_t nc = r->cap_defs ? r->cap_defs * 2 : 64;
+		struct ss_record *n = realloc(r->defs_staged, nc * sizeof *n);
+		if (!n)
+			return false;
+		r->defs_staged = n;
+		r->cap_defs = nc;
+	}
+	struct stage_op *o = push_op(r, OP_DEF, 0);
+	if (!o)
+		return false;
+	o->a = r->n_defs;
+	r->defs_staged[r->n_defs++] = *rec;
+	return true;
+}
+
+/* Counters of one block, added to the reader's stats once it is known intact. */
+struct block_counts {
+	uint64_t records, events, definitions, unknown, loss_records, lost_events, lost_samples;
+	uint64_t lost_by_reason[5];
+	uint64_t first_ts, last_ts;
+	uint64_t by_type[256];
+};
+
+/* Pass one: the whole block must decode and hold record_count events. Its
+ * definitions and counts are staged, not applied. */
+static bool scan_records(struct ss_reader *r, const struct ss_block_header *h,
+			 const uint8_t *raw, size_t len, struct block_counts *c)
 {
 	struct ss_decode_state st;
 	struct ss_record rec;
 	const char *why = NULL;
 	size_t pos = 0;
 	uint64_t n = 0;
+	struct stage_op *run = NULL; /* the open run of events on one thread */
 
+	memset(c, 0, sizeof *c);
+	r->n_ops = r->n_defs = 0;
 	ss_decode_begin(&st);
 	while (pos < len) {
 		size_t used = ss_decode_record(&st, raw + pos, len - pos, &rec, &why);
@@ -430,7 +499,53 @@ static bool validate_records(struct ss_reader *r, const struct ss_block_header *
 			return false;
 		}
 		pos += used;
-		n += ss_record_counts_as_event(rec.type);
+		c->records++;
+		c->by_type[rec.type]++;
+		bool staged = true;
+		if (rec.type == SS_REC_STRING || rec.type == SS_REC_LOCATION || rec.type == SS_REC_THREAD_DEF) {
+			staged = stage_def(r, &rec);
+			run = NULL;
+		}
+		if (rec.is_event && rec.type == SS_REC_LOSS) {
+			c->loss_records++;
+			c->lost_events += rec.u.loss.count;
+			c->lost_by_reason[rec.u.loss.reason < 5 ? rec.u.loss.reason : 0] += rec.u.loss.count;
+		} else if (rec.is_event) {
+			n++;
+			c->events++;
+			if (!c->first_ts || rec.ts < c->first_ts)
+				c->first_ts = rec.ts;
+			if (rec.ts > c->last_ts)
+				c->last_ts = rec.ts;
+			if (!run || run->thread != rec.thread) {
+				/* push_op may move the array: every other push resets run. */
+				run = push_op(r, OP_EVENTS, rec.thread);
+				staged = run != NULL;
+			}
+			if (run)
+				run->a++;
+			if (rec.type == SS_REC_WORKER_BEGIN) {
+				struct stage_op *o = push_op(r, OP_WORKER, rec.thread);
+				if (o) {
+					o->a = rec.u.worker_begin.runtime;
+					o->b = rec.u.worker_begin.index;
+				}
+				staged = o != NULL;
+				run = NULL;
+			}
+		} else if (rec.type == SS_REC_THREAD) {
+			; /* a clock switch, neither an event nor a definition */
+		} else if (rec.type >= 0x40 && !ss_record_type_name(rec.type)) {
+			c->unknown++;
+		} else if (rec.type == SS_REC_SAMPLER_LOSS) {
+			c->lost_samples += rec.u.sampler_loss.count;
+		} else {
+			c->definitions++;
+		}
+		if (!staged) {
+			set_damage(r, SS_DAMAGE_IO, r->pos, r->next_index, "out of memory");
+			return false;
+		}
 	}
 	if (n != h->record_count) {
 		set_damage(r, SS_DAMAGE_CORRUPT, r->pos, r->next_index,
@@ -441,79 +556,53 @@ static bool validate_records(struct ss_reader *r, const struct ss_block_header *
 	return true;
 }
 
-static void count_event(struct ss_reader *r, const struct ss_record *rec)
+/* The block is intact: its definitions and counts become the reader's. */
+static void apply_staged(struct ss_reader *r, const struct block_counts *c)
 {
 	struct ss_reader_stats *s = &r->stats;
-	if (rec->type == SS_REC_LOSS) {
-		s->loss_records++;
-		s->lost_events += rec->u.loss.count;
-		s->lost_by_reason[rec->u.loss.reason < 5 ? rec->u.loss.reason : 0] += rec->u.loss.count;
-		return;
-	}
-	s->events++;
-	if (!s->first_event_ts || rec->ts < s->first_event_ts)
-		s->first_event_ts = rec->ts;
-	if (rec->ts > s->last_event_ts)
-		s->last_event_ts = rec->ts;
-	struct ss_thread_def *t = ss_defs_thread(r->defs, rec->thread);
-	if (t && rec->type == SS_REC_WORKER_BEGIN && !(t->flags & SS_THREAD_F_WORKER)) {
-		/* A thread defined before the runtime adopted it as a worker. */
-		t->became_worker = true;
-		t->runtime = rec->u.worker_begin.runtime;
-		t->worker_index = rec->u.worker_begin.index;
-	}
-	if (t)
-		t->events++;
-	else if (rec->thread == 0)
-		s->process_events++;
-	else
-		s->events_no_thread_def++;
-}
-
-/* Pass two: keep definitions and count; the block is known to decode. */
-static void absorb_records(struct ss_reader *r, const uint8_t *raw, size_t len)
-{
-	struct ss_decode_state st;
-	struct ss_record rec;
-	const char *why;
-	size_t pos = 0;
-	int rc = 0;
-
-	ss_decode_begin(&st);
-	while (pos < len) {
-		size_t used = ss_decode_record(&st, raw + pos, len - pos, &rec, &why);
-		if (used == 0)
-			break; /* cannot happen after validate_records */
-		pos += used;
-		r->stats.records++;
-		r->stats.by_type[rec.type]++;
-		switch (rec.type) {
-		case SS_REC_STRING:
-			rc = ss_defs_put_string(r->defs, rec.u.string.id, rec.u.string.data, rec.u.string.len);
-			break;
-		case SS_REC_LOCATION:
-			rc = ss_defs_put_location(r->defs, &rec.u.location);
-			break;
-		case SS_REC_THREAD_DEF:
-			rc = ss_defs_put_thread(r->defs, &rec.u.thread_def);
-			break;
-		default:
-			rc = 0;
-			break;
+	for (size_t i = 0; i < r->n_ops; i++) {
+		const struct stage_op *o = &r->ops[i];
+		if (o->kind == OP_DEF) {
+			const struct ss_record *d = &r->defs_staged[o->a];
+			int rc = d->type == SS_REC_STRING
+					 ? ss_defs_put_string(r->defs, d->u.string.id, d->u.string.data, d->u.string.len)
+				 : d->type == SS_REC_LOCATION ? ss_defs_put_location(r->defs, &d->u.location)
+							      : ss_defs_put_thread(r->defs, &d->u.thread_def);
+			if (rc)
+				s->defs_not_kept++;
+			continue;
 		}
-		if (rc)
-			r->stats.defs_not_kept++;
-		if (rec.is_event)
-			count_event(r, &rec);
-		else if (rec.type == SS_REC_THREAD)
-			; /* a clock switch, neither an event nor a definition */
-		else if (rec.type >= 0x40 && !ss_record_type_name(rec.type))
-			r->stats.unknown_records++;
-		else if (rec.type == SS_REC_SAMPLER_LOSS)
-			r->stats.lost_samples += rec.u.sampler_loss.count;
-		else
-			r->stats.definitions++;
+		struct ss_thread_def *t = ss_defs_thread(r->defs, o->thread);
+		if (o->kind == OP_WORKER) {
+			if (t && !(t->flags & SS_THREAD_F_WORKER)) {
+				/* A thread defined before the runtime adopted it as a worker. */
+				t->became_worker = true;
+				t->runtime = o->a;
+				t->worker_index = o->b;
+			}
+		} else if (t) {
+			t->events += o->a;
+		} else if (o->thread == 0) {
+			s->process_events += o->a;
+		} else {
+			s->events_no_thread_def += o->a;
+		}
 	}
+	s->records += c->records;
+	s->events += c->events;
+	s->definitions += c->definitions;
+	s->unknown_records += c->unknown;
+	s->loss_records += c->loss_records;
+	s->lost_events += c->lost_events;
+	s->lost_samples += c->lost_samples;
+	for (int i = 0; i < 5; i++)
+		s->lost_by_reason[i] += c->lost_by_reason[i];
+	for (int i = 0; i < 256; i++)
+		s->by_type[i] += c->by_type[i];
+	if (c->first_ts && (!s->first_event_ts || c->first_ts < s->first_event_ts))
+		s->first_event_ts = c->first_ts;
+	if (c->last_ts > s->last_event_ts)
+		s->last_event_ts = c->last_ts;
 }
 
 __attribute__((format(printf, 2, 3)))
@@ -648,7 +737,8 @@ static bool load_block(struct ss_reader *r)
 		}
 	}
 
-	if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && !validate_records(r, &h, raw, h.raw_len))
+	struct block_counts counts;
+	if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && !scan_records(r, &h, raw, h.raw_len, &counts))
 		return false;
 
 	/* The block is intact: from here on it counts. */
@@ -689,7 +779,7 @@ static bool load_block(struct ss_reader *r)
 	}
 
 	r->stats.event_blocks++;
-	absorb_records(r, raw, h.raw_len);
+	apply_staged(r, &counts);
 	r->raw = raw;
 	r->raw_len = h.raw_len;
 	return true;
@@ -701,6 +791,7 @@ bool ss_reader_next_block(struct ss_reader *r, struct ss_block_info *out)
 	r->raw = NULL;
 	r->raw_len = r->raw_pos = 0;
 	r->rec_index = 0;
+	r->last_def = NULL; /* definitions may change with the block */
 	if (r->done || !load_block(r))
 		return false;
 	r->have_block = true;
@@ -724,8 +815,13 @@ bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out)
 	r->raw_pos += used;
 	out->index = r->rec_index++;
 	out->raw_offset = (uint32_t)at;
-	if (out->is_event)
-		out->thread_def = ss_defs_thread(r->defs, out->thread);
+	if (out->is_event) {
+		if (!r->last_def || out->thread != r->last_thread) {
+			r->last_thread = out->thread;
+			r->last_def = ss_defs_thread(r->defs, out->thread);
+		}
+		out->thread_def = r->last_def;
+	}
 	return true;
 }
 
