@@ -29,12 +29,38 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 	return ss_db_step(s->db, ST_UPSERT_SUMMARY);
 }
 
+static inline void add_part(struct ss_summary_acc *a, enum ss_summary_kind kind, int64_t part,
+			    int64_t dur, bool first)
+{
+	switch (kind) {
+	case SS_SUM_BUSY:
+		a->busy += part;
+		if (first)
+			a->polls++;
+		if (dur > a->max_poll)
+			a->max_poll = dur;
+		break;
+	case SS_SUM_PARKED:
+		a->parked += part;
+		break;
+	case SS_SUM_OFFCPU:
+		a->offcpu += part;
+		break;
+	}
+}
+
 int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id,
 		   enum ss_summary_kind kind, uint64_t ts, uint64_t dur)
 {
 	int src = kind == SS_SUM_OFFCPU;
 	uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
 	for (int l = 0; l < SS_SUMMARY_LEVELS; l++) {
+		struct ss_summary_acc *open = &w->acc[src][l];
+		if (open->open && ts >= open->lo && end <= open->hi) {
+			/* Inside the open bucket, the usual case: no division. */
+			add_part(open, kind, (int64_t)dur, (int64_t)dur, true);
+			continue;
+		}
 		uint64_t size = ss_summary_bucket_ns[l];
 		uint64_t b0 = ts / size, b1 = dur ? (end - 1) / size : b0;
 		/* A hostile or absurd interval would mean millions of rows at the fine
@@ -48,25 +74,12 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 			if (!a->open) {
 				a->open = true;
 				a->bucket = b;
+				a->lo = b * size;
+				a->hi = b * size + size < b * size ? UINT64_MAX : b * size + size;
 			}
 			uint64_t lo = b * size > ts ? b * size : ts;
 			uint64_t hi = b == b1 ? end : (b + 1) * size;
-			int64_t part = (int64_t)(hi - lo);
-			switch (kind) {
-			case SS_SUM_BUSY:
-				a->busy += part;
-				if (b == b0)
-					a->polls++;
-				if ((int64_t)dur > a->max_poll)
-					a->max_poll = (int64_t)dur;
-				break;
-			case SS_SUM_PARKED:
-				a->parked += part;
-				break;
-			case SS_SUM_OFFCPU:
-				a->offcpu += part;
-				break;
-			}
+			add_part(a, kind, (int64_t)(hi - lo), (int64_t)dur, b == b0);
 			if (b == b1)
 				break;
 		}

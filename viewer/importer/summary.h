@@ -24,6 +24,7 @@ enum ss_summary_kind { SS_SUM_BUSY, SS_SUM_PARKED, SS_SUM_OFFCPU };
 struct ss_summary_acc {
 	bool open;
 	uint64_t bucket;          /* bucket index (ts / size) */
+	uint64_t lo, hi;          /* its time range [lo, hi) */
 	int64_t busy, parked, offcpu, polls, max_poll;
 };
 

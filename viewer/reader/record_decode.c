@@ -16,10 +16,17 @@ struct cursor {
 	const char *why;
 };
 
-static int get_v(struct cursor *c, uint64_t *v)
+static inline int get_v(struct cursor *c, uint64_t *v)
 {
 	if (c->why)
 		return 0;
+	/* Most fields (deltas, ids, small counts) fit one byte. */
+	if (c->left && c->p[0] < 0x80) {
+		*v = c->p[0];
+		c->p++;
+		c->left--;
+		return 1;
+	}
 	size_t n = ss_get_varint(c->p, c->left, v);
 	if (n == 0) {
 		c->why = c->left < 10 ? "record ends inside a varint" : "varint longer than 10 bytes";
