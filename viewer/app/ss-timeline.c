@@ -93,6 +93,7 @@ static void snapshot(GtkWidget *w, GtkSnapshot *s)
 	SsTimeline *self = SS_TIMELINE(w);
 	self->view.width = gtk_widget_get_width(w);
 	self->view.height = gtk_widget_get_height(w);
+	self->view.scale = gtk_widget_get_scale_factor(w);
 	self->view.dark = widget_is_dark(w);
 	self->view.legend = true;
 	if (!self->db || self->view.width <= TL_LABEL_W || self->view.height <= TL_RULER_H)
