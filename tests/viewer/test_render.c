@@ -117,42 +117,17 @@ static void test_ticks(void)
 	CHECK(strlen(b) == 12 && b[2] == ':' && !strcmp(b + 8, ".123"), "wall: '%s'", b);
 }
 
-int main(int argc, char **argv)
+/* Every picture check, with lane rectangles drawn one way (canvas or nodes). */
+static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *how, const char *outdir)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: test_render SCHEMA.sql OUTDIR\n");
-		return 2;
-	}
-	test_ticks();
-	char dbp[4096], png[4096];
-	snprintf(dbp, sizeof dbp, "%s/fixture.db", argv[2]);
-	if (fixture_build_small(dbp, argv[1]) != 0)
-		return 1;
-	char err[512];
-	struct tl_db *db = tl_db_open(dbp, err, sizeof err);
-	if (!db) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	/* Lanes: three workers of one runtime in index order, then io-thread. */
-	CHECK(db->n_lanes == 4, "lanes: %zu", db->n_lanes);
-	CHECK(db->n_groups == 2, "groups: %zu", db->n_groups);
-	CHECK(db->n_stalls == 1 && db->stalls[0].lane == 0, "stall on lane 0");
-	CHECK(db->n_losses == 2, "losses: %zu", db->n_losses);
-	if (db->n_lanes == 4) {
-		CHECK(strstr(db->lanes[0].label, "w0") && strstr(db->lanes[0].label, "rt-w0"), "label 0 '%s'", db->lanes[0].label);
-		CHECK(strstr(db->lanes[2].label, "rt-w2"), "label 2 '%s'", db->lanes[2].label);
-		CHECK(!strcmp(db->lanes[3].label, "io-thread") && db->lanes[3].worker_id == 0, "io-thread lane");
-		CHECK(strstr(db->groups[0].title, "demo") && strstr(db->groups[0].title, "3 workers"), "group '%s'",
-		      db->groups[0].title);
-	}
+	char png[4096];
 	struct tl_theme th;
 	tl_theme_init(&th, false);
 
 	/* Detail window 0..1000 ms at 4200 px: 0.25 ms/px, below the 1 ms
 	 * summaries, so real polls are drawn. */
-	struct tl_png_options o = { .width = 4200, .from = 0, .to = 1000000000 };
-	snprintf(png, sizeof png, "%s/detail.png", argv[2]);
+	struct tl_png_options o = { .width = 4200, .from = 0, .to = 1000000000, .raster = raster };
+	snprintf(png, sizeof png, "%s/detail-%s.png", outdir, how);
 	struct pic p = render(db, &o, png);
 	CHECK(p.v.height == TL_RULER_H + 2 * TL_GROUP_H + 4 * TL_LANE_H + TL_LEGEND_H, "height %d", p.v.height);
 	expect(&p, "poll loc 1", 125, 0, TL_POLL_Y + 12, tl_location_color(1));
@@ -198,7 +173,7 @@ int main(int argc, char **argv)
 	 * of w1 "1-10 ms", the 10 ms poll of w0 "10-50 ms", its 50 ms poll "> 50 ms"
 	 * (the classes are [0,1) [1,10) [10,50) [50,inf) ms). */
 	o.color = TL_COLOR_DURATION;
-	snprintf(png, sizeof png, "%s/duration.png", argv[2]);
+	snprintf(png, sizeof png, "%s/duration-%s.png", outdir, how);
 	p = render(db, &o, png);
 	expect(&p, "> 50 ms", 400, 0, TL_POLL_Y + 12, tl_duration_color(3));
 	expect(&p, "10-50 ms", 205, 0, TL_POLL_Y + 12, tl_duration_color(2));
@@ -208,8 +183,8 @@ int main(int argc, char **argv)
 
 	/* Zoomed out (summaries): w2 busy in [0,400), idle after; w0 busy bar
 	 * during the stall. */
-	struct tl_png_options z = { .width = 900 };
-	snprintf(png, sizeof png, "%s/overview.png", argv[2]);
+	struct tl_png_options z = { .width = 900, .raster = raster };
+	snprintf(png, sizeof png, "%s/overview-%s.png", outdir, how);
 	p = render(db, &z, png);
 	expect(&p, "summary busy w0", 400, 0, TL_POLL_Y + TL_POLL_H - 5, th.busy_summary);
 	expect(&p, "summary busy w2", 200, 2, TL_POLL_Y + TL_POLL_H - 1, th.busy_summary);
@@ -222,6 +197,40 @@ int main(int argc, char **argv)
 	tl_theme_init(&th, true);
 	expect(&p, "dark background", 800, 2, TL_POLL_Y + 2, th.bg);
 	pic_free(&p);
+
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: test_render SCHEMA.sql OUTDIR\n");
+		return 2;
+	}
+	test_ticks();
+	char dbp[4096];
+	snprintf(dbp, sizeof dbp, "%s/fixture.db", argv[2]);
+	if (fixture_build_small(dbp, argv[1]) != 0)
+		return 1;
+	char err[512];
+	struct tl_db *db = tl_db_open(dbp, err, sizeof err);
+	if (!db) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	/* Lanes: three workers of one runtime in index order, then io-thread. */
+	CHECK(db->n_lanes == 4, "lanes: %zu", db->n_lanes);
+	CHECK(db->n_groups == 2, "groups: %zu", db->n_groups);
+	CHECK(db->n_stalls == 1 && db->stalls[0].lane == 0, "stall on lane 0");
+	CHECK(db->n_losses == 2, "losses: %zu", db->n_losses);
+	if (db->n_lanes == 4) {
+		CHECK(strstr(db->lanes[0].label, "w0") && strstr(db->lanes[0].label, "rt-w0"), "label 0 '%s'", db->lanes[0].label);
+		CHECK(strstr(db->lanes[2].label, "rt-w2"), "label 2 '%s'", db->lanes[2].label);
+		CHECK(!strcmp(db->lanes[3].label, "io-thread") && db->lanes[3].worker_id == 0, "io-thread lane");
+		CHECK(strstr(db->groups[0].title, "demo") && strstr(db->groups[0].title, "3 workers"), "group '%s'",
+		      db->groups[0].title);
+	}
+	check_pictures(db, TL_RASTER_NODES, "nodes", argv[2]);
+	check_pictures(db, TL_RASTER_CANVAS, "canvas", argv[2]);
 
 	tl_db_close(db);
 	if (failures) {

@@ -20,6 +20,7 @@ void tl_png_view(struct tl_db *db, const struct tl_png_options *o, struct tl_vie
 	v->legend = true;
 	v->height = o->height > TL_RULER_H ? o->height : TL_RULER_H + l->content_h + TL_LEGEND_H;
 	v->color = o->color;
+	v->raster = o->raster;
 	v->dark = o->dark;
 	if (o->to > o->from)
 		tl_view_set_range(v, db, db->first_ts + o->from, db->first_ts + o->to);

@@ -19,6 +19,7 @@ struct tl_png_options {
 	int64_t from, to;           /* ns relative to the trace start; to <= from: whole trace */
 	enum tl_color_mode color;
 	bool dark;
+	enum tl_raster raster;
 };
 
 /* Renders to path. Returns 0, or -1 with a message in err. */

@@ -546,7 +546,7 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 			rects += 2 + (ls->summary ? 3 * (size_t)r.plot_w
 					  : ls->n_boxes + ls->n_parks + ls->n_cpu + ls->n_ticks);
 	}
-	if (rects > TL_CANVAS_MIN_RECTS)
+	if (v->raster == TL_RASTER_CANVAS || (v->raster == TL_RASTER_AUTO && rects > TL_CANVAS_MIN_RECTS))
 		tl_canvas_init(&r.cv, TL_LABEL_W, TL_RULER_H, r.plot_w, r.plot_bottom - TL_RULER_H, v->scale,
 			       &r.th.bg);
 	for (size_t i = 0; i < db->n_lanes && i < sc->n_lanes; i++)

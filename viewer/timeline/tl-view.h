@@ -14,6 +14,9 @@
 struct tl_db;
 
 enum tl_color_mode { TL_COLOR_LOCATION, TL_COLOR_DURATION };
+/* How lane rectangles become pixels (tl-render.c): a canvas when a frame has
+ * many, colour nodes otherwise; the tests force each way. */
+enum tl_raster { TL_RASTER_AUTO, TL_RASTER_CANVAS, TL_RASTER_NODES };
 
 struct tl_view {
 	int64_t t0, t1;            /* visible window, trace ns (t1 > t0) */
@@ -27,6 +30,7 @@ struct tl_view {
 	int64_t highlight_task;    /* polls of this task are outlined; 0: none */
 	int64_t selected_stall;    /* 0: none */
 	int scale;                 /* device pixels per px (HiDPI); 0 means 1 */
+	enum tl_raster raster;
 };
 
 /* Fixed geometry (px). Lanes: polls in the top band, the park band through its
