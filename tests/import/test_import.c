@@ -243,6 +243,27 @@ static void test_demo(const char *demo, const char *dbpath)
 		CHECK(q1(db, "SELECT count(*) FROM worker_summaries WHERE bucket_ns = %lld AND"
 			     " busy_ns + parked_ns > bucket_ns", (long long)size) == 0, "overfull bucket");
 	}
+	/* Sparse levels (the 1-2-5 steps between the full ones): each row lies
+	 * inside its parent's bucket and holds no more than it; no off-CPU time. */
+	static const int64_t sparse[][2] = {
+		{ 100000, 1000000 }, { 200000, 1000000 }, { 500000, 1000000 }, { 2000000, 10000000 },
+		{ 5000000, 10000000 }, { 20000000, 100000000 }, { 50000000, 100000000 },
+		{ 200000000, 1000000000 }, { 500000000, 1000000000 },
+	};
+	int64_t sparse_rows = 0;
+	for (size_t i = 0; i < sizeof sparse / sizeof sparse[0]; i++) {
+		long long f = (long long)sparse[i][0], pa = (long long)sparse[i][1];
+		sparse_rows += q1(db, "SELECT count(*) FROM worker_summaries WHERE bucket_ns = %lld", f);
+		CHECK(q1(db, "SELECT count(*) FROM worker_summaries c LEFT JOIN worker_summaries p"
+			     " ON p.bucket_ns = %lld AND p.worker_id = c.worker_id AND p.ts = c.ts - c.ts %% %lld"
+			     " WHERE c.bucket_ns = %lld AND (p.ts IS NULL OR c.busy_ns > p.busy_ns OR"
+			     " c.parked_ns > p.parked_ns OR c.polls > p.polls OR c.offcpu_ns != 0)", pa, pa, f) == 0,
+		      "sparse level %lld ns outside its parent", f);
+		CHECK(q1(db, "SELECT coalesce(sum(busy_ns), 0) FROM worker_summaries WHERE bucket_ns = %lld", f) <=
+			      q1(db, "SELECT sum(dur) FROM polls WHERE NOT incomplete"),
+		      "sparse level %lld ns busy", f);
+	}
+	CHECK(sparse_rows > 0, "no sparse summary rows at all");
 	/* No poll longer than its recording. */
 	CHECK(q1(db, "SELECT count(*) FROM polls p JOIN workers w ON w.id = p.worker_id JOIN recordings r"
 		     " ON r.id = w.recording_id WHERE p.dur > r.last_ts - r.first_ts + 100000000") == 0,

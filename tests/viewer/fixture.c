@@ -2,7 +2,9 @@
  * fixture.c - see fixture.h. Rows are inserted with prepared statements inside
  * one transaction, the schema's indexes are created after the data (as the
  * importer does), and worker_summaries are computed here by splitting every
- * interval across the buckets it covers, exactly as the schema documents.
+ * interval across the buckets it covers, exactly as the schema documents:
+ * full levels hold every bucket with time in it, sparse ones only buckets where
+ * two or more polls and parks begin, and no off-CPU time.
  */
 #include "fixture.h"
 
@@ -12,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NLEVELS 13
+
 struct fx {
 	sqlite3 *db;
 	sqlite3_stmt *poll, *park, *cpu, *sample;
@@ -19,11 +23,19 @@ struct fx {
 	/* summaries: [worker][level] bucket arrays over [base, base + span) */
 	int workers;
 	int64_t base, span;
-	int64_t *sum[16][4][3];
-	int64_t *cnt[16][4], *maxp[16][4];
+	int64_t *sum[16][NLEVELS][3];
+	int64_t *cnt[16][NLEVELS], *maxp[16][NLEVELS], *starts[16][NLEVELS];
 };
 
-static const int64_t levels[4] = { 1000000, 10000000, 100000000, 1000000000 };
+static const int64_t levels[NLEVELS] = {
+	100000, 200000, 500000, 1000000, 2000000, 5000000, 10000000, 20000000, 50000000,
+	100000000, 200000000, 500000000, 1000000000,
+};
+
+static bool sparse(int l)
+{
+	return levels[l] != 1000000 && levels[l] != 10000000 && levels[l] != 100000000 && levels[l] != 1000000000;
+}
 
 static char *read_file(const char *path)
 {
@@ -95,20 +107,23 @@ static void sum_alloc(struct fx *x, int workers, int64_t base, int64_t span)
 	x->base = base;
 	x->span = span;
 	for (int w = 0; w < workers; w++)
-		for (int l = 0; l < 4; l++) {
+		for (int l = 0; l < NLEVELS; l++) {
 			size_t n = (size_t)(span / levels[l] + 2);
 			for (int k = 0; k < 3; k++)
 				x->sum[w][l][k] = calloc(n, sizeof(int64_t));
 			x->cnt[w][l] = calloc(n, sizeof(int64_t));
 			x->maxp[w][l] = calloc(n, sizeof(int64_t));
+			x->starts[w][l] = calloc(n, sizeof(int64_t));
 		}
 }
 
 /* kind 0 busy, 1 parked, 2 offcpu; worker index w (0-based). */
 static void sum_add(struct fx *x, int w, int kind, int64_t ts, int64_t dur)
 {
-	for (int l = 0; l < 4; l++) {
+	for (int l = 0; l < NLEVELS; l++) {
 		int64_t B = levels[l];
+		if (kind == 2 && sparse(l))
+			continue;
 		int64_t rel = ts - x->base, end = rel + dur;
 		if (rel < 0)
 			rel = 0;
@@ -120,6 +135,8 @@ static void sum_add(struct fx *x, int w, int kind, int64_t ts, int64_t dur)
 		}
 		if (kind == 0)
 			x->cnt[w][l][rel / B]++;
+		if (kind != 2)
+			x->starts[w][l][rel / B]++;
 	}
 }
 
@@ -128,11 +145,13 @@ static int sum_write(struct fx *x, const int64_t *worker_ids)
 	sqlite3_stmt *s;
 	sqlite3_prepare_v2(x->db, "INSERT INTO worker_summaries VALUES (?,?,?,?,?,?,?,?)", -1, &s, NULL);
 	for (int w = 0; w < x->workers; w++)
-		for (int l = 0; l < 4; l++) {
+		for (int l = 0; l < NLEVELS; l++) {
 			int64_t n = x->span / levels[l] + 2;
 			for (int64_t b = 0; b < n; b++) {
 				int64_t *busy = x->sum[w][l][0], *park = x->sum[w][l][1], *off = x->sum[w][l][2];
 				if (!busy[b] && !park[b] && !off[b] && !x->cnt[w][l][b])
+					continue;
+				if (sparse(l) && x->starts[w][l][b] < 2)
 					continue;
 				sqlite3_bind_int64(s, 1, levels[l]);
 				sqlite3_bind_int64(s, 2, worker_ids[w]);
@@ -150,6 +169,7 @@ static int sum_write(struct fx *x, const int64_t *worker_ids)
 				free(x->sum[w][l][k]);
 			free(x->cnt[w][l]);
 			free(x->maxp[w][l]);
+			free(x->starts[w][l]);
 		}
 	sqlite3_finalize(s);
 	return 0;

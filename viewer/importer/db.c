@@ -167,7 +167,7 @@ int ss_db_open(struct ss_db *d, const char *path)
 
 static const enum ss_stmt batched[] = {
 	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN,
-	ST_INS_CPU, ST_INS_SAMPLE,
+	ST_INS_CPU, ST_INS_SAMPLE, ST_UPSERT_SUMMARY,
 };
 
 int ss_db_prepare(struct ss_db *d, bool threaded)

@@ -197,9 +197,11 @@ static void batch_free(struct ss_batch *b)
 	free(b);
 }
 
-/* "INSERT INTO t(cols) VALUES(?,NULL,?)" becomes
- * "INSERT INTO t(cols) SELECT c0,NULL,c1 FROM ss_rows(?1)". Returns NULL when
- * the statement has another shape (it then stays a one-row statement). */
+/* "INSERT INTO t(cols) VALUES(?,NULL,?) [ON CONFLICT ...]" becomes
+ * "INSERT INTO t(cols) SELECT c0,NULL,c1 FROM ss_rows(?1) [WHERE true ON
+ * CONFLICT ...]" (the WHERE keeps SQLite from reading ON as a join). Returns
+ * NULL when the statement has another shape (it then stays a one-row
+ * statement). */
 static char *select_form(const char *sql, int *ncols)
 {
 	const char *v = strstr(sql, " VALUES(");
@@ -211,7 +213,11 @@ static char *select_form(const char *sql, int *ncols)
 		return NULL;
 	size_t len = (size_t)snprintf(out, cap, "%.*s SELECT ", (int)(v - sql), sql);
 	int k = 0;
-	const char *p = v + 8, *end = strrchr(p, ')');
+	const char *p = v + 8, *end = strchr(p, ')');
+	if (!end) {
+		free(out);
+		return NULL;
+	}
 	for (; p < end; p++) {
 		if (*p == '?') {
 			if (k == MAX_COLS) {
@@ -223,7 +229,7 @@ static char *select_form(const char *sql, int *ncols)
 			out[len++] = *p;
 		}
 	}
-	snprintf(out + len, cap - len, " FROM ss_rows(?1)");
+	snprintf(out + len, cap - len, " FROM ss_rows(?1)%s%s", end[1] ? " WHERE true" : "", end + 1);
 	*ncols = k;
 	return out;
 }

@@ -3,18 +3,33 @@
  */
 #include "summary.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "db.h"
 
 const uint64_t ss_summary_bucket_ns[SS_SUMMARY_LEVELS] = {
-	1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+	100000ull, 200000ull, 500000ull,
+	1000000ull, 2000000ull, 5000000ull,
+	10000000ull, 20000000ull, 50000000ull,
+	100000000ull, 200000000ull, 500000000ull,
+	1000000000ull,
 };
+
+const int ss_summary_parent[SS_SUMMARY_LEVELS] = { 3, 3, 3, -1, 6, 6, -1, 9, 9, -1, 12, 12, -1 };
+
+/* A sparse bucket needs this many polls and parks begun in it to be written. */
+#define SPARSE_MIN_STARTS 2
 
 static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, int64_t worker_id)
 {
 	if (!a->open)
 		return 0;
+	bool sparse = ss_summary_parent[level] >= 0;
+	if (sparse && a->starts < SPARSE_MIN_STARTS) {
+		memset(a, 0, sizeof *a);
+		return 0;
+	}
 	struct ss_row *st = ss_row(s->db, ST_UPSERT_SUMMARY);
 	uint64_t size = ss_summary_bucket_ns[level];
 	ss_bind_i(st, 1, (int64_t)size);
@@ -22,7 +37,7 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 	ss_bind_i(st, 3, (int64_t)(a->bucket * size));
 	ss_bind_i(st, 4, a->busy);
 	ss_bind_i(st, 5, a->parked);
-	ss_bind_i(st, 6, a->offcpu);
+	ss_bind_i(st, 6, sparse ? 0 : a->offcpu);
 	ss_bind_i(st, 7, a->polls);
 	ss_bind_i(st, 8, a->max_poll);
 	memset(a, 0, sizeof *a);
@@ -32,6 +47,8 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 static inline void add_part(struct ss_summary_acc *a, enum ss_summary_kind kind, int64_t part,
 			    int64_t dur, bool first)
 {
+	if (first && kind != SS_SUM_OFFCPU)
+		a->starts++;
 	switch (kind) {
 	case SS_SUM_BUSY:
 		a->busy += part;
@@ -55,6 +72,9 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 	int src = kind == SS_SUM_OFFCPU;
 	uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
 	for (int l = 0; l < SS_SUMMARY_LEVELS; l++) {
+		bool sparse = ss_summary_parent[l] >= 0;
+		if (sparse && src == 1)
+			continue; /* sparse levels keep no off-CPU time */
 		struct ss_summary_acc *open = &w->acc[src][l];
 		if (open->open && ts >= open->lo && end <= open->hi) {
 			/* Inside the open bucket, the usual case: no division. */
@@ -67,7 +87,9 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 		 * levels; the coarse levels still describe it. */
 		if (b1 - b0 >= s->max_buckets)
 			continue;
-		for (uint64_t b = b0;; b++) {
+		/* In a sparse level only the first and last bucket can reach two
+		 * starts: the ones in between are skipped, not written. */
+		for (uint64_t b = b0;; b = sparse && b == b0 && b1 > b0 + 1 ? b1 : b + 1) {
 			struct ss_summary_acc *a = &w->acc[src][l];
 			if (a->open && a->bucket != b && write_acc(s, a, l, worker_id) != 0)
 				return -1;

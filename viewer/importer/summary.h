@@ -1,8 +1,16 @@
 /*
  * summary.h - level-of-detail summaries (table worker_summaries) built while
- * importing: per worker and time bucket at 1 ms, 10 ms, 100 ms and 1 s, the busy,
- * parked and off-CPU time, the polls begun and the longest poll. A zoomed-out
- * viewer reads a few thousand rows instead of millions of polls.
+ * importing: per worker and time bucket, the busy, parked and off-CPU time, the
+ * polls begun and the longest poll. A zoomed-out viewer reads a few thousand
+ * rows instead of millions of polls.
+ *
+ * Bucket sizes follow a 1-2-5 ladder from 100 us to 1 s, so a viewer always
+ * finds a level between one and 2.5 buckets per pixel. The 1 ms, 10 ms, 100 ms
+ * and 1 s levels are full: every bucket with any time in it has a row. The
+ * others are sparse: a row only where at least two polls or parks begin (a busy
+ * stretch of one long poll would otherwise cost a row per 100 us), and no
+ * off-CPU time (0). What a sparse level lacks is in the bucket of the full level
+ * above that contains it (its parent).
  *
  * Each worker keeps one open bucket per level and source (hook events and CPU
  * switches arrive in separately ordered streams); a contribution to another
@@ -17,7 +25,7 @@
 
 struct ss_db;
 
-#define SS_SUMMARY_LEVELS 4
+#define SS_SUMMARY_LEVELS 13
 
 enum ss_summary_kind { SS_SUM_BUSY, SS_SUM_PARKED, SS_SUM_OFFCPU };
 
@@ -25,6 +33,7 @@ struct ss_summary_acc {
 	bool open;
 	uint64_t bucket;          /* bucket index (ts / size) */
 	uint64_t lo, hi;          /* its time range [lo, hi) */
+	int64_t starts;           /* polls and parks begun in it (sparse levels) */
 	int64_t busy, parked, offcpu, polls, max_poll;
 };
 
@@ -38,6 +47,8 @@ struct ss_summary {
 };
 
 extern const uint64_t ss_summary_bucket_ns[SS_SUMMARY_LEVELS];
+/* For a sparse level, the index of its parent (full) level; -1 for a full one. */
+extern const int ss_summary_parent[SS_SUMMARY_LEVELS];
 
 /* Adds the interval [ts, ts + dur) of a kind to a worker. Returns 0 or -1 (db). */
 int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id,

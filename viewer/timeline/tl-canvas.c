@@ -131,7 +131,7 @@ void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y,
 		return;
 	double s = c->scale;
 	double fx0 = fmax((x - c->x) * s, 0), fx1 = fmin((x + w - c->x) * s, c->pw);
-	long y0 = lround((y - c->y) * s), y1 = lround((y + h - c->y) * s);
+	long y0 = (long)floor((y - c->y) * s + 0.5), y1 = (long)floor((y + h - c->y) * s + 0.5);
 	if (y0 < 0)
 		y0 = 0;
 	if (y1 > c->ph)

@@ -76,6 +76,11 @@ struct tl_db {
 	struct tl_location *locations;      /* sorted by id (at most TL_MAX_LOCATIONS) */
 	size_t n_locations;
 	bool have_summaries;
+	/* Summary bucket sizes present, ascending, and for each its parent: the
+	 * full level holding what a sparse level leaves out (0 when full). An
+	 * older database has only the full levels. */
+	int64_t levels[16], level_parent[16];
+	size_t n_levels;
 	sqlite3_stmt *st[TL_STMT_COUNT];
 };
 

@@ -483,6 +483,15 @@ static double legend_item(struct rc *r, double x, double y, const GdkRGBA *c, do
 	return x + sw + 4 + text(r, name, x + sw + 4, y + 1, &r->th.fg, 0) + 14;
 }
 
+/* Lanes too dense for their polls show summaries even when zoomed in. */
+static double dense_legend(struct rc *r, double x, double y)
+{
+	char buf[96], d[32];
+	tl_format_duration(d, sizeof d, r->sc->dense_bucket, r->sc->dense_bucket);
+	snprintf(buf, sizeof buf, "busy per %s on dense lanes", d);
+	return legend_item(r, x, y, &r->th.busy_summary, 10, 10, buf);
+}
+
 static void draw_legend(struct rc *r)
 {
 	double y = r->plot_bottom + 4;
@@ -495,6 +504,8 @@ static void draw_legend(struct rc *r)
 		snprintf(buf, sizeof buf, "busy per %s (zoom in for polls)", d);
 		x = legend_item(r, x, y, &r->th.busy_summary, 10, 10, buf);
 	} else if (r->v->color == TL_COLOR_DURATION) {
+		if (r->sc->dense_bucket)
+			x = dense_legend(r, x, y);
 		for (int k = 0; k < TL_DUR_CLASSES; k++) {
 			GdkRGBA c = tl_duration_color(k);
 			x = legend_item(r, x, y, &c, 10, 10, tl_duration_class_name(k));
@@ -503,6 +514,8 @@ static void draw_legend(struct rc *r)
 		/* Locations: the first few (a trace with hundreds shows them in
 		 * tooltips instead). */
 		size_t shown = 0;
+		if (r->sc->dense_bucket)
+			x = dense_legend(r, x, y);
 		for (size_t i = 0; i < r->db->n_locations && shown < 6 && x < r->v->width * 0.45; i++, shown++) {
 			GdkRGBA c = tl_location_color(r->db->locations[i].id);
 			x = legend_item(r, x, y, &c, 10, 10, r->db->locations[i].short_name);
@@ -540,15 +553,22 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 						       (float)(r.plot_bottom - TL_RULER_H)));
 	/* Few rectangles are cheaper as nodes than a canvas the size of the plot. */
 	size_t rects = 0;
+	int top = r.plot_bottom, bottom = TL_RULER_H; /* of the visible lanes */
 	for (size_t i = 0; i < db->n_lanes && i < sc->n_lanes; i++) {
 		const struct tl_lane_scene *ls = &sc->lanes[i];
-		if (ls->fetched)
-			rects += 2 + (ls->summary ? 3 * (size_t)r.plot_w
-					  : ls->n_boxes + ls->n_parks + ls->n_cpu + ls->n_ticks);
+		if (!ls->fetched || !tl_view_lane_visible(v, l, (int)i))
+			continue;
+		rects += 2 + (ls->summary ? 3 * (size_t)r.plot_w : ls->n_boxes + ls->n_parks + ls->n_cpu + ls->n_ticks);
+		int y = tl_view_lane_screen_y(v, l, (int)i);
+		top = y < top ? y : top;
+		bottom = y + TL_LANE_H > bottom ? y + TL_LANE_H : bottom;
 	}
-	if (v->raster == TL_RASTER_CANVAS || (v->raster == TL_RASTER_AUTO && rects > TL_CANVAS_MIN_RECTS))
-		tl_canvas_init(&r.cv, TL_LABEL_W, TL_RULER_H, r.plot_w, r.plot_bottom - TL_RULER_H, v->scale,
-			       &r.th.bg);
+	top = top < TL_RULER_H ? TL_RULER_H : top;
+	bottom = bottom > r.plot_bottom ? r.plot_bottom : bottom;
+	/* The canvas covers the lanes only, not the empty plot below them. */
+	if (bottom > top &&
+	    (v->raster == TL_RASTER_CANVAS || (v->raster == TL_RASTER_AUTO && rects > TL_CANVAS_MIN_RECTS)))
+		tl_canvas_init(&r.cv, TL_LABEL_W, top, r.plot_w, bottom - top, v->scale, &r.th.bg);
 	for (size_t i = 0; i < db->n_lanes && i < sc->n_lanes; i++)
 		if (tl_view_lane_visible(v, l, (int)i))
 			draw_lane(&r, i);

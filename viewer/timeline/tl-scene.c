@@ -17,14 +17,17 @@
  * default 999 Hz that is about one sample per pixel); thread lanes always. */
 #define TL_SAMPLE_MAX_NS_PER_PX 2000000.0
 
-/* A summary bucket may be at most this many pixels wide to be used, or, for a
- * lane with more than TL_DENSE_POLLS_PER_PX polls per pixel in the window,
- * TL_SUMMARY_DENSE_PX (blurrier, but the frame stays fast). */
-#define TL_SUMMARY_MAX_PX 1.0
-#define TL_SUMMARY_DENSE_PX 10.0
-#define TL_DENSE_POLLS_PER_PX 1.5
-
-static const int64_t summary_buckets[] = { 1000000, 10000000, 100000000, 1000000000 };
+/* A summary bucket of 1 ms or more may be at most this many pixels wide to be
+ * used, or, for a lane with more than TL_DENSE_POLLS_PER_PX polls per pixel in
+ * the window, any level up to TL_SUMMARY_DENSE_PX (blurrier, but the frame
+ * stays fast: reading a dense lane's rows costs more than the frame has). */
+#define TL_SUMMARY_MAX_PX 1.5
+#define TL_SUMMARY_DENSE_PX 4.0
+#define TL_DENSE_POLLS_PER_PX 0.5
+/* Below this bucket size polls are drawn unless the lane is dense. */
+#define TL_SUMMARY_MIN_NS 1000000
+/* The 10 ms level estimates a lane's polls in the window (it is always full). */
+#define TL_ESTIMATE_BUCKET 10000000
 
 #define GROW(arr, n, cap)                                                        \
 	do {                                                                     \
@@ -332,18 +335,18 @@ static void fetch_samples(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 static double polls_estimate(struct tl_scene *sc, struct tl_db *db, int64_t worker, const struct xf *xf)
 {
 	sqlite3_stmt *s = tl_db_stmt(db, TL_SUMMARY);
-	sqlite3_bind_int64(s, 1, summary_buckets[1]);
+	sqlite3_bind_int64(s, 1, TL_ESTIMATE_BUCKET);
 	sqlite3_bind_int64(s, 2, worker);
-	sqlite3_bind_int64(s, 3, xf->t0 - summary_buckets[1]);
+	sqlite3_bind_int64(s, 3, xf->t0 - TL_ESTIMATE_BUCKET);
 	sqlite3_bind_int64(s, 4, xf->t1);
 	double n = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		int64_t ts = sqlite3_column_int64(s, 0);
 		/* Only the part of a bucket inside the window counts. */
 		double lo = (double)(ts > xf->t0 ? ts : xf->t0);
-		double hi = (double)(ts + summary_buckets[1] < xf->t1 ? ts + summary_buckets[1] : xf->t1);
+		double hi = (double)(ts + TL_ESTIMATE_BUCKET < xf->t1 ? ts + TL_ESTIMATE_BUCKET : xf->t1);
 		if (hi > lo)
-			n += (double)sqlite3_column_int64(s, 4) * (hi - lo) / (double)summary_buckets[1];
+			n += (double)sqlite3_column_int64(s, 4) * (hi - lo) / (double)TL_ESTIMATE_BUCKET;
 		sc->rows++;
 	}
 	return n;
@@ -351,48 +354,127 @@ static double polls_estimate(struct tl_scene *sc, struct tl_db *db, int64_t work
 
 /* ---- zoomed out: summary buckets spread over pixel columns ---- */
 
+/* The values of [ts, ts + len) spread over the columns it covers in proportion
+ * to the overlap; its polls count in the first, its longest poll in all. */
+static void spread(struct tl_lane_scene *ls, double *acc, const struct xf *xf, int64_t ts, int64_t len,
+		   const double v[3], int64_t polls, int64_t maxp)
+{
+	double x0 = xf_x(xf, ts), x1 = xf_x(xf, ts + len);
+	int c0 = (int)floor(x0), c1 = (int)ceil(x1);
+	if (c0 < 0)
+		c0 = 0;
+	if (c1 > xf->plot_w)
+		c1 = xf->plot_w;
+	for (int c = c0; c < c1; c++) {
+		double ov = fmin(x1, c + 1) - fmax(x0, c);
+		if (ov <= 0)
+			continue;
+		double share = ov / (x1 - x0);
+		for (int k = 0; k < 3; k++)
+			acc[(size_t)c * 3 + k] += v[k] * share;
+		struct tl_col *col = &ls->cols[c];
+		if (maxp > col->max_poll)
+			col->max_poll = maxp;
+		col->polls += (uint32_t)(c == c0 ? polls : 0);
+	}
+}
+
+/* A bucket of the parent level of a sparse one: what its present children
+ * leave over goes to the children that have no row. */
+struct parent_bucket {
+	int64_t ts;
+	double v[3];
+	int64_t polls, maxp;
+	uint32_t present;      /* bit i: child i has a row */
+};
+
+static struct parent_bucket *fetch_parents(struct tl_scene *sc, struct tl_db *db, int64_t worker,
+					   const struct xf *xf, int64_t parent, size_t *n)
+{
+	struct parent_bucket *pb = NULL;
+	size_t cap = 0;
+	*n = 0;
+	sqlite3_stmt *s = tl_db_stmt(db, TL_SUMMARY);
+	sqlite3_bind_int64(s, 1, parent);
+	sqlite3_bind_int64(s, 2, worker);
+	sqlite3_bind_int64(s, 3, xf->t0 - parent);
+	sqlite3_bind_int64(s, 4, xf->t1);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (*n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct parent_bucket *p = realloc(pb, nc * sizeof *p);
+			if (!p)
+				break;
+			pb = p;
+			cap = nc;
+		}
+		struct parent_bucket *b = &pb[(*n)++];
+		b->ts = sqlite3_column_int64(s, 0);
+		for (int k = 0; k < 3; k++)
+			b->v[k] = (double)sqlite3_column_int64(s, 1 + k);
+		b->polls = sqlite3_column_int64(s, 4);
+		b->maxp = sqlite3_column_int64(s, 5);
+		b->present = 0;
+		sc->rows++;
+	}
+	return pb;
+}
+
 static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_scene *ls,
-			  int64_t worker, const struct xf *xf, int64_t bucket)
+			  int64_t worker, const struct xf *xf, int64_t bucket, int64_t parent)
 {
 	ls->cols = calloc((size_t)xf->plot_w, sizeof *ls->cols);
-	if (!ls->cols)
+	double *acc = calloc((size_t)xf->plot_w * 3, sizeof *acc);
+	if (!ls->cols || !acc) {
+		free(acc);
 		return;
+	}
 	ls->summary = true;
+	size_t n_parents = 0, k = 0;
+	struct parent_bucket *pb = parent ? fetch_parents(sc, db, worker, xf, parent, &n_parents) : NULL;
 	sqlite3_stmt *s = tl_db_stmt(db, TL_SUMMARY);
 	sqlite3_bind_int64(s, 1, bucket);
 	sqlite3_bind_int64(s, 2, worker);
-	sqlite3_bind_int64(s, 3, xf->t0 - bucket);
+	sqlite3_bind_int64(s, 3, (parent ? xf->t0 - parent : xf->t0 - bucket));
 	sqlite3_bind_int64(s, 4, xf->t1);
-	double *acc = calloc((size_t)xf->plot_w * 3, sizeof *acc);
-	if (!acc)
-		return;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		int64_t ts = sqlite3_column_int64(s, 0);
 		double v[3] = { (double)sqlite3_column_int64(s, 1), (double)sqlite3_column_int64(s, 2),
 				(double)sqlite3_column_int64(s, 3) };
 		int64_t polls = sqlite3_column_int64(s, 4), maxp = sqlite3_column_int64(s, 5);
 		sc->rows++;
-		double x0 = xf_x(xf, ts), x1 = xf_x(xf, ts + bucket);
-		int c0 = (int)floor(x0), c1 = (int)ceil(x1);
-		if (c0 < 0)
-			c0 = 0;
-		if (c1 > xf->plot_w)
-			c1 = xf->plot_w;
-		/* The bucket's time is spread over the columns it covers in
-		 * proportion to the overlap. */
-		for (int c = c0; c < c1; c++) {
-			double ov = fmin(x1, c + 1) - fmax(x0, c);
-			if (ov <= 0)
-				continue;
-			double share = ov / (x1 - x0);
-			for (int k = 0; k < 3; k++)
-				acc[(size_t)c * 3 + k] += v[k] * share;
-			struct tl_col *col = &ls->cols[c];
-			if (maxp > col->max_poll)
-				col->max_poll = maxp;
-			col->polls += (uint32_t)(c == c0 ? polls : 0);
+		spread(ls, acc, xf, ts, bucket, v, polls, maxp);
+		/* Both are in time order: the parent holding ts is at or after k. */
+		while (k < n_parents && pb[k].ts + parent <= ts)
+			k++;
+		if (k < n_parents && pb[k].ts <= ts) {
+			struct parent_bucket *p = &pb[k];
+			p->v[0] -= v[0];
+			p->v[1] -= v[1];
+			p->polls -= polls;
+			p->present |= 1u << ((ts - p->ts) / bucket);
 		}
 	}
+	/* A sparse level keeps no off-CPU time: its parent's is spread evenly;
+	 * busy and parked time not in a child row goes to the children without
+	 * one. */
+	for (size_t i = 0; i < n_parents; i++) {
+		struct parent_bucket *p = &pb[i];
+		double off[3] = { 0, 0, p->v[2] };
+		spread(ls, acc, xf, p->ts, parent, off, 0, 0);
+		int slots = (int)(parent / bucket), missing = slots - __builtin_popcount(p->present);
+		if (missing <= 0)
+			continue;
+		double rest[3] = { fmax(p->v[0], 0) / missing, fmax(p->v[1], 0) / missing, 0 };
+		int64_t polls = p->polls > 0 ? p->polls : 0;
+		for (int j = 0; j < slots; j++) {
+			if (p->present & (1u << j))
+				continue;
+			spread(ls, acc, xf, p->ts + j * bucket, bucket, rest, polls, rest[0] > 0 ? p->maxp : 0);
+			polls = 0;
+		}
+	}
+	free(pb);
 	for (int c = 0; c < xf->plot_w; c++) {
 		struct tl_col *col = &ls->cols[c];
 		col->busy = (float)fmin(1.0, acc[(size_t)c * 3] / xf->npp);
@@ -400,6 +482,20 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 		col->offcpu = (float)fmin(1.0, acc[(size_t)c * 3 + 2] / xf->npp);
 	}
 	free(acc);
+}
+
+/* The coarsest level no wider than max_px pixels and at least min_ns; 0 when
+ * none. *parent is its parent level (0 for a full one). */
+static int64_t pick_level(const struct tl_db *db, double npp, double max_px, int64_t min_ns, int64_t *parent)
+{
+	int64_t best = 0;
+	*parent = 0;
+	for (size_t i = 0; i < db->n_levels; i++)
+		if (db->levels[i] >= min_ns && (double)db->levels[i] <= max_px * npp) {
+			best = db->levels[i];
+			*parent = db->level_parent[i];
+		}
+	return best;
 }
 
 void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layout *l,
@@ -426,11 +522,9 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 	/* The coarsest summary level whose bucket fits in a pixel column; none
 	 * when even 1 ms buckets would be wider (then real polls are drawn, and
 	 * the dense-column seeks keep their cost bounded). */
-	sc->summary_bucket = 0;
-	if (db->have_summaries)
-		for (size_t i = 0; i < sizeof summary_buckets / sizeof summary_buckets[0]; i++)
-			if ((double)summary_buckets[i] <= TL_SUMMARY_MAX_PX * xf.npp)
-				sc->summary_bucket = summary_buckets[i];
+	int64_t parent = 0;
+	sc->summary_bucket = pick_level(db, xf.npp, TL_SUMMARY_MAX_PX, TL_SUMMARY_MIN_NS, &parent);
+	sc->dense_bucket = 0;
 
 	for (size_t i = 0; i < db->n_lanes; i++) {
 		struct tl_lane_scene *ls = &sc->lanes[i];
@@ -440,15 +534,17 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 			continue;   /* only what is visible is touched */
 		ls->fetched = true;
 		if (lane->worker_id) {
-			int64_t bucket = sc->summary_bucket;
+			int64_t bucket = sc->summary_bucket, bparent = parent;
 			/* Zoomed in, but a lane so dense that its rows would cost more
-			 * than the frame has: 1 ms buckets (up to TL_SUMMARY_DENSE_PX px
-			 * wide) stand in for the polls. */
-			if (!bucket && db->have_summaries && (double)summary_buckets[0] <= TL_SUMMARY_DENSE_PX * xf.npp &&
-			    polls_estimate(sc, db, lane->worker_id, &xf) > TL_DENSE_POLLS_PER_PX * xf.plot_w)
-				bucket = summary_buckets[0];
+			 * than the frame has: summaries up to TL_SUMMARY_DENSE_PX px
+			 * wide stand in for the polls. */
+			if (!bucket) {
+				int64_t dense = pick_level(db, xf.npp, TL_SUMMARY_DENSE_PX, 0, &bparent);
+				if (dense && polls_estimate(sc, db, lane->worker_id, &xf) > TL_DENSE_POLLS_PER_PX * xf.plot_w)
+					bucket = sc->dense_bucket = dense;
+			}
 			if (bucket) {
-				fetch_summary(sc, db, ls, lane->worker_id, &xf, bucket);
+				fetch_summary(sc, db, ls, lane->worker_id, &xf, bucket, bparent);
 			} else {
 				fetch_polls(sc, db, ls, lane->worker_id, &xf);
 				fetch_spans(sc, db, ls, false, lane->worker_id, &xf);

@@ -68,6 +68,7 @@ struct tl_scene {
 	struct tl_lane_scene *lanes;
 	size_t n_lanes;
 	int64_t summary_bucket;    /* bucket size used, 0 when in detail */
+	int64_t dense_bucket;      /* in detail, the bucket size dense lanes use; 0: none */
 	/* Work done by the last build (the benchmark prints them). */
 	uint64_t rows, seeks;
 };
