@@ -79,6 +79,13 @@ dumps = q("""SELECT td.callsite_id FROM task_dumps td JOIN tasks t ON t.id = td.
 named = sum(bool(q("SELECT 1 FROM callsite_frames WHERE callsite_id = ? AND function = 'culprit_leak_forgotten_waker'", cs))
             for (cs,) in dumps)
 check(named >= 1, f"leak: {named} of {len(dumps)} task dumps name culprit_leak_forgotten_waker")
+
+# Samples of a worker stay on the worker's thread, even those drained after the
+# thread exited: no extra sampler-only thread carrying a worker's tid.
+phantom = q("""SELECT count(*) FROM threads t JOIN workers w ON w.recording_id = t.recording_id
+               JOIN threads wt ON wt.id = w.thread_id
+               WHERE t.tid = wt.tid AND t.id != wt.id""")[0][0]
+check(phantom == 0, f"all scenarios: {phantom} sampler-only threads with a worker's tid")
 sys.exit(1 if failures else 0)
 PY
 echo "demo: ok"
