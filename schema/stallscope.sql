@@ -316,6 +316,18 @@ CREATE TABLE IF NOT EXISTS worker_summaries (
   PRIMARY KEY (bucket_ns, worker_id, ts)
 ) WITHOUT ROWID;
 
+-- Importer state, not for queries: a wake that had not led to a poll yet where an
+-- import ended (its wakes row has poll_id NULL). The next import of the same
+-- recording (a grown or new segment) links that row to the poll that follows
+-- and sets its delay, then drops the entry.
+CREATE TABLE IF NOT EXISTS import_pending_wakes (
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  wake_rowid INTEGER NOT NULL,      -- rowid of the wakes row
+  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  wake_from INTEGER NOT NULL,       -- ns the delay counts from (the wake, or the end of the poll it came in)
+  in_poll INTEGER NOT NULL          -- 1: the wake came while the task was being polled
+);
+
 -- A stack leaf first: one row per frame of callsite_id's stack, depth 0 = leaf.
 CREATE VIEW IF NOT EXISTS callsite_frames AS
 WITH RECURSIVE walk(callsite_id, depth, cs) AS (

@@ -432,6 +432,80 @@ static void test_stitch(void)
 
 /* ---- growth and damage ------------------------------------------------------- */
 
+/* Incremental import at every block boundary of a segment: what was open or
+ * pending where the first import stopped (polls, parks, wakes) continues in the
+ * second, and the result equals a fresh import. */
+static void test_growth_every_cut(const char *demo, const char *scenario)
+{
+	char src[600];
+	snprintf(src, sizeof src, "%s/%s/%s.0.bin", demo, scenario, scenario);
+	size_t len;
+	uint8_t *full = slurp(src, &len);
+	CHECK(full != NULL, "read %s", src);
+	if (!full)
+		return;
+	uint64_t offs[512];
+	int nb = 0;
+	struct ss_reader *r;
+	char err[256];
+	if (ss_reader_open_buffer(&r, full, len, NULL, NULL, err, sizeof err) == 0) {
+		struct ss_block_info b;
+		while (ss_reader_next_block(r, &b) && nb < 512)
+			offs[nb++] = b.offset;
+		ss_reader_close(r);
+	}
+	static const char *const q[] = {
+		"SELECT count(*) FROM polls",
+		"SELECT count(*) FROM polls WHERE incomplete",
+		"SELECT sum(dur) FROM polls",
+		"SELECT count(*) FROM parks",
+		"SELECT count(*) FROM wakes",
+		"SELECT count(*) FROM wakes WHERE poll_id IS NOT NULL",
+		"SELECT coalesce(sum(delay), -1) FROM wakes",
+		"SELECT count(*) FROM wakes w JOIN polls p ON p.id = w.poll_id WHERE p.task_id = w.task_id",
+		"SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000",
+	};
+	enum { NQ = sizeof q / sizeof q[0] };
+	int64_t ref[NQ];
+	char *dir = path_in_tmp("cuts"), *db = path_in_tmp("cuts.db"), *act = NULL, *fin = NULL;
+	mkdir(dir, 0755);
+	if (asprintf(&act, "%s/c.0.bin.active", dir) < 0 || asprintf(&fin, "%s/c.0.bin", dir) < 0)
+		exit(1);
+	struct ss_import_result res;
+	spit(fin, full, len);
+	unlink(db);
+	import(db, &res, NULL, 0, 1, dir);
+	sqlite3 *d = opendb(db);
+	for (int i = 0; i < NQ; i++)
+		ref[i] = q1(d, "%s", q[i]);
+	sqlite3_close(d);
+	CHECK(ref[5] > 0, "%s: no linked wakes to test with", scenario);
+	int bad = 0;
+	for (int c = 1; c < nb; c++) {
+		unlink(fin);
+		unlink(db);
+		spit(act, full, offs[c]);
+		import(db, &res, NULL, 0, 1, dir);
+		unlink(act);
+		spit(fin, full, len);
+		import(db, &res, NULL, 0, 1, dir);
+		d = opendb(db);
+		for (int i = 0; i < NQ; i++) {
+			int64_t v = q1(d, "%s", q[i]);
+			if (v != ref[i] && bad++ < 10)
+				CHECK(0, "%s cut at block %d: %s = %lld, fresh import %lld", scenario, c, q[i], (long long)v,
+				      (long long)ref[i]);
+		}
+		sqlite3_close(d);
+	}
+	CHECK(bad == 0, "%s: %d differences over %d cuts", scenario, bad, nb - 1);
+	printf("growth: %s cut at each of %d block boundaries, then grown: same as a fresh import\n", scenario, nb - 1);
+	unlink(fin);
+	unlink(db);
+	rmdir(dir);
+	free(act), free(fin), free(dir), free(db), free(full);
+}
+
 static void test_growth_and_damage(const char *demo, const char *cli)
 {
 	char src[600];
@@ -466,6 +540,8 @@ static void test_growth_and_damage(const char *demo, const char *cli)
 	sqlite3 *d = opendb(ref_db);
 	int64_t ref_polls = q1(d, "SELECT count(*) FROM polls"), ref_wakes = q1(d, "SELECT count(*) FROM wakes");
 	int64_t ref_busy = q1(d, "SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000");
+	int64_t ref_linked = q1(d, "SELECT count(*) FROM wakes WHERE poll_id IS NOT NULL");
+	int64_t ref_delay = q1(d, "SELECT sum(delay) FROM wakes");
 	sqlite3_close(d);
 
 	/* An .active segment cut at a block boundary, then grown to the full file. */
@@ -492,6 +568,15 @@ static void test_growth_and_damage(const char *demo, const char *cli)
 	CHECK(q1(d, "SELECT count(*) FROM polls") == ref_polls, "grown polls %lld vs %lld",
 	      (long long)q1(d, "SELECT count(*) FROM polls"), (long long)ref_polls);
 	CHECK(q1(d, "SELECT count(*) FROM wakes") == ref_wakes, "grown wakes");
+	/* A wake pending where the first import ended is linked to the poll it
+	 * led to in the second, with its delay. */
+	CHECK(q1(d, "SELECT count(*) FROM wakes WHERE poll_id IS NOT NULL") == ref_linked &&
+		      q1(d, "SELECT sum(delay) FROM wakes") == ref_delay,
+	      "grown wakes linked %lld of %lld, delay sum %lld vs %lld",
+	      (long long)q1(d, "SELECT count(*) FROM wakes WHERE poll_id IS NOT NULL"), (long long)ref_linked,
+	      (long long)q1(d, "SELECT sum(delay) FROM wakes"), (long long)ref_delay);
+	CHECK(q1(d, "SELECT count(*) FROM wakes w JOIN polls p ON p.id = w.poll_id WHERE p.task_id != w.task_id") == 0,
+	      "a wake linked to another task's poll");
 	CHECK(q1(d, "SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000") == ref_busy, "grown busy");
 	CHECK(q1(d, "SELECT count(*) FROM segments") == 1 && q1(d, "SELECT sealed FROM segments") == 1, "one sealed");
 	sqlite3_close(d);
@@ -761,6 +846,8 @@ int main(int argc, char **argv)
 	test_sql(demo_db);
 	test_stitch();
 	test_growth_and_damage(argv[1], argv[2]);
+	test_growth_every_cut(argv[1], "steady");
+	test_growth_every_cut(argv[1], "mutex");
 	test_symbols(argv[3], argv[4], argv[2]);
 	free(demo_db);
 	char cmd[256];

@@ -62,8 +62,9 @@ int imp_close_poll(struct imp *im, struct imp_thread *t, uint64_t end, bool inco
 	if (k && k->id == t->poll_task_id) {
 		k->polling = false;
 		/* A wake that arrived during this poll: the task could not run again
-		 * before the poll ended, so its delay is counted from here. */
-		if (k->wake_pending && k->wake_in_poll) {
+		 * before the poll ended, so its delay is counted from here (not from
+		 * where the data ends: a later import may continue the poll). */
+		if (k->wake_pending && k->wake_in_poll && !incomplete) {
 			k->wake_in_poll = false;
 			if (end > k->wake_from)
 				k->wake_from = end;

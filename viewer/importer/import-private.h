@@ -65,6 +65,7 @@ struct imp_task {
 	bool wake_pending, wake_in_poll;
 	uint64_t wake_ts, wake_from;  /* wake_from: where the delay starts */
 	int64_t waker_thread_id, waker_task_id;
+	int64_t wake_rowid;  /* the pending wake's row, written by an earlier import */
 };
 
 /* An executable mapping, for address lookups (sorted by start, no overlaps:

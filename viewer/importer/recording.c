@@ -183,6 +183,20 @@ struct imp_task *imp_task_get(struct imp *im, uint64_t task)
 
 static int write_wake(struct imp *im, struct imp_task *k, int64_t poll_id, uint64_t poll_ts)
 {
+	if (k->wake_rowid) {
+		/* Written by the import that ended before this poll: now it has one
+		 * (superseded by a newer wake, the row stays as it is). */
+		int64_t rowid = k->wake_rowid;
+		k->wake_rowid = 0;
+		k->wake_pending = false;
+		if (!poll_id)
+			return 0;
+		struct ss_row *u = ss_row(&im->db, ST_UPD_WAKE_POLL);
+		ss_bind_i(u, 1, rowid);
+		ss_bind_i(u, 2, poll_id);
+		ss_bind_i(u, 3, poll_ts > k->wake_from ? (int64_t)(poll_ts - k->wake_from) : 0);
+		return ss_db_step(&im->db, ST_UPD_WAKE_POLL) ? imp_fail(im) : 0;
+	}
 	struct ss_row *s = ss_row(&im->db, ST_INS_WAKE);
 	ss_bind_i(s, 1, k->id);
 	ss_bind_i(s, 2, (int64_t)k->wake_ts);
@@ -341,6 +355,36 @@ static int resume(struct imp *im)
 		ss_hmap_put(&rc->tasks, k->task, 0, (uint64_t)(uintptr_t)k);
 	}
 	sqlite3_finalize(s);
+
+	/* Wakes that were waiting for a poll where the previous import ended. */
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT p.wake_rowid, t.task, t.id, w.ts, w.waker_thread_id, w.waker_task_id,"
+			       " p.wake_from, p.in_poll FROM import_pending_wakes p JOIN tasks t ON t.id = p.task_id"
+			       " JOIN wakes w ON w.rowid = p.wake_rowid WHERE p.recording_id = ?1", -1, &s, NULL)
+	    != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t v;
+		if (!ss_hmap_get(&rc->tasks, (uint64_t)sqlite3_column_int64(s, 1), 0, &v))
+			continue; /* ended since: nothing can link it any more */
+		struct imp_task *k = (struct imp_task *)(uintptr_t)v;
+		if (k->id != sqlite3_column_int64(s, 2))
+			continue;
+		k->wake_pending = true;
+		k->wake_rowid = sqlite3_column_int64(s, 0);
+		k->wake_ts = (uint64_t)sqlite3_column_int64(s, 3);
+		k->waker_thread_id = sqlite3_column_int64(s, 4);
+		k->waker_task_id = sqlite3_column_int64(s, 5);
+		k->wake_from = (uint64_t)sqlite3_column_int64(s, 6);
+		k->wake_in_poll = sqlite3_column_int(s, 7) != 0;
+	}
+	sqlite3_finalize(s);
+	char *drop = sqlite3_mprintf("DELETE FROM import_pending_wakes WHERE recording_id = %lld", (long long)rid);
+	int drc = drop ? ss_db_exec(&im->db, drop) : -1;
+	sqlite3_free(drop);
+	if (drc != 0)
+		return -1;
 
 	/* The last poll and park of each thread, when incomplete, were open where the
 	 * previous import ended: reopen them (same poll id) and drop their rows. */
@@ -505,6 +549,72 @@ static void close_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 		c->rc = -1;
 }
 
+struct pending_ctx {
+	struct imp *im;
+	sqlite3_stmt *wake, *pend;
+	int rc;
+};
+
+static void persist_wake_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)a, (void)b;
+	struct pending_ctx *c = ctx;
+	struct imp_task *k = (struct imp_task *)(uintptr_t)val;
+	if (!k->wake_pending || c->rc)
+		return;
+	sqlite3 *db = c->im->db.db;
+	int64_t rowid = k->wake_rowid;
+	if (!rowid) {
+		sqlite3_bind_int64(c->wake, 1, k->id);
+		sqlite3_bind_int64(c->wake, 2, (int64_t)k->wake_ts);
+		if (k->waker_thread_id)
+			sqlite3_bind_int64(c->wake, 3, k->waker_thread_id);
+		else
+			sqlite3_bind_null(c->wake, 3);
+		if (k->waker_task_id)
+			sqlite3_bind_int64(c->wake, 4, k->waker_task_id);
+		else
+			sqlite3_bind_null(c->wake, 4);
+		if (sqlite3_step(c->wake) != SQLITE_DONE)
+			c->rc = -1;
+		sqlite3_reset(c->wake);
+		rowid = sqlite3_last_insert_rowid(db);
+	}
+	sqlite3_bind_int64(c->pend, 1, c->im->rec->id);
+	sqlite3_bind_int64(c->pend, 2, rowid);
+	sqlite3_bind_int64(c->pend, 3, k->id);
+	sqlite3_bind_int64(c->pend, 4, (int64_t)k->wake_from);
+	sqlite3_bind_int(c->pend, 5, k->wake_in_poll);
+	if (sqlite3_step(c->pend) != SQLITE_DONE)
+		c->rc = -1;
+	sqlite3_reset(c->pend);
+	k->wake_pending = false;
+	k->wake_rowid = 0;
+}
+
+/* Wakes still waiting for a poll where this import ends: written now, with
+ * their rowid noted in import_pending_wakes, so that the next import of this
+ * recording links them instead of leaving them without a poll. The statements
+ * run here directly: the batches are flushed first, so the rowid is the row's. */
+static int persist_pending_wakes(struct imp *im)
+{
+	if (ss_db_flush(&im->db) != 0)
+		return -1;
+	struct pending_ctx c = { im, NULL, NULL, 0 };
+	if (sqlite3_prepare_v2(im->db.db, "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id)"
+			       " VALUES(?,?,?,?)", -1, &c.wake, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(im->db.db, "INSERT INTO import_pending_wakes(recording_id, wake_rowid, task_id,"
+			       " wake_from, in_poll) VALUES(?,?,?,?,?)", -1, &c.pend, NULL) != SQLITE_OK)
+		c.rc = -1;
+	if (!c.rc)
+		ss_hmap_foreach(&im->rec->tasks, persist_wake_cb, &c);
+	if (c.rc)
+		snprintf(im->db.err, sizeof im->db.err, "%s", sqlite3_errmsg(im->db.db));
+	sqlite3_finalize(c.wake);
+	sqlite3_finalize(c.pend);
+	return c.rc;
+}
+
 static void flush_task_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 {
 	(void)a, (void)b;
@@ -525,6 +635,8 @@ int imp_recording_end(struct imp *im)
 		ss_hmap_foreach(&rc->threads, close_thread_cb, &c);
 		ss_hmap_foreach(&rc->sampler_threads, close_thread_cb, &c);
 	}
+	if (!im->failed && persist_pending_wakes(im) != 0)
+		c.rc = imp_fail(im);
 	ss_hmap_foreach(&rc->tasks, flush_task_cb, &c);
 	/* The next recording may read tables back (resume): no row may wait in a batch. */
 	if (!im->failed && ss_db_flush(&im->db) != 0)
