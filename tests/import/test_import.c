@@ -430,6 +430,63 @@ static void test_stitch(void)
 	free(p0), free(p1), free(db);
 }
 
+/* ---- memory bounds ------------------------------------------------------------ */
+
+/* 50 worker threads with 6 polls each of its own never-ending tasks, imported
+ * with room for 20 threads and 40 live tasks: the import succeeds, keeps the
+ * first 20 threads' polls, leaves the rest out with a warning, and writes idle
+ * tasks out when the task bound is reached. */
+static void test_limits(void)
+{
+	struct sb_header h = { .session_id = 91, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	uint64_t ts = 2000;
+	for (uint64_t th = 1; th <= 50; th++) {
+		thread_def_open(&b, th, 0, 0, 0);
+		sb_thread(&b, th, ts);
+		for (uint64_t i = 0; i < 6; i++) {
+			uint64_t task = th * 100 + i;
+			sb_event(&b, SS_REC_SPAWN, ts, 2, task, (uint64_t)2);
+			sb_event(&b, SS_REC_POLL_BEGIN, ts + 10, 2, task, (uint64_t)2);
+			sb_event(&b, SS_REC_POLL_END, ts + 20, 0);
+			ts += 100;
+		}
+	}
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char *seg = path_in_tmp("lim.0.bin"), *db = path_in_tmp("limits.db"), *logp = path_in_tmp("limits.log");
+	spit(seg, b.buf, b.len);
+	sb_free(&b);
+	FILE *log = fopen(logp, "w+");
+	const char *paths[1] = { seg };
+	struct ss_import_options o = { .db_path = db, .log = log, .max_threads = 20, .max_live_tasks = 40 };
+	struct ss_import_result res;
+	int rc = ss_import_paths(&o, paths, 1, &res);
+	CHECK(rc == SS_IMPORT_OK, "limits import rc %d", rc);
+	char text[4096] = "";
+	if (log) {
+		rewind(log);
+		size_t n = fread(text, 1, sizeof text - 1, log);
+		text[n] = 0;
+		fclose(log);
+	}
+	CHECK(strstr(text, "events of threads past the first 20") != NULL, "thread limit warning: %s", text);
+	CHECK(strstr(text, "more than 40 live tasks") != NULL, "task limit warning: %s", text);
+	sqlite3 *d = opendb(db);
+	CHECK(q1(d, "SELECT count(*) FROM threads") == 20, "threads %lld", (long long)q1(d, "SELECT count(*) FROM threads"));
+	CHECK(q1(d, "SELECT count(*) FROM polls") == 20 * 6, "polls %lld", (long long)q1(d, "SELECT count(*) FROM polls"));
+	CHECK(q1(d, "SELECT count(DISTINCT task) FROM tasks") == 20 * 6 &&
+		      q1(d, "SELECT count(*) FROM polls p JOIN tasks t ON t.id = p.task_id") == 20 * 6,
+	      "tasks %lld", (long long)q1(d, "SELECT count(DISTINCT task) FROM tasks"));
+	sqlite3_close(d);
+	printf("limits: 20 of 50 threads kept, idle tasks written out past 40, with warnings\n");
+	free(seg), free(db), free(logp);
+}
+
 /* ---- growth and damage ------------------------------------------------------- */
 
 /* Incremental import at every block boundary of a segment: what was open or
@@ -846,6 +903,7 @@ int main(int argc, char **argv)
 	test_sql(demo_db);
 	test_stitch();
 	test_growth_and_damage(argv[1], argv[2]);
+	test_limits();
 	test_growth_every_cut(argv[1], "steady");
 	test_growth_every_cut(argv[1], "mutex");
 	test_symbols(argv[3], argv[4], argv[2]);

@@ -72,7 +72,8 @@ int imp_close_poll(struct imp *im, struct imp_thread *t, uint64_t end, bool inco
 	}
 	/* Incomplete polls stay out of the summaries: a later import may continue
 	 * them, and a lower bound would be counted twice. */
-	if (!incomplete && ss_summary_add(&im->summ, &t->summ, t->worker_id, SS_SUM_BUSY, t->poll_ts, dur))
+	if (!incomplete &&
+	    (!imp_summ(t) || ss_summary_add(&im->summ, t->summ, t->worker_id, SS_SUM_BUSY, t->poll_ts, dur)))
 		return imp_fail(im);
 	return 0;
 }
@@ -90,7 +91,8 @@ int imp_close_park(struct imp *im, struct imp_thread *t, uint64_t end, bool inco
 	ss_bind_i(s, 4, incomplete);
 	if (ss_db_step(&im->db, ST_INS_PARK) != 0)
 		return imp_fail(im);
-	if (!incomplete && ss_summary_add(&im->summ, &t->summ, t->worker_id, SS_SUM_PARKED, t->park_ts, dur))
+	if (!incomplete &&
+	    (!imp_summ(t) || ss_summary_add(&im->summ, t->summ, t->worker_id, SS_SUM_PARKED, t->park_ts, dur)))
 		return imp_fail(im);
 	return 0;
 }
@@ -182,7 +184,7 @@ int imp_event(struct imp *im, const struct ss_record *r)
 			    ss_loss_reason_name(r->u.loss.reason));
 	struct imp_thread *t = imp_thread_get(im, r->thread);
 	if (!t)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	uint64_t ts = r->ts;
 	if (ts > t->last_ts)
 		t->last_ts = ts;
@@ -244,6 +246,14 @@ int imp_event(struct imp *im, const struct ss_record *r)
 	case SS_REC_SPAN_BEGIN:
 		if (t->n_spans == IMP_MAX_SPAN_DEPTH && write_span(im, t, ts, true) != 0)
 			return -1;
+		if (t->n_spans == t->cap_spans) {
+			unsigned nc = t->cap_spans ? t->cap_spans * 2 : 4;
+			struct imp_span *sp = realloc(t->spans, nc * sizeof *sp);
+			if (!sp)
+				return imp_fail(im);
+			t->spans = sp;
+			t->cap_spans = nc;
+		}
 		str = imp_str(im, r->u.span.name, &len);
 		t->spans[t->n_spans].ts = ts;
 		t->spans[t->n_spans].name = str ? strndup(str, len) : NULL;

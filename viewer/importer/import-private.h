@@ -7,6 +7,7 @@
 #ifndef STALLSCOPE_IMPORT_PRIVATE_H
 #define STALLSCOPE_IMPORT_PRIVATE_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "db.h"
@@ -18,6 +19,13 @@
 #include "symtab.h"
 
 #define IMP_MAX_SPAN_DEPTH 64
+/* Default memory bounds against hostile or runaway input (about 250 MB each
+ * at most; ss_import_options.max_threads and max_live_tasks): events of threads
+ * beyond the first IMP_MAX_THREADS of a recording are counted and left out;
+ * past IMP_MAX_LIVE_TASKS live tasks, idle ones are written out and forgotten
+ * (a task seen again then gets a second row). */
+#define IMP_MAX_THREADS 500000
+#define IMP_MAX_LIVE_TASKS 2000000
 
 struct imp_span {
 	uint64_t ts;
@@ -43,15 +51,25 @@ struct imp_thread {
 	/* last queue depths reported */
 	bool queue_known;
 	uint64_t queue_local, queue_global;
-	/* spans */
-	unsigned n_spans;
-	struct imp_span spans[IMP_MAX_SPAN_DEPTH];
+	/* spans (allocated on the first SPAN_BEGIN: most threads have none) */
+	unsigned n_spans, cap_spans;
+	struct imp_span *spans;
 	/* CPU state from SWITCH: 0 unknown, 1 on-cpu, 2 blocked, 3 preempted */
 	int cpu_state;
 	uint64_t cpu_since;
 	int64_t cpu_num;     /* cpu + 1 */
-	struct ss_summary_worker summ;
+	/* level-of-detail accumulators, allocated for workers on their first
+	 * summary: a thread costs about 200 bytes, not 2 KB, so a recording
+	 * with a million threads still fits in memory */
+	struct ss_summary_worker *summ;
 };
+
+static inline struct ss_summary_worker *imp_summ(struct imp_thread *t)
+{
+	if (!t->summ)
+		t->summ = calloc(1, sizeof *t->summ);
+	return t->summ;
+}
 
 /* A task of the recording that is alive (or whose row is not written yet). */
 struct imp_task {
@@ -116,6 +134,9 @@ struct imp {
 	uint64_t seg_events;
 	int64_t first_sample_rowid;
 	bool failed;              /* a database write failed: stop */
+	uint64_t max_threads, max_live_tasks; /* the options, defaults applied */
+	uint64_t over_thread_limit; /* events left out: their thread was past max_threads */
+	bool warned_tasks;        /* IMP_MAX_LIVE_TASKS was reached (warned once) */
 	uint64_t tcache_num;      /* the last thread looked up (most records repeat it) */
 	struct imp_thread *tcache;
 	struct ss_sym_result *symres;

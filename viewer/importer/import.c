@@ -148,6 +148,8 @@ static int setup(struct imp *im, const struct ss_import_options *o, struct ss_im
 	}
 	im->summ.db = &im->db;
 	im->summ.max_buckets = o->max_summary_buckets ? o->max_summary_buckets : 2000000;
+	im->max_threads = o->max_threads ? o->max_threads : IMP_MAX_THREADS;
+	im->max_live_tasks = o->max_live_tasks ? o->max_live_tasks : IMP_MAX_LIVE_TASKS;
 	if (!o->no_symbols)
 		im->sym = ss_sym_new(o->debug_dirs, o->n_debug_dirs);
 	sqlite3_stmt *s;
@@ -179,6 +181,10 @@ static int finish(struct imp *im, struct ss_progress *pg)
 {
 	if (im->failed || ss_db_flush(&im->db) != 0)
 		return imp_fail(im);
+	if (im->over_thread_limit && !im->o->quiet)
+		fprintf(im->log, "stallscope import: warning: %llu events of threads past the first %llu of a"
+			" recording were left out\n", (unsigned long long)im->over_thread_limit,
+			(unsigned long long)im->max_threads);
 	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
 	double t0 = ss_progress_now();
 	if (timing)

@@ -31,6 +31,11 @@ struct ss_import_options {
 	/* Per interval and summary level, at most this many buckets are written
 	 * (bounds the work a hostile timestamp can cause). 0 = 2,000,000. */
 	uint64_t max_summary_buckets;
+	/* Memory bounds for hostile or runaway input: threads kept per recording
+	 * (events of more are left out, with a warning; 0 = 500,000) and live
+	 * tasks tracked (past it idle tasks are written out and forgotten; 0 =
+	 * 2,000,000). */
+	uint64_t max_threads, max_live_tasks;
 	bool fuzz_ignore_crc;           /* fuzzing only: reader waives CRC checks */
 };
 

@@ -25,8 +25,11 @@ static struct imp_thread *new_thread(struct imp *im, int64_t id, uint64_t thread
 				     const char *name, size_t nlen, bool insert)
 {
 	struct imp_thread *t = calloc(1, sizeof *t);
-	if (!t)
+	if (!t) {
+		snprintf(im->db.err, sizeof im->db.err, "out of memory");
+		imp_fail(im);
 		return NULL;
+	}
 	t->id = id ? id : ss_db_new_id(&im->db, ID_THREAD);
 	t->tid = tid;
 	if (insert) {
@@ -48,6 +51,16 @@ static struct imp_thread *new_thread(struct imp *im, int64_t id, uint64_t thread
 	return t;
 }
 
+/* True (and the event counted) when the recording has as many threads as the
+ * importer keeps: the caller leaves the event out. */
+static bool over_thread_limit(struct imp *im)
+{
+	if (im->rec->threads.len + im->rec->sampler_threads.len < im->max_threads)
+		return false;
+	im->over_thread_limit++;
+	return true;
+}
+
 struct imp_thread *imp_thread_get(struct imp *im, uint64_t thread)
 {
 	uint64_t v;
@@ -57,11 +70,14 @@ struct imp_thread *imp_thread_get(struct imp *im, uint64_t thread)
 		im->tcache_num = thread;
 		return im->tcache = (struct imp_thread *)(uintptr_t)v;
 	}
+	if (over_thread_limit(im))
+		return NULL;
 	/* An event of a thread with no THREAD_DEF (thread 0, or a damaged stream):
 	 * still gets a row so nothing is dropped. */
 	struct imp_thread *t = new_thread(im, 0, thread, 0, NULL, 0, true);
 	if (t && ss_hmap_put(&im->rec->threads, thread, 0, (uint64_t)(uintptr_t)t) != 0) {
 		free(t);
+		imp_fail(im);
 		return NULL;
 	}
 	return t;
@@ -74,9 +90,12 @@ struct imp_thread *imp_sampler_thread(struct imp *im, uint64_t thread, uint64_t 
 	uint64_t v;
 	if (ss_hmap_get(&im->rec->sampler_threads, tid, 0, &v))
 		return (struct imp_thread *)(uintptr_t)v;
+	if (over_thread_limit(im))
+		return NULL;
 	struct imp_thread *t = new_thread(im, 0, 0, tid, NULL, 0, true);
 	if (t && ss_hmap_put(&im->rec->sampler_threads, tid, 0, (uint64_t)(uintptr_t)t) != 0) {
 		free(t);
+		imp_fail(im);
 		return NULL;
 	}
 	return t;
@@ -122,10 +141,12 @@ int imp_thread_def(struct imp *im, const struct ss_thread_def *d)
 			t->tid = d->tid;
 		}
 	} else {
+		if (over_thread_limit(im))
+			return 0;
 		t = new_thread(im, 0, d->thread, d->tid, d->name, d->name_len, true);
 		if (!t || ss_hmap_put(&im->rec->threads, d->thread, 0, (uint64_t)(uintptr_t)t) != 0) {
 			free(t);
-			return -1;
+			return imp_fail(im);
 		}
 	}
 	if ((d->flags & SS_THREAD_F_WORKER) && !t->worker_id) {
@@ -164,14 +185,61 @@ int imp_thread_def(struct imp *im, const struct ss_thread_def *d)
 
 /* ---- tasks ---------------------------------------------------------------- */
 
+struct evict_ctx {
+	uint64_t *keys;
+	size_t n;
+};
+
+static void idle_task_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)b;
+	struct evict_ctx *c = ctx;
+	const struct imp_task *k = (const struct imp_task *)(uintptr_t)val;
+	if (!k->polling && !k->wake_pending)
+		c->keys[c->n++] = a;
+}
+
+/* max_live_tasks reached: every task not being polled and not waiting
+ * for a poll is written out (still alive: no end) and forgotten. */
+static int evict_idle_tasks(struct imp *im)
+{
+	struct ss_hmap *m = &im->rec->tasks;
+	struct evict_ctx c = { malloc(m->len * sizeof *c.keys), 0 };
+	if (!c.keys)
+		return imp_fail(im);
+	if (!im->warned_tasks && !im->o->quiet)
+		fprintf(im->log, "stallscope import: warning: more than %llu live tasks in one recording: idle"
+			" ones are written out, and a task seen again gets a second row\n",
+			(unsigned long long)im->max_live_tasks);
+	im->warned_tasks = true;
+	ss_hmap_foreach(m, idle_task_cb, &c);
+	int rc = 0;
+	for (size_t i = 0; i < c.n && !rc; i++) {
+		uint64_t v;
+		if (!ss_hmap_get(m, c.keys[i], 0, &v))
+			continue;
+		struct imp_task *k = (struct imp_task *)(uintptr_t)v;
+		rc = imp_task_flush(im, k, 0);
+		ss_hmap_del(m, c.keys[i], 0);
+		free(k);
+	}
+	free(c.keys);
+	return rc;
+}
+
 struct imp_task *imp_task_get(struct imp *im, uint64_t task)
 {
 	uint64_t v;
 	if (ss_hmap_get(&im->rec->tasks, task, 0, &v))
 		return (struct imp_task *)(uintptr_t)v;
-	struct imp_task *k = calloc(1, sizeof *k);
-	if (!k)
+	if (im->rec->tasks.len >= im->max_live_tasks && evict_idle_tasks(im) != 0)
 		return NULL;
+	struct imp_task *k = calloc(1, sizeof *k);
+	if (!k) {
+		snprintf(im->db.err, sizeof im->db.err, "out of memory");
+		imp_fail(im);
+		return NULL;
+	}
 	k->id = ss_db_new_id(&im->db, ID_TASK);
 	k->task = task;
 	if (ss_hmap_put(&im->rec->tasks, task, 0, (uint64_t)(uintptr_t)k) != 0) {
@@ -524,8 +592,10 @@ static void free_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 {
 	(void)ctx, (void)a, (void)b;
 	struct imp_thread *t = (struct imp_thread *)(uintptr_t)val;
-	for (unsigned i = 0; i < t->n_spans && i < IMP_MAX_SPAN_DEPTH; i++)
+	for (unsigned i = 0; i < t->n_spans; i++)
 		free(t->spans[i].name);
+	free(t->spans);
+	free(t->summ);
 	free(t);
 }
 
@@ -545,7 +615,7 @@ static void close_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 		c->rc = -1;
 	if (imp_close_spans(c->im, t) != 0)
 		c->rc = -1;
-	if (t->worker_id && ss_summary_flush(&c->im->summ, &t->summ, t->worker_id) != 0)
+	if (t->worker_id && t->summ && ss_summary_flush(&c->im->summ, t->summ, t->worker_id) != 0)
 		c->rc = -1;
 }
 

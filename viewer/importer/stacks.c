@@ -249,7 +249,7 @@ static int sample(struct imp *im, const struct ss_record *r)
 {
 	struct imp_thread *t = imp_sampler_thread(im, r->u.sample.thread, r->u.sample.tid);
 	if (!t)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	uint64_t cs = 0;
 	ss_hmap_get(&im->seg_stacks, r->u.sample.stack, 0, &cs);
 	struct ss_row *s = ss_row(&im->db, ST_INS_SAMPLE);
@@ -272,7 +272,7 @@ static int switch_rec(struct imp *im, const struct ss_record *r)
 {
 	struct imp_thread *t = imp_sampler_thread(im, r->u.switch_rec.thread, r->u.switch_rec.tid);
 	if (!t)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	bool out = r->u.switch_rec.flags & SS_SWITCH_F_OUT;
 	int next = out ? (r->u.switch_rec.flags & SS_SWITCH_F_PREEMPT ? 3 : 2) : 1;
 	if (t->cpu_state && (t->cpu_state == 1) == out) {
@@ -289,7 +289,7 @@ static int switch_rec(struct imp *im, const struct ss_record *r)
 		if (ss_db_step(&im->db, ST_INS_CPU) != 0)
 			return imp_fail(im);
 		if (t->cpu_state != 1 && t->worker_id &&
-		    ss_summary_add(&im->summ, &t->summ, t->worker_id, SS_SUM_OFFCPU, t->cpu_since, dur) != 0)
+		    (!imp_summ(t) || ss_summary_add(&im->summ, t->summ, t->worker_id, SS_SUM_OFFCPU, t->cpu_since, dur) != 0))
 			return imp_fail(im);
 	}
 	t->cpu_state = next;
@@ -302,7 +302,7 @@ static int comm(struct imp *im, const struct ss_record *r)
 {
 	struct imp_thread *t = imp_sampler_thread(im, r->u.comm.thread, r->u.comm.tid);
 	if (!t)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	struct ss_row *s = ss_row(&im->db, ST_UPD_THREAD_NAME);
 	ss_bind_i(s, 1, t->id);
 	ss_bind_t(s, 2, r->u.comm.name, r->u.comm.name_len);

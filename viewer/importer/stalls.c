@@ -20,7 +20,7 @@ static int stall(struct imp *im, const struct ss_record *r)
 	const __typeof__(r->u.stall) *st = &r->u.stall;
 	struct imp_thread *t = imp_sampler_thread(im, st->thread, st->tid);
 	if (!t)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	uint64_t sid;
 	const char *kind = ss_stall_kind_name(st->kind);
 	if (!ss_hmap_get(&im->rec->stalls, (uint64_t)t->id, st->poll_ts, &sid)) {
@@ -62,7 +62,7 @@ static int stall_end(struct imp *im, const struct ss_record *r)
 	struct imp_thread *t = imp_sampler_thread(im, se->thread, se->tid);
 	uint64_t sid;
 	if (!t)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	if (!ss_hmap_get(&im->rec->stalls, (uint64_t)t->id, se->poll_ts, &sid))
 		return 0;
 	ss_hmap_del(&im->rec->stalls, (uint64_t)t->id, se->poll_ts);
@@ -76,9 +76,9 @@ static int task_dump(struct imp *im, const struct ss_record *r)
 {
 	const __typeof__(r->u.task_dump) *td = &r->u.task_dump;
 	struct imp_thread *t = imp_sampler_thread(im, td->thread, td->tid);
-	struct imp_task *k = imp_task_get(im, td->task);
+	struct imp_task *k = t ? imp_task_get(im, td->task) : NULL;
 	if (!t || !k)
-		return -1;
+		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	struct ss_row *s = ss_row(&im->db, ST_INS_TASK_DUMP);
 	ss_bind_i(s, 1, k->id);
 	ss_bind_i(s, 2, (int64_t)r->ts);
