@@ -151,6 +151,9 @@ CREATE TABLE IF NOT EXISTS parks (
 );
 
 -- Wakes: a thread (usually while polling a task) made a task runnable.
+-- Rows with a poll_id are stored in increasing poll_id order (rowid order), so a
+-- poll's wake is found by a binary search on rowid without an index (the viewer
+-- does this); for SQL, CREATE INDEX wakes_by_poll ON wakes(poll_id) if needed.
 CREATE TABLE IF NOT EXISTS wakes (
   task_id INTEGER REFERENCES tasks(id),  -- the woken task
   ts INTEGER NOT NULL,              -- the wake, ns

@@ -521,6 +521,9 @@ static void test_growth_every_cut(const char *demo, const char *scenario)
 		"SELECT coalesce(sum(delay), -1) FROM wakes",
 		"SELECT count(*) FROM wakes w JOIN polls p ON p.id = w.poll_id WHERE p.task_id = w.task_id",
 		"SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000",
+		/* wakes in poll_id order (the viewer's lookup relies on it) */
+		"SELECT count(*) FROM (SELECT poll_id, lag(poll_id) OVER (ORDER BY rowid) AS prev FROM wakes"
+		" WHERE poll_id IS NOT NULL) WHERE poll_id <= prev",
 	};
 	enum { NQ = sizeof q / sizeof q[0] };
 	int64_t ref[NQ];

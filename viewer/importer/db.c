@@ -35,7 +35,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_PARK] = "INSERT INTO parks(worker_id, ts, dur, incomplete) VALUES(?,?,?,?)",
 	[ST_INS_WAKE] = "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id, poll_id, delay)"
 		" VALUES(?,?,?,?,?,?)",
-	[ST_UPD_WAKE_POLL] = "UPDATE wakes SET poll_id = ?2, delay = ?3 WHERE rowid = ?1",
+	[ST_DEL_WAKE] = "DELETE FROM wakes WHERE rowid = ?1",
 	[ST_INS_QUEUE] = "INSERT INTO queue_depths(thread_id, worker_id, ts, local, global) VALUES(?,?,?,?,?)",
 	[ST_INS_MARK] = "INSERT INTO marks(thread_id, ts, name, value) VALUES(?,?,?,?)",
 	[ST_INS_SPAN] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete) VALUES(?,?,?,?,?,?)",

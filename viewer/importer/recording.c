@@ -252,18 +252,19 @@ struct imp_task *imp_task_get(struct imp *im, uint64_t task)
 static int write_wake(struct imp *im, struct imp_task *k, int64_t poll_id, uint64_t poll_ts)
 {
 	if (k->wake_rowid) {
-		/* Written by the import that ended before this poll: now it has one
-		 * (superseded by a newer wake, the row stays as it is). */
+		/* Written by the import that ended before this poll. Superseded by a
+		 * newer wake, the row stays as it is; leading to this poll, it moves
+		 * to the end: wakes stay in the order of the polls they led to. */
 		int64_t rowid = k->wake_rowid;
 		k->wake_rowid = 0;
-		k->wake_pending = false;
-		if (!poll_id)
+		if (!poll_id) {
+			k->wake_pending = false;
 			return 0;
-		struct ss_row *u = ss_row(&im->db, ST_UPD_WAKE_POLL);
-		ss_bind_i(u, 1, rowid);
-		ss_bind_i(u, 2, poll_id);
-		ss_bind_i(u, 3, poll_ts > k->wake_from ? (int64_t)(poll_ts - k->wake_from) : 0);
-		return ss_db_step(&im->db, ST_UPD_WAKE_POLL) ? imp_fail(im) : 0;
+		}
+		struct ss_row *d = ss_row(&im->db, ST_DEL_WAKE);
+		ss_bind_i(d, 1, rowid);
+		if (ss_db_step(&im->db, ST_DEL_WAKE) != 0)
+			return imp_fail(im);
 	}
 	struct ss_row *s = ss_row(&im->db, ST_INS_WAKE);
 	ss_bind_i(s, 1, k->id);
