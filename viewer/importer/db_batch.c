@@ -312,7 +312,9 @@ int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out)
 	return 0;
 }
 
-static const struct ss_batch *sort_batch;
+/* The batch being sorted (qsort has no context argument); per thread, since
+ * two imports may run at once in one process (two viewer windows). */
+static _Thread_local const struct ss_batch *sort_batch;
 
 static int by_id(const void *a, const void *b)
 {
@@ -333,7 +335,7 @@ static int order_ids(struct ss_db *d, struct ss_batch *b)
 			sorted = false;
 	}
 	if (!sorted) {
-		sort_batch = b; /* only the inserting thread sorts */
+		sort_batch = b;
 		qsort(b->order, (size_t)b->n, sizeof *b->order, by_id);
 	}
 	int64_t max = 0;
