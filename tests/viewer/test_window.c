@@ -9,6 +9,7 @@
  */
 #include <gtk/gtk.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
@@ -43,24 +44,51 @@ static bool contains(const char *hay, const char *needle)
 	return ok;
 }
 
-static void screenshot(GtkWidget *w, const char *name)
+/* Pixels of an opaque colour (0xRRGGBB) in a texture, within 3 per channel. */
+static int count_color(GdkTexture *t, uint32_t rgb)
 {
+	int w = gdk_texture_get_width(t), h = gdk_texture_get_height(t), n = 0;
+	guchar *px = g_malloc((gsize)w * (gsize)h * 4);
+	gdk_texture_download(t, px, (gsize)w * 4); /* B, G, R, A in memory */
+	for (gsize i = 0; i < (gsize)w * (gsize)h; i++) {
+		const guchar *q = px + i * 4;
+		n += abs(q[2] - (int)(rgb >> 16 & 255)) <= 3 && abs(q[1] - (int)(rgb >> 8 & 255)) <= 3 &&
+		     abs(q[0] - (int)(rgb & 255)) <= 3;
+	}
+	g_free(px);
+	return n;
+}
+
+/* Saves the window as OUTDIR/name; returns the pixels of the light theme's
+ * "busy" summary colour in it (the lanes' canvas), -1 when nothing rendered. */
+static int screenshot(GtkWidget *w, const char *name)
+{
+	int busy = -1;
 	GdkPaintable *p = gtk_widget_paintable_new(w);
 	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
 	GtkSnapshot *s = gtk_snapshot_new();
 	gdk_paintable_snapshot(p, s, width, height);
 	GskRenderNode *node = gtk_snapshot_free_to_node(s);
 	GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(w));
+	const char *want = g_getenv("SS_EXPECT_RENDERER");
+	if (r && want && strcmp(want, "gl") == 0 && !strstr(G_OBJECT_TYPE_NAME(r), "GL")) {
+		printf("SKIP: GSK_RENDERER=gl, but GTK renders with %s here (no usable GL: libgl1-mesa-dri?)\n",
+		       G_OBJECT_TYPE_NAME(r));
+		exit(77);
+	}
 	if (node && r) {
+		printf("screenshot %s through %s\n", name, G_OBJECT_TYPE_NAME(r));
 		GdkTexture *t = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", outdir, name);
 		gdk_texture_save_to_png(t, path);
+		busy = count_color(t, 0x3c6fc0);
 		g_object_unref(t);
 	}
 	if (node)
 		gsk_render_node_unref(node);
 	g_object_unref(p);
+	return busy;
 }
 
 static gboolean run_checks(gpointer data)
@@ -83,7 +111,11 @@ static gboolean run_checks(gpointer data)
 	}
 	CHECK(db->n_lanes == 4, "4 lanes, got %zu", db->n_lanes);
 	CHECK(ss_timeline_frames(tl) > 0, "the timeline was drawn");
-	screenshot(GTK_WIDGET(win), "window.png");
+	/* Zoomed out, the lanes are summary columns drawn through the canvas: its
+	 * busy colour must reach the screen through this renderer. */
+	int busy = screenshot(GTK_WIDGET(win), "window.png");
+	CHECK(busy > 2000, "busy summary pixels on screen: %d", busy);
+	printf("busy summary pixels on screen: %d\n", busy);
 
 	const struct tl_view *v = ss_timeline_get_view(tl);
 	CHECK(v->t0 <= db->first_ts && v->t1 >= db->last_ts, "fit shows the whole trace");
@@ -178,6 +210,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	outdir = argv[2];
+	g_mkdir_with_parents(outdir, 0755);
 	char dbp[4096];
 	snprintf(dbp, sizeof dbp, "%s/window-fixture.db", outdir);
 	if (fixture_build_small(dbp, argv[1]) != 0)

@@ -6,6 +6,9 @@ if ! command -v xvfb-run >/dev/null 2>&1; then
 	exit 77
 fi
 # GDK_BACKEND=x11: the test is about the X server it starts, not a Wayland
-# session the developer may be in. GSK_RENDERER=cairo: no GL under Xvfb.
-exec env -u WAYLAND_DISPLAY GDK_BACKEND=x11 GSK_RENDERER=cairo NO_AT_BRIDGE=1 \
-	xvfb-run -a -s "-screen 0 1600x1000x24" "$1" "$2" "$3"
+# session the developer may be in. The renderer is cairo unless SS_GSK_RENDERER
+# says otherwise (gl: Mesa's software GL under Xvfb; the test then SKIPs when
+# GTK could not use GL).
+renderer=${SS_GSK_RENDERER:-cairo}
+exec env -u WAYLAND_DISPLAY GDK_BACKEND=x11 GSK_RENDERER="$renderer" SS_EXPECT_RENDERER="$renderer" \
+	NO_AT_BRIDGE=1 xvfb-run -a -s "-screen 0 1600x1000x24" "$1" "$2" "$3"
