@@ -187,8 +187,28 @@ struct ss_counters {
 	_Atomic uint64_t events_taken;     /* events the writer took from rings */
 	_Atomic uint64_t dropped_retired;  /* drops of slots already released */
 	_Atomic uint64_t last_cycle_ns;    /* writer heartbeat */
+	/* A sequence lock over moving counts from the rings to the totals above
+	 * (a ring's tail to events_taken, a released slot's drops to
+	 * dropped_retired): odd while a move is under way. Without it a reader
+	 * could see the ring already drained but the total not yet added, and
+	 * stallscope_get_stats() would go backwards. Only the writer thread (or
+	 * stop, after it) moves counts. */
+	_Atomic uint64_t stats_seq;
 };
 extern SS_INTERNAL struct ss_counters ss_counters;
+
+static inline void ss_stats_move_begin(void)
+{
+	uint64_t s = atomic_load_explicit(&ss_counters.stats_seq, memory_order_relaxed);
+	atomic_store_explicit(&ss_counters.stats_seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static inline void ss_stats_move_end(void)
+{
+	uint64_t s = atomic_load_explicit(&ss_counters.stats_seq, memory_order_relaxed);
+	atomic_store_explicit(&ss_counters.stats_seq, s + 1, memory_order_release);
+}
 
 SS_INTERNAL void ss_metrics_write_file(const char *path);
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,17 +339,30 @@ STALLSCOPE_API void stallscope_get_stats(struct stallscope_stats *st)
 {
 	memset(st, 0, sizeof *st);
 	struct ss_pool *p = ss_pool_get();
-	uint64_t buffered = 0, dropped = 0;
-	for (uint32_t i = 0; i < p->nslots; i++) {
-		struct ss_slot *s = &p->slots[i];
-		uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
-		uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
-		buffered += h > t ? h - t : 0;
-		dropped += atomic_load_explicit(&s->dropped, memory_order_relaxed);
+	uint64_t buffered, dropped, taken, retired;
+	/* Rings and totals read as one snapshot (ss_counters.stats_seq); after
+	 * many tries with the writer mid-move (it was preempted there), the last
+	 * reading is taken as it is. */
+	for (int tries = 0;; tries++) {
+		uint64_t s0 = atomic_load_explicit(&ss_counters.stats_seq, memory_order_acquire);
+		buffered = dropped = 0;
+		for (uint32_t i = 0; i < p->nslots; i++) {
+			struct ss_slot *s = &p->slots[i];
+			uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
+			uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);
+			buffered += h > t ? h - t : 0;
+			dropped += atomic_load_explicit(&s->dropped, memory_order_relaxed);
+		}
+		taken = atomic_load_explicit(&ss_counters.events_taken, memory_order_relaxed);
+		retired = atomic_load_explicit(&ss_counters.dropped_retired, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		uint64_t s1 = atomic_load_explicit(&ss_counters.stats_seq, memory_order_relaxed);
+		if ((s0 == s1 && !(s0 & 1)) || tries == 10000)
+			break;
+		sched_yield();
 	}
-	st->events = atomic_load(&ss_counters.events_taken) + buffered;
-	st->events_dropped = dropped + atomic_load(&ss_counters.dropped_retired) +
-			     ss_pool_no_slot_drops();
+	st->events = taken + buffered;
+	st->events_dropped = dropped + retired + ss_pool_no_slot_drops();
 	st->events_written = atomic_load(&ss_counters.events_written);
 	st->events_lost_on_disk = atomic_load(&ss_counters.events_lost_on_disk);
 	st->bytes_written = atomic_load(&ss_counters.bytes_written);

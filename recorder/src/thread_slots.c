@@ -183,6 +183,7 @@ SS_INTERNAL struct ss_slot *ss_attach(uint32_t session)
 SS_INTERNAL void ss_slot_release(struct ss_slot *s)
 {
 	uint64_t used = atomic_load_explicit(&s->head, memory_order_relaxed);
+	ss_stats_move_begin();
 	atomic_fetch_add_explicit(&ss_counters.dropped_retired,
 				  atomic_load_explicit(&s->dropped, memory_order_relaxed),
 				  memory_order_relaxed);
@@ -195,6 +196,7 @@ SS_INTERNAL void ss_slot_release(struct ss_slot *s)
 	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->dropped, 0, memory_order_relaxed);
+	ss_stats_move_end();
 	s->cached_tail = 0;
 	atomic_store_explicit(&s->drop_pending, 0, memory_order_relaxed);
 	memset((char *)s + offsetof(struct ss_slot, w_thread_id), 0,

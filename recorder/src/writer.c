@@ -101,8 +101,10 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 				put_thread_def(s);
 		}
 	}
+	ss_stats_move_begin();
 	atomic_store_explicit(&s->tail, tail, memory_order_release);
 	atomic_fetch_add_explicit(&ss_counters.events_taken, taken, memory_order_relaxed);
+	ss_stats_move_end();
 	follow_thread(s, state == SS_SLOT_RETIRED);
 
 	if (state == SS_SLOT_RETIRED && tail == head) {
