@@ -96,14 +96,21 @@ __attribute__((noinline)) void sleeper(int times, long ns)
 }
 
 /* Spins with the frame pointer register holding garbage: whatever samples land
- * here must not make the walk dereference it. */
+ * here must not make the walk dereference it. The labels bound the loop: a
+ * sample in the rest of the function (prologue, epilogue, sanitizer code)
+ * sees a valid frame pointer and may rightly walk on. */
+extern const char corrupt_loop_begin[], corrupt_loop_end[];
 __attribute__((noinline)) void corrupt_spin(uint64_t iters, uint64_t garbage)
 {
 #if defined(__x86_64__)
 	__asm__ volatile("mov %%rbp, %%r12\n\t"
 			 "mov %1, %%rbp\n\t"
+			 ".globl corrupt_loop_begin\n"
+			 "corrupt_loop_begin:\n\t"
 			 "1: dec %0\n\t"
 			 "jnz 1b\n\t"
+			 ".globl corrupt_loop_end\n"
+			 "corrupt_loop_end:\n\t"
 			 "mov %%r12, %%rbp\n\t"
 			 : "+r"(iters)
 			 : "r"(garbage)
@@ -111,8 +118,12 @@ __attribute__((noinline)) void corrupt_spin(uint64_t iters, uint64_t garbage)
 #elif defined(__aarch64__)
 	__asm__ volatile("mov x9, x29\n\t"
 			 "mov x29, %1\n\t"
+			 ".globl corrupt_loop_begin\n"
+			 "corrupt_loop_begin:\n\t"
 			 "1: subs %0, %0, #1\n\t"
 			 "b.ne 1b\n\t"
+			 ".globl corrupt_loop_end\n"
+			 "corrupt_loop_end:\n\t"
 			 "mov x29, x9\n\t"
 			 : "+r"(iters)
 			 : "r"(garbage)
@@ -369,7 +380,7 @@ static int run_worker(struct worker *w, unsigned drain_ms)
 	return r;
 }
 
-static struct range R_leaf, R_caller, R_sleep_inner, R_sleeper, R_corrupt;
+static struct range R_leaf, R_caller, R_sleep_inner, R_sleeper, R_corrupt, R_corrupt_loop;
 
 /* Fraction of CPU samples of tid whose user leaf is in spin_leaf and whose next
  * frame returns into spin_caller; also checks the sample times. */
@@ -596,7 +607,7 @@ static void part_corrupt(void)
 	struct worker w;
 	worker_spawn(&w, W_CORRUPT, 3000000);
 	run_worker(&w, 10);
-	size_t n = 0, in_c = 0, deep = 0;
+	size_t n = 0, in_c = 0, in_loop = 0, deep = 0;
 	for (size_t i = 0; i < C.ns; i++) {
 		const struct smp *s = &C.s[i];
 		if (s->tid != w.tid)
@@ -604,14 +615,15 @@ static void part_corrupt(void)
 		n++;
 		if (in(R_corrupt, s->f[0])) {
 			in_c++;
-			/* Only walks that stayed in bounds: pc + at most one plausible
-			 * frame from the self-pointing slot. */
-			deep += s->nframes > 2;
+			in_loop += in(R_corrupt_loop, s->f[0]);
+			/* Inside the loop, only walks that stayed in bounds: pc + at
+			 * most one plausible frame from the self-pointing slot. */
+			deep += in(R_corrupt_loop, s->f[0]) && s->nframes > 2;
 		}
 	}
-	printf("  corrupt frame pointer: survived; %zu samples, %zu in corrupt_spin, %zu of those "
-	       "walked past 2 frames\n", n, in_c, deep);
-	CHECK(in_c >= 10, "too few samples in corrupt_spin (%zu)", in_c);
+	printf("  corrupt frame pointer: survived; %zu samples, %zu in corrupt_spin, %zu in its loop, %zu of "
+	       "those walked past 2 frames\n", n, in_c, in_loop, deep);
+	CHECK(in_loop >= 10, "too few samples in corrupt_spin's loop (%zu)", in_loop);
 	CHECK(deep == 0, "walks went on through garbage");
 }
 
@@ -771,6 +783,11 @@ int main(void)
 	R_sleep_inner = fn_range((void *)sleep_inner);
 	R_sleeper = fn_range((void *)sleeper);
 	R_corrupt = fn_range((void *)corrupt_spin);
+#if defined(__x86_64__) || defined(__aarch64__)
+	R_corrupt_loop = (struct range){ (uint64_t)(uintptr_t)corrupt_loop_begin, (uint64_t)(uintptr_t)corrupt_loop_end };
+#else
+	R_corrupt_loop = R_corrupt;
+#endif
 
 	/* The timer fallback builds a thread's CPU clock id from its tid; it must be
 	 * the id glibc gives for the same thread. */
