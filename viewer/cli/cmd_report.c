@@ -7,7 +7,9 @@
  * thresholds operators use (dial9's: long poll 1/10/50 ms, scheduling delay 5/50
  * ms, global queue 100/1000, imbalance 3x, leak 2x).
  *
- * Everything is read-only; the report never changes the database.
+ * Everything is read-only; the report never changes the database. Figures
+ * that need every poll, park or wake come from one pass over each table
+ * (report_scan.c), not from a query per figure.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "report_scan.h"
 
 #define MS 1000000LL
 
@@ -30,6 +33,7 @@ struct report {
 	int findings;     /* findings printed */
 	char findbuf[8192];
 	size_t findlen;
+	struct report_scan scan;
 };
 
 void cmd_report_help(FILE *out)
@@ -269,11 +273,7 @@ static void section_recordings(struct report *r)
 static void section_workers(struct report *r)
 {
 	sqlite3_stmt *st = prep(r,
-		"SELECT w.id, coalesce(w.runtime, '?'), w.idx, coalesce(t.name, ''), "
-		"  (SELECT count(*) FROM polls p WHERE p.worker_id = w.id), "
-		"  (SELECT coalesce(sum(dur), 0) FROM polls p WHERE p.worker_id = w.id), "
-		"  (SELECT coalesce(sum(dur), 0) FROM parks k WHERE k.worker_id = w.id), "
-		"  (SELECT coalesce(max(dur), 0) FROM polls p WHERE p.worker_id = w.id), w.recording_id "
+		"SELECT w.id, coalesce(w.runtime, '?'), w.idx, coalesce(t.name, ''), w.recording_id "
 		"FROM workers w LEFT JOIN threads t ON t.id = w.thread_id "
 		"ORDER BY w.recording_id, w.runtime, w.idx, w.id");
 	int several = scalar(r, "SELECT count(*) FROM recordings") > 1;
@@ -286,8 +286,9 @@ static void section_workers(struct report *r)
 			"parked", "util", "longest poll");
 	double most = 0, least = -1;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		double polls = sqlite3_column_double(st, 4), busy = sqlite3_column_double(st, 5);
-		double parked = sqlite3_column_double(st, 6), longest = sqlite3_column_double(st, 7);
+		const struct rs_worker *wk = rs_worker(&r->scan, sqlite3_column_int64(st, 0));
+		double polls = wk ? (double)wk->polls : 0, busy = wk ? (double)wk->busy : 0;
+		double parked = wk ? (double)wk->parked : 0, longest = wk ? (double)wk->longest : 0;
 		double util = busy + parked > 0 ? busy / (busy + parked) : 0;
 		if (polls > most)
 			most = polls;
@@ -295,7 +296,7 @@ static void section_workers(struct report *r)
 			least = polls;
 		if (r->json) {
 			j_open(r, NULL, '{');
-			j_num(r, "recording", sqlite3_column_double(st, 8));
+			j_num(r, "recording", sqlite3_column_double(st, 4));
 			j_text(r, "runtime", col_text(st, 1, NULL));
 			j_num(r, "index", sqlite3_column_double(st, 2));
 			j_text(r, "thread", col_text(st, 3, NULL));
@@ -309,7 +310,7 @@ static void section_workers(struct report *r)
 			char name[64], b[32], k[32], l[32];
 			if (several)
 				snprintf(name, sizeof name, "r%lld %.36s#%lld",
-					 (long long)sqlite3_column_int64(st, 8), col_text(st, 1, "?"),
+					 (long long)sqlite3_column_int64(st, 4), col_text(st, 1, "?"),
 					 (long long)sqlite3_column_int64(st, 2));
 			else
 				snprintf(name, sizeof name, "%.40s#%lld", col_text(st, 1, "?"),
@@ -331,10 +332,8 @@ static void section_workers(struct report *r)
 
 static void section_long_polls(struct report *r, int top)
 {
-	double n1 = scalar(r, "SELECT count(*) FROM polls WHERE dur > 1000000");
-	double n10 = scalar(r, "SELECT count(*) FROM polls WHERE dur > 10000000");
-	double n50 = scalar(r, "SELECT count(*) FROM polls WHERE dur > 50000000");
-	double total = scalar(r, "SELECT count(*) FROM polls");
+	double n1 = (double)r->scan.over1ms, n10 = (double)r->scan.over10ms;
+	double n50 = (double)r->scan.over50ms, total = (double)r->scan.polls;
 	/* How much of the poll the thread spent on a CPU, from the switch records:
 	 * the heart of "computing or blocked?". */
 	char sql[2048];
@@ -509,25 +508,19 @@ static void section_stalls(struct report *r, int top)
 	}
 }
 
-/* p-th percentile of a column by ORDER BY/OFFSET (SQLite has no percentile). */
-static double percentile(struct report *r, const char *table_expr, double p)
+/* Worst p99 first. */
+static int by_p99_desc(const void *a, const void *b)
 {
-	char sql[512];
-	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table_expr);
-	double n = scalar(r, sql);
-	if (n <= 0)
-		return -1;
-	long long off = (long long)floor(p * (n - 1));
-	snprintf(sql, sizeof sql, "SELECT v FROM %s ORDER BY v LIMIT 1 OFFSET %lld", table_expr, off);
-	return scalar(r, sql);
+	double x = ((const double *)a)[1], y = ((const double *)b)[1];
+	return x < y ? 1 : x > y ? -1 : 0;
 }
 
 static void section_wakes(struct report *r, int top)
 {
-	const char *all = "(SELECT delay AS v FROM wakes WHERE delay IS NOT NULL)";
-	double n = scalar(r, "SELECT count(*) FROM wakes WHERE delay IS NOT NULL");
-	double p50 = percentile(r, all, 0.50), p99 = percentile(r, all, 0.99);
-	double mx = scalar(r, "SELECT max(delay) FROM wakes");
+	const struct report_scan *sc = &r->scan;
+	double n = (double)sc->delays.n;
+	double p50 = rs_quantile(&sc->delays, 0.50), p99 = rs_quantile(&sc->delays, 0.99);
+	double mx = (double)sc->max_delay;
 	char a[32], b[32], c[32];
 	fmt_dur(a, sizeof a, p50);
 	fmt_dur(b, sizeof b, p99);
@@ -543,34 +536,43 @@ static void section_wakes(struct report *r, int top)
 		fprintf(r->out, "\nwake-to-poll delay: %.0f wakes led to a poll: p50 %s, p99 %s, max %s\n",
 			n, a, b, c);
 	}
-	char sql[1024];
-	/* p99 per location with window functions, worst first. */
-	snprintf(sql, sizeof sql,
-		"WITH d AS (SELECT p.location_id AS loc, w.delay AS v, "
-		"  row_number() OVER (PARTITION BY p.location_id ORDER BY w.delay) AS rn, "
-		"  count(*) OVER (PARTITION BY p.location_id) AS n "
-		"  FROM wakes w JOIN polls p ON p.id = w.poll_id WHERE w.delay IS NOT NULL) "
-		"SELECT l.function, l.file, l.line, d.n, d.v FROM d LEFT JOIN locations l ON l.id = d.loc "
-		"WHERE d.rn = max(1, CAST(0.99 * d.n + 0.999999 AS INTEGER)) AND d.n >= 5 "
-		"ORDER BY d.v DESC LIMIT %d", top < 5 ? top : 5);
-	sqlite3_stmt *st = prep(r, sql);
-	while (st && sqlite3_step(st) == SQLITE_ROW) {
+	/* p99 per location of the polls the wakes led to, worst first (locations
+	 * with at least 5 such wakes). */
+	double (*worst)[2] = calloc(sc->n_locs ? sc->n_locs : 1, sizeof *worst);
+	size_t nw = 0;
+	for (size_t i = 0; worst && i < sc->n_locs; i++)
+		if (sc->locs[i].h.n >= 5) {
+			worst[nw][0] = (double)i;
+			worst[nw++][1] = rs_quantile(&sc->locs[i].h, 0.99);
+		}
+	if (worst)
+		qsort(worst, nw, sizeof *worst, by_p99_desc);
+	sqlite3_stmt *st = prep(r, "SELECT function, file, line FROM locations WHERE id = ?1");
+	for (size_t i = 0; st && i < nw && (int)i < (top < 5 ? top : 5); i++) {
+		const struct rs_location *l = &sc->locs[(size_t)worst[i][0]];
 		char where[512], d[32];
-		snprintf(where, sizeof where, "%s (%s:%lld)", col_text(st, 0, "?"), col_text(st, 1, "?"),
-			 (long long)sqlite3_column_int64(st, 2));
-		fmt_dur(d, sizeof d, sqlite3_column_double(st, 4));
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, l->id);
+		if (l->id == RS_OTHER_LOCATIONS)
+			snprintf(where, sizeof where, "(locations past the first %d)", RS_MAX_LOCATIONS);
+		else if (sqlite3_step(st) == SQLITE_ROW)
+			snprintf(where, sizeof where, "%s (%s:%lld)", col_text(st, 0, "?"), col_text(st, 1, "?"),
+				 (long long)sqlite3_column_int64(st, 2));
+		else
+			snprintf(where, sizeof where, "? (?:0)");
+		fmt_dur(d, sizeof d, worst[i][1]);
 		if (r->json) {
 			j_open(r, NULL, '{');
 			j_text(r, "location", where);
-			j_num(r, "wakes", sqlite3_column_double(st, 3));
-			j_num(r, "p99_ns", sqlite3_column_double(st, 4));
+			j_num(r, "wakes", (double)l->h.n);
+			j_num(r, "p99_ns", worst[i][1]);
 			j_close(r, '}');
 		} else {
-			fprintf(r->out, "  p99 %9s over %5lld wakes  %s\n", d,
-				(long long)sqlite3_column_int64(st, 3), where);
+			fprintf(r->out, "  p99 %9s over %5llu wakes  %s\n", d, (unsigned long long)l->h.n, where);
 		}
 	}
 	sqlite3_finalize(st);
+	free(worst);
 	if (r->json) {
 		j_close(r, ']');
 		j_close(r, '}');
@@ -679,6 +681,13 @@ int cmd_report(int argc, char **argv)
 	} else {
 		fprintf(r.out, "stallscope report: %s\n\n", path);
 	}
+	char err[512];
+	if (rs_scan(r.db, &r.scan, err, sizeof err) != 0) {
+		fprintf(stderr, "stallscope report: %s: %s\n", path, err);
+		rs_free(&r.scan);
+		sqlite3_close(r.db);
+		return SS_EXIT_USAGE;
+	}
 	section_recordings(&r);
 	section_workers(&r);
 	section_long_polls(&r, top);
@@ -711,6 +720,7 @@ int cmd_report(int argc, char **argv)
 			fprintf(r.out, "  %-8s %s\n", line, tab ? tab + 1 : "");
 		}
 	}
+	rs_free(&r.scan);
 	sqlite3_close(r.db);
 	return SS_EXIT_OK;
 }
