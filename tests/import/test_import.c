@@ -489,6 +489,24 @@ static void test_limits(void)
 
 /* ---- growth and damage ------------------------------------------------------- */
 
+/* A segment file's bytes and the offsets of its intact blocks (at most 512);
+ * NULL (a failed check) when it cannot be read. */
+static uint8_t *slurp_blocks(const char *path, size_t *len, uint64_t offs[512], int *nb)
+{
+	uint8_t *full = slurp(path, len);
+	CHECK(full != NULL, "read %s", path);
+	*nb = 0;
+	struct ss_reader *r;
+	char err[256];
+	if (full && ss_reader_open_buffer(&r, full, *len, NULL, NULL, err, sizeof err) == 0) {
+		struct ss_block_info b;
+		while (ss_reader_next_block(r, &b) && *nb < 512)
+			offs[(*nb)++] = b.offset;
+		ss_reader_close(r);
+	}
+	return full;
+}
+
 /* Incremental import at every block boundary of a segment: what was open or
  * pending where the first import stopped (polls, parks, wakes) continues in the
  * second, and the result equals a fresh import. */
@@ -497,20 +515,11 @@ static void test_growth_every_cut(const char *demo, const char *scenario)
 	char src[600];
 	snprintf(src, sizeof src, "%s/%s/%s.0.bin", demo, scenario, scenario);
 	size_t len;
-	uint8_t *full = slurp(src, &len);
-	CHECK(full != NULL, "read %s", src);
+	uint64_t offs[512];
+	int nb;
+	uint8_t *full = slurp_blocks(src, &len, offs, &nb);
 	if (!full)
 		return;
-	uint64_t offs[512];
-	int nb = 0;
-	struct ss_reader *r;
-	char err[256];
-	if (ss_reader_open_buffer(&r, full, len, NULL, NULL, err, sizeof err) == 0) {
-		struct ss_block_info b;
-		while (ss_reader_next_block(r, &b) && nb < 512)
-			offs[nb++] = b.offset;
-		ss_reader_close(r);
-	}
 	static const char *const q[] = {
 		"SELECT count(*) FROM polls",
 		"SELECT count(*) FROM polls WHERE incomplete",
@@ -571,20 +580,11 @@ static void test_growth_and_damage(const char *demo, const char *cli)
 	char src[600];
 	snprintf(src, sizeof src, "%s/long-poll/long-poll.0.bin", demo);
 	size_t len;
-	uint8_t *full = slurp(src, &len);
-	CHECK(full != NULL, "read %s", src);
+	uint64_t offs[512];
+	int nb;
+	uint8_t *full = slurp_blocks(src, &len, offs, &nb);
 	if (!full)
 		return;
-	uint64_t offs[512];
-	int nb = 0;
-	struct ss_reader *r;
-	char err[256];
-	if (ss_reader_open_buffer(&r, full, len, NULL, NULL, err, sizeof err) == 0) {
-		struct ss_block_info b;
-		while (ss_reader_next_block(r, &b) && nb < 512)
-			offs[nb++] = b.offset;
-		ss_reader_close(r);
-	}
 	CHECK(nb > 4, "blocks %d", nb);
 	uint64_t cut = offs[nb / 2];
 

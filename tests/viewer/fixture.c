@@ -7,6 +7,7 @@
  * two or more polls and parks begin, and no off-CPU time.
  */
 #include "fixture.h"
+#include "summary_levels.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NLEVELS 13
+#define NLEVELS SS_SUMMARY_LEVELS
 
 struct fx {
 	sqlite3 *db;
@@ -27,14 +28,14 @@ struct fx {
 	int64_t *cnt[16][NLEVELS], *maxp[16][NLEVELS], *starts[16][NLEVELS];
 };
 
-static const int64_t levels[NLEVELS] = {
-	100000, 200000, 500000, 1000000, 2000000, 5000000, 10000000, 20000000, 50000000,
-	100000000, 200000000, 500000000, 1000000000,
-};
+static int64_t level_ns(int l)
+{
+	return (int64_t)ss_summary_level_ns[l];
+}
 
 static bool sparse(int l)
 {
-	return levels[l] != 1000000 && levels[l] != 10000000 && levels[l] != 100000000 && levels[l] != 1000000000;
+	return ss_summary_level_parent[l] >= 0;
 }
 
 static char *read_file(const char *path)
@@ -108,7 +109,7 @@ static void sum_alloc(struct fx *x, int workers, int64_t base, int64_t span)
 	x->span = span;
 	for (int w = 0; w < workers; w++)
 		for (int l = 0; l < NLEVELS; l++) {
-			size_t n = (size_t)(span / levels[l] + 2);
+			size_t n = (size_t)(span / level_ns(l) + 2);
 			for (int k = 0; k < 3; k++)
 				x->sum[w][l][k] = calloc(n, sizeof(int64_t));
 			x->cnt[w][l] = calloc(n, sizeof(int64_t));
@@ -121,7 +122,7 @@ static void sum_alloc(struct fx *x, int workers, int64_t base, int64_t span)
 static void sum_add(struct fx *x, int w, int kind, int64_t ts, int64_t dur)
 {
 	for (int l = 0; l < NLEVELS; l++) {
-		int64_t B = levels[l];
+		int64_t B = level_ns(l);
 		if (kind == 2 && sparse(l))
 			continue;
 		int64_t rel = ts - x->base, end = rel + dur;
@@ -146,17 +147,17 @@ static int sum_write(struct fx *x, const int64_t *worker_ids)
 	sqlite3_prepare_v2(x->db, "INSERT INTO worker_summaries VALUES (?,?,?,?,?,?,?,?)", -1, &s, NULL);
 	for (int w = 0; w < x->workers; w++)
 		for (int l = 0; l < NLEVELS; l++) {
-			int64_t n = x->span / levels[l] + 2;
+			int64_t n = x->span / level_ns(l) + 2;
 			for (int64_t b = 0; b < n; b++) {
 				int64_t *busy = x->sum[w][l][0], *park = x->sum[w][l][1], *off = x->sum[w][l][2];
 				if (!busy[b] && !park[b] && !off[b] && !x->cnt[w][l][b])
 					continue;
 				if (sparse(l) && x->starts[w][l][b] < 2)
 					continue;
-				sqlite3_bind_int64(s, 1, levels[l]);
+				sqlite3_bind_int64(s, 1, level_ns(l));
 				sqlite3_bind_int64(s, 2, worker_ids[w]);
 				/* Buckets are aligned to multiples of bucket_ns in trace time. */
-				sqlite3_bind_int64(s, 3, x->base + b * levels[l]);
+				sqlite3_bind_int64(s, 3, x->base + b * level_ns(l));
 				sqlite3_bind_int64(s, 4, busy[b]);
 				sqlite3_bind_int64(s, 5, park[b]);
 				sqlite3_bind_int64(s, 6, off[b]);

@@ -8,16 +8,6 @@
 
 #include "db.h"
 
-const uint64_t ss_summary_bucket_ns[SS_SUMMARY_LEVELS] = {
-	100000ull, 200000ull, 500000ull,
-	1000000ull, 2000000ull, 5000000ull,
-	10000000ull, 20000000ull, 50000000ull,
-	100000000ull, 200000000ull, 500000000ull,
-	1000000000ull,
-};
-
-const int ss_summary_parent[SS_SUMMARY_LEVELS] = { 3, 3, 3, -1, 6, 6, -1, 9, 9, -1, 12, 12, -1 };
-
 /* A sparse bucket needs this many polls and parks begun in it to be written. */
 #define SPARSE_MIN_STARTS 2
 
@@ -25,13 +15,13 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 {
 	if (!a->open)
 		return 0;
-	bool sparse = ss_summary_parent[level] >= 0;
+	bool sparse = ss_summary_level_parent[level] >= 0;
 	if (sparse && a->starts < SPARSE_MIN_STARTS) {
 		memset(a, 0, sizeof *a);
 		return 0;
 	}
 	struct ss_row *st = ss_row(s->db, ST_UPSERT_SUMMARY);
-	uint64_t size = ss_summary_bucket_ns[level];
+	uint64_t size = ss_summary_level_ns[level];
 	ss_bind_i(st, 1, (int64_t)size);
 	ss_bind_i(st, 2, worker_id);
 	ss_bind_i(st, 3, (int64_t)(a->bucket * size));
@@ -72,7 +62,7 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 	int src = kind == SS_SUM_OFFCPU;
 	uint64_t end = ts + dur < ts ? UINT64_MAX : ts + dur;
 	for (int l = 0; l < SS_SUMMARY_LEVELS; l++) {
-		bool sparse = ss_summary_parent[l] >= 0;
+		bool sparse = ss_summary_level_parent[l] >= 0;
 		if (sparse && src == 1)
 			continue; /* sparse levels keep no off-CPU time */
 		struct ss_summary_acc *open = &w->acc[src][l];
@@ -81,7 +71,7 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 			add_part(open, kind, (int64_t)dur, (int64_t)dur, true);
 			continue;
 		}
-		uint64_t size = ss_summary_bucket_ns[l];
+		uint64_t size = ss_summary_level_ns[l];
 		uint64_t b0 = ts / size, b1 = dur ? (end - 1) / size : b0;
 		/* A hostile or absurd interval would mean millions of rows at the fine
 		 * levels; the coarse levels still describe it. */

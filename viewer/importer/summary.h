@@ -23,9 +23,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct ss_db;
+#include "summary_levels.h"
 
-#define SS_SUMMARY_LEVELS 13
+struct ss_db;
 
 enum ss_summary_kind { SS_SUM_BUSY, SS_SUM_PARKED, SS_SUM_OFFCPU };
 
@@ -46,9 +46,6 @@ struct ss_summary {
 	uint64_t max_buckets;
 };
 
-extern const uint64_t ss_summary_bucket_ns[SS_SUMMARY_LEVELS];
-/* For a sparse level, the index of its parent (full) level; -1 for a full one. */
-extern const int ss_summary_parent[SS_SUMMARY_LEVELS];
 
 /* Adds the interval [ts, ts + dur) of a kind to a worker. Returns 0 or -1 (db). */
 int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id,

@@ -7,6 +7,8 @@
  */
 #include "tl-db.h"
 
+#include "summary_levels.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,31 +54,20 @@ static const char *const stmt_sql[TL_STMT_COUNT] = {
 
 static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt);
 
-/* The importer's ladder (viewer/importer/summary.c): 1-2-5 from 100 us to 1 s,
- * full at 1 ms, 10 ms, 100 ms and 1 s. Each size is probed through the primary
- * key, so opening costs a dozen lookups, not a scan. */
+/* The levels of schema/summary_levels.h that this database has. Each is probed
+ * through the primary key, so opening costs a dozen lookups, not a scan. */
 static void load_levels(struct tl_db *d)
 {
-	static const int64_t ladder[] = {
-		100000, 200000, 500000, 1000000, 2000000, 5000000, 10000000, 20000000, 50000000,
-		100000000, 200000000, 500000000, 1000000000,
-	};
 	d->n_levels = 0;
-	for (size_t i = 0; i < sizeof ladder / sizeof ladder[0]; i++) {
+	for (int i = 0; i < SS_SUMMARY_LEVELS; i++) {
 		char sql[128];
 		snprintf(sql, sizeof sql, "SELECT EXISTS (SELECT 1 FROM worker_summaries WHERE bucket_ns = %lld)",
-			 (long long)ladder[i]);
+			 (long long)ss_summary_level_ns[i]);
 		if (!scalar(d->db, sql, 0))
 			continue;
-		int64_t parent = 0;
-		bool full = ladder[i] == 1000000 || ladder[i] == 10000000 || ladder[i] == 100000000 ||
-			    ladder[i] == 1000000000;
-		for (size_t j = i + 1; !full && j < sizeof ladder / sizeof ladder[0] && !parent; j++)
-			if (ladder[j] == 1000000 || ladder[j] == 10000000 || ladder[j] == 100000000 ||
-			    ladder[j] == 1000000000)
-				parent = ladder[j];
-		d->levels[d->n_levels] = ladder[i];
-		d->level_parent[d->n_levels++] = parent;
+		int parent = ss_summary_level_parent[i];
+		d->levels[d->n_levels] = (int64_t)ss_summary_level_ns[i];
+		d->level_parent[d->n_levels++] = parent >= 0 ? (int64_t)ss_summary_level_ns[parent] : 0;
 	}
 }
 

@@ -79,7 +79,7 @@ struct tl_db {
 	/* Summary bucket sizes present, ascending, and for each its parent: the
 	 * full level holding what a sparse level leaves out (0 when full). An
 	 * older database has only the full levels. */
-	int64_t levels[16], level_parent[16];
+	int64_t levels[16], level_parent[16]; /* at most SS_SUMMARY_LEVELS used */
 	size_t n_levels;
 	sqlite3_stmt *st[TL_STMT_COUNT];
 };
