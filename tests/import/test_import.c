@@ -29,19 +29,10 @@
 #include "import.h"
 #include "segment_builder.h"
 #include "segment_reader.h"
+#include "soft_check.h"
 
-static int failures;
 static char tmp[] = "/tmp/stallscope-test-import-XXXXXX";
 
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			failures++;                                             \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-		}                                                               \
-	} while (0)
 
 static int64_t q1(sqlite3 *db, const char *fmt, ...)
 {

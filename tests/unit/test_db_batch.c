@@ -16,18 +16,8 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "soft_check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
-			failures++;                                             \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fprintf(stderr, "\n");                                  \
-		}                                                               \
-	} while (0)
 
 #define N_POLLS 9000
 

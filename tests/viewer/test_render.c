@@ -16,18 +16,8 @@
 #include "tl-palette.h"
 #include "tl-png.h"
 #include "tl-ticks.h"
+#include "soft_check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			failures++;                                        \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-		}                                                          \
-	} while (0)
 
 struct pic {
 	cairo_surface_t *s;

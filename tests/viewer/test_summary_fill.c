@@ -17,18 +17,8 @@
 #include "tl-db.h"
 #include "tl-scene.h"
 #include "tl-view.h"
+#include "soft_check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			failures++;                                        \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-		}                                                          \
-	} while (0)
 
 #define MS 1000000LL
 /* A 10 ms bucket of worker 1, at 600 ms into the small fixture (w0 is parked

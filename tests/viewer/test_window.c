@@ -15,19 +15,10 @@
 #include "fixture.h"
 #include "ss-app.h"
 #include "ss-window.h"
+#include "soft_check.h"
 
-static int failures;
 static const char *outdir;
 
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			failures++;                                        \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-		}                                                          \
-	} while (0)
 
 static void spin(int ms)
 {
