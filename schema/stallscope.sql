@@ -297,18 +297,18 @@ CREATE TABLE IF NOT EXISTS callsites (
 );
 
 -- Level-of-detail summaries for a viewer: per worker and time bucket, at bucket
--- sizes on a 1-2-5 ladder from 100 us to 1 s. Intervals are split across the
+-- sizes of 50 us and on a 1-2-5 ladder from 100 us to 1 s. Intervals are split across the
 -- buckets they cover, so busy_ns + parked_ns <= bucket_ns.
 -- The levels 1 ms, 10 ms, 100 ms and 1 s are FULL: a row for every bucket with
 -- time in it, so sum(busy_ns) over a level is all the (complete) polls' time.
--- The others (100, 200, 500 us; 2, 5, 20, 50, 200, 500 ms) are SPARSE: a row only
+-- The others (50, 100, 200, 500 us; 2, 5, 20, 50, 200, 500 ms) are SPARSE: a row only
 -- where at least two polls or parks begin in the bucket, and offcpu_ns is 0.
 -- What a sparse level leaves out is in the containing bucket of the next full
--- level up (for 100-500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
+-- level up (for 50-500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
 -- costs no row per 100 us, yet a viewer can still draw dense stretches finely.
 -- Databases imported before the sparse levels existed have the full ones only.
 CREATE TABLE IF NOT EXISTS worker_summaries (
-  bucket_ns INTEGER NOT NULL,       -- bucket size in ns: 100000, 200000, 500000, 1000000, ... 1000000000
+  bucket_ns INTEGER NOT NULL,       -- bucket size in ns: 50000, 100000, 200000, 500000, 1000000, ... 1000000000
   worker_id INTEGER NOT NULL REFERENCES workers(id),
   ts INTEGER NOT NULL,              -- bucket start (a multiple of bucket_ns), ns
   busy_ns INTEGER NOT NULL,         -- time inside polls

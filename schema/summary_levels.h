@@ -1,6 +1,6 @@
 /*
  * summary_levels.h - the bucket sizes of the worker_summaries table
- * (schema/stallscope.sql): a 1-2-5 ladder from 100 us to 1 s. The 1 ms, 10 ms,
+ * (schema/stallscope.sql): 50 us, then a 1-2-5 ladder from 100 us to 1 s. The 1 ms, 10 ms,
  * 100 ms and 1 s levels are full (every bucket with time in it has a row); the
  * others are sparse, and what they leave out is in their parent, the next full
  * level up. The importer writes these levels; the viewer and the test fixture
@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 
-#define SS_SUMMARY_LEVELS 13
+#define SS_SUMMARY_LEVELS 14
 
 static const uint64_t ss_summary_level_ns[SS_SUMMARY_LEVELS] = {
-	100000, 200000, 500000,
+	50000, 100000, 200000, 500000,
 	1000000, 2000000, 5000000,
 	10000000, 20000000, 50000000,
 	100000000, 200000000, 500000000,
@@ -23,7 +23,7 @@ static const uint64_t ss_summary_level_ns[SS_SUMMARY_LEVELS] = {
 
 /* For each level, the index of its parent; -1 for a full level. */
 static const int ss_summary_level_parent[SS_SUMMARY_LEVELS] = {
-	3, 3, 3, -1, 6, 6, -1, 9, 9, -1, 12, 12, -1,
+	4, 4, 4, 4, -1, 7, 7, -1, 10, 10, -1, 13, 13, -1,
 };
 
 #endif /* STALLSCOPE_SUMMARY_LEVELS_H */

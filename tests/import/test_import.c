@@ -237,7 +237,7 @@ static void test_demo(const char *demo, const char *dbpath)
 	/* Sparse levels (the 1-2-5 steps between the full ones): each row lies
 	 * inside its parent's bucket and holds no more than it; no off-CPU time. */
 	static const int64_t sparse[][2] = {
-		{ 100000, 1000000 }, { 200000, 1000000 }, { 500000, 1000000 }, { 2000000, 10000000 },
+		{ 50000, 1000000 }, { 100000, 1000000 }, { 200000, 1000000 }, { 500000, 1000000 }, { 2000000, 10000000 },
 		{ 5000000, 10000000 }, { 20000000, 100000000 }, { 50000000, 100000000 },
 		{ 200000000, 1000000000 }, { 500000000, 1000000000 },
 	};

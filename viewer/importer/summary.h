@@ -4,11 +4,11 @@
  * polls begun and the longest poll. A zoomed-out viewer reads a few thousand
  * rows instead of millions of polls.
  *
- * Bucket sizes follow a 1-2-5 ladder from 100 us to 1 s, so a viewer always
+ * Bucket sizes are 50 us and a 1-2-5 ladder from 100 us to 1 s, so a viewer always
  * finds a level between one and 2.5 buckets per pixel. The 1 ms, 10 ms, 100 ms
  * and 1 s levels are full: every bucket with any time in it has a row. The
  * others are sparse: a row only where at least two polls or parks begin (a busy
- * stretch of one long poll would otherwise cost a row per 100 us), and no
+ * stretch of one long poll would otherwise cost a row per 50 us), and no
  * off-CPU time (0). What a sparse level lacks is in the bucket of the full level
  * above that contains it (its parent).
  *
