@@ -62,14 +62,9 @@ double rs_quantile(const struct rs_hist *h, double p)
 
 static struct rs_hist *loc_hist(struct report_scan *s, int64_t loc)
 {
-	/* Few locations, and wakes of one location come in runs: the last one
-	 * found is checked first, then a linear search. */
-	static _Thread_local size_t last;
-	if (last < s->n_locs && s->locs[last].id == loc)
-		return &s->locs[last].h;
-	for (size_t i = 0; i < s->n_locs; i++)
-		if (s->locs[i].id == loc)
-			return &s->locs[last = i].h;
+	uint64_t i;
+	if (ss_hmap_get(&s->loc_index, (uint64_t)loc, 0, &i))
+		return &s->locs[i].h;
 	if (s->n_locs >= RS_MAX_LOCATIONS && loc != RS_OTHER_LOCATIONS)
 		return loc_hist(s, RS_OTHER_LOCATIONS);
 	if (s->n_locs == s->cap_locs) {
@@ -80,8 +75,10 @@ static struct rs_hist *loc_hist(struct report_scan *s, int64_t loc)
 		s->locs = l;
 		s->cap_locs = nc;
 	}
+	if (ss_hmap_put(&s->loc_index, (uint64_t)loc, 0, s->n_locs) != 0)
+		return NULL;
 	s->locs[s->n_locs] = (struct rs_location){ .id = loc };
-	return &s->locs[last = s->n_locs++].h;
+	return &s->locs[s->n_locs++].h;
 }
 
 static int add_delay(struct report_scan *s, int64_t loc, int64_t delay)
@@ -143,6 +140,7 @@ static int delays_by_join(sqlite3 *db, struct report_scan *s, char *err, size_t 
 		free(s->locs[i].h.b);
 	free(s->delays.b);
 	s->n_locs = 0;
+	ss_hmap_clear(&s->loc_index);
 	memset(&s->delays, 0, sizeof s->delays);
 	s->max_delay = 0;
 	sqlite3_stmt *st;
@@ -227,6 +225,7 @@ void rs_free(struct report_scan *s)
 	for (size_t i = 0; i < s->n_locs; i++)
 		free(s->locs[i].h.b);
 	free(s->locs);
+	ss_hmap_free(&s->loc_index);
 	free(s->delays.b);
 	free(s->workers);
 	memset(s, 0, sizeof *s);

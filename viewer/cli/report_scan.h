@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hmap.h"
+
 #define RS_SUB_BITS 7
 #define RS_BUCKETS (128 + (64 - RS_SUB_BITS) * 128)
 /* Per-location delay histograms kept (60 KB each); wakes of further poll
@@ -45,6 +47,7 @@ struct report_scan {
 	struct rs_hist delays;       /* every wake that led to a poll */
 	struct rs_location *locs;    /* by the location of the poll the wake led to */
 	size_t n_locs, cap_locs;
+	struct ss_hmap loc_index;    /* location id -> index in locs */
 	uint64_t max_delay;
 };
 

@@ -180,10 +180,3 @@ void tl_canvas_append(struct tl_canvas *c, GtkSnapshot *s)
 	gtk_snapshot_append_texture(s, t, &GRAPHENE_RECT_INIT((float)c->x, (float)c->y, (float)c->w, (float)c->h));
 	g_object_unref(t);
 }
-
-void tl_canvas_free(struct tl_canvas *c)
-{
-	if (c->px)
-		give_back(c->px);
-	c->px = NULL;
-}

@@ -27,12 +27,12 @@ struct tl_canvas {
 };
 
 /* Covers (x, y, w, h) filled with bg. Returns false when out of memory (then
- * every fill is a no-op and tl_canvas_append draws nothing). */
+ * every fill is a no-op and tl_canvas_append draws nothing). A canvas that was
+ * set up must be appended: that hands its buffer on. */
 bool tl_canvas_init(struct tl_canvas *c, int x, int y, int w, int h, int scale, const GdkRGBA *bg);
 /* Paints a rectangle (logical px) over what is there, clipped to the canvas. */
 void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y, double w, double h);
 /* Appends the canvas to s as one node and releases its buffer. */
 void tl_canvas_append(struct tl_canvas *c, GtkSnapshot *s);
-void tl_canvas_free(struct tl_canvas *c);
 
 #endif /* STALLSCOPE_TL_CANVAS_H */

@@ -7,8 +7,6 @@
  */
 #include "tl-db.h"
 
-#include "summary_levels.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

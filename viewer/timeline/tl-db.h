@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "summary_levels.h"
+
 /* A horizontal lane: a worker (polls, parks, CPU) or a non-worker thread that
  * has CPU samples or switches. */
 struct tl_lane {
@@ -79,7 +81,7 @@ struct tl_db {
 	/* Summary bucket sizes present, ascending, and for each its parent: the
 	 * full level holding what a sparse level leaves out (0 when full). An
 	 * older database has only the full levels. */
-	int64_t levels[16], level_parent[16]; /* at most SS_SUMMARY_LEVELS used */
+	int64_t levels[SS_SUMMARY_LEVELS], level_parent[SS_SUMMARY_LEVELS];
 	size_t n_levels;
 	sqlite3_stmt *st[TL_STMT_COUNT];
 };
