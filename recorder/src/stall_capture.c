@@ -404,14 +404,22 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 			 tid, strerror(errno));
 		return;
 	}
-	uint64_t window_cpu = 0;
+	uint64_t window_cpu = 0, window = WINDOW_NS;
 	int cpu_ok = 1;
 	if (r == 1) {
-		/* Running or runnable: does it gain CPU time? */
+		/* Running or runnable: does it gain CPU time? The window is what
+		 * elapsed between the two readings, not what was asked of the sleep:
+		 * a preempted watchdog oversleeps, and the thread cannot gain more
+		 * CPU time than the wall time around both readings. */
+		uint64_t w0 = ss_now();
 		uint64_t c0 = thread_cpu_ns(tid, &cpu_ok);
 		sleep_ns(WINDOW_NS);
 		uint64_t c1 = thread_cpu_ns(tid, &cpu_ok);
-		window_cpu = c1 - c0;
+		uint64_t w1 = ss_now();
+		window_cpu = c1 > c0 ? c1 - c0 : 0;
+		window = w1 > w0 ? w1 - w0 : 1;
+		if (window_cpu > window)
+			window_cpu = window;
 		/* Again right before deciding: it may have entered a system call. */
 		r = read_syscall(tid, &nr, &sp, &pc);
 		if (r < 0) {
@@ -445,7 +453,7 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 		return;
 	}
 	/* A tenth of the window: a thread on CPU gains nearly all of it. */
-	int on_cpu = window_cpu * 10 >= WINDOW_NS;
+	int on_cpu = window_cpu * 10 >= window;
 	m->kind = on_cpu ? SS_STALL_RUNNING : SS_STALL_RUNNABLE;
 	uint32_t n = 0;
 	int w = signal_walk(s, i, m->frames, &n);
@@ -457,5 +465,5 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 				      "(blocks it, or got no CPU)";
 	snprintf(m->reason, sizeof m->reason, "%s: %.3f ms CPU in a %.3f ms window; %s",
 		 on_cpu ? "running" : "runnable but not running", (double)window_cpu / 1e6,
-		 (double)WINDOW_NS / 1e6, stack);
+		 (double)window / 1e6, stack);
 }

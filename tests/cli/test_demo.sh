@@ -7,7 +7,10 @@
 #   mutex       its blocked stalls wait in futex;
 #   starvation  at least one capture is runnable but not running;
 #   steady      no stalls at the default threshold;
-#   leak        task dumps name the function that yielded (the forgotten waker).
+#   leak        task dumps name the function that yielded (the forgotten waker),
+#               and exactly the leaked tasks are alive at the end;
+#   all         one row per task, every poll, stall, wake and dump with its own
+#               task; no capture claims more CPU than its window.
 # Names come from the symbol tables `stallscope symbolize` embedded in the demo
 # segments when the recorded binaries are not on this machine.
 # usage: test_demo.sh STALLSCOPE_CLI SOURCE_ROOT
@@ -79,6 +82,44 @@ dumps = q("""SELECT td.callsite_id FROM task_dumps td JOIN tasks t ON t.id = td.
 named = sum(bool(q("SELECT 1 FROM callsite_frames WHERE callsite_id = ? AND function = 'culprit_leak_forgotten_waker'", cs))
             for (cs,) in dumps)
 check(named >= 1, f"leak: {named} of {len(dumps)} task dumps name culprit_leak_forgotten_waker")
+
+# Tasks: one row per task of a recording (the example runtime never reuses a
+# number), and every poll, stall, wake and task dump belongs to its own task:
+# inside that task's lifetime, with the poll's task. Records reach the importer
+# in per-thread runs; read in file order, a TERMINATE overtook the earlier polls
+# of its task on other threads and made phantom rows.
+dup = q("SELECT count(*) FROM (SELECT 1 FROM tasks GROUP BY recording_id, task HAVING count(*) > 1)")[0][0]
+check(dup == 0, f"all scenarios: {dup} task numbers with more than one row")
+outside = q("""SELECT count(*) FROM polls p JOIN tasks t ON t.id = p.task_id
+               WHERE p.ts < t.spawn_ts OR p.ts > t.end_ts""")[0][0]
+check(outside == 0, f"all scenarios: {outside} polls outside their task's lifetime")
+nospawn = q("SELECT count(*) FROM tasks WHERE spawn_ts IS NULL")[0][0]
+check(nospawn == 0, f"all scenarios: {nospawn} tasks without a spawn (every run is recorded from its start)")
+bad = q("SELECT count(*) FROM stalls s JOIN polls p ON p.id = s.poll_id WHERE s.task_id IS NOT p.task_id")[0][0]
+check(bad == 0, f"all scenarios: {bad} stalls whose task is not their poll's")
+bad = q("SELECT count(*) FROM wakes w JOIN polls p ON p.id = w.poll_id WHERE w.task_id IS NOT p.task_id")[0][0]
+check(bad == 0, f"all scenarios: {bad} wakes whose task is not their poll's")
+bad = q("""SELECT count(*) FROM task_dumps d JOIN tasks t ON t.id = d.task_id
+           WHERE d.ts < t.spawn_ts OR d.ts > t.end_ts""")[0][0]
+check(bad == 0, f"all scenarios: {bad} task dumps outside their task's lifetime")
+for sc in ("steady", "long-poll", "blocking", "mutex"):
+    alive = q("SELECT count(*) FROM tasks WHERE recording_id = ? AND end_ts IS NULL", rec(sc))[0][0]
+    check(alive == 0, f"{sc}: {alive} tasks alive at the end (the runtime finished all)")
+# The leak scenario counts the tasks it leaks in a mark: exactly those are
+# alive at the end.
+leaked = q("SELECT max(m.value) FROM marks m JOIN threads t ON t.id = m.thread_id WHERE m.name = 'leaked_tasks' AND t.recording_id = ?",
+           rec("leak"))[0][0]
+alive = q("SELECT count(*) FROM tasks WHERE recording_id = ? AND end_ts IS NULL", rec("leak"))[0][0]
+check(leaked and alive == leaked, f"leak: {alive} tasks alive at the end, {leaked} leaked")
+
+# A capture's CPU time never exceeds the window it was measured in.
+import re
+over = 0
+for (reason,) in q("SELECT reason FROM stall_captures WHERE reason LIKE '%ms CPU in a%'"):
+    m = re.search(r"([0-9.]+) ms CPU in a ([0-9.]+) ms window", reason)
+    if m and float(m.group(1)) > float(m.group(2)):
+        over += 1
+check(over == 0, f"all scenarios: {over} captures claim more CPU than their window")
 
 # Samples of a worker stay on the worker's thread, even those drained after the
 # thread exited: no extra sampler-only thread carrying a worker's tid.

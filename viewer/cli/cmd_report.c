@@ -517,9 +517,9 @@ static int by_p99_desc(const void *a, const void *b)
 
 static void section_wakes(struct report *r, int top)
 {
-	const struct report_scan *sc = &r->scan;
+	struct report_scan *sc = &r->scan;
 	double n = (double)sc->delays.n;
-	double p50 = rs_quantile(&sc->delays, 0.50), p99 = rs_quantile(&sc->delays, 0.99);
+	double p50 = rs_quantile(&sc->delays, 50), p99 = rs_quantile(&sc->delays, 99);
 	double mx = (double)sc->max_delay;
 	char a[32], b[32], c[32];
 	fmt_dur(a, sizeof a, p50);
@@ -543,7 +543,7 @@ static void section_wakes(struct report *r, int top)
 	for (size_t i = 0; worst && i < sc->n_locs; i++)
 		if (sc->locs[i].h.n >= 5) {
 			worst[nw][0] = (double)i;
-			worst[nw++][1] = rs_quantile(&sc->locs[i].h, 0.99);
+			worst[nw++][1] = rs_quantile(&sc->locs[i].h, 99);
 		}
 	if (worst)
 		qsort(worst, nw, sizeof *worst, by_p99_desc);
@@ -553,9 +553,7 @@ static void section_wakes(struct report *r, int top)
 		char where[512], d[32];
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, l->id);
-		if (l->id == RS_OTHER_LOCATIONS)
-			snprintf(where, sizeof where, "(locations past the first %d)", RS_MAX_LOCATIONS);
-		else if (sqlite3_step(st) == SQLITE_ROW)
+		if (sqlite3_step(st) == SQLITE_ROW)
 			snprintf(where, sizeof where, "%s (%s:%lld)", col_text(st, 0, "?"), col_text(st, 1, "?"),
 				 (long long)sqlite3_column_int64(st, 2));
 		else
@@ -609,6 +607,7 @@ static void section_queues_tasks_loss(struct report *r)
 		j_num(r, "spawned", spawned);
 		j_num(r, "finished", ended);
 		j_num(r, "alive_at_end", alive);
+		j_num(r, "idle_at_end", (double)r->scan.idle_at_end);
 		j_num(r, "alive_early", alive_early);
 		j_num(r, "task_dumps", dumps);
 		j_close(r, '}');
@@ -618,17 +617,22 @@ static void section_queues_tasks_loss(struct report *r)
 		j_close(r, '}');
 	} else {
 		fprintf(r->out, "\nqueues: global queue max %.0f, local queue max %.0f\n", gmax, lmax);
-		fprintf(r->out, "tasks: %.0f spawned, %.0f finished, %.0f alive at the end (%.0f alive "
-			"10%% into the data), %.0f task dumps\n", spawned, ended, alive, alive_early, dumps);
+		fprintf(r->out, "tasks: %.0f spawned, %.0f finished, %.0f alive at the end (%llu of them idle; "
+			"%.0f alive 10%% into the data), %.0f task dumps\n", spawned, ended, alive,
+			(unsigned long long)r->scan.idle_at_end, alive_early, dumps);
 		fprintf(r->out, "loss: %.0f events, %.0f samples\n", lost_ev, lost_smp);
 	}
 	if (gmax > 1000)
 		finding(r, "CRITICAL", "global queue reached %.0f: work arrives faster than workers serve it", gmax);
 	else if (gmax > 100)
 		finding(r, "WARNING", "global queue reached %.0f", gmax);
-	if (alive > 2 * alive_early && alive > 100)
-		finding(r, "WARNING", "task leak? %.0f tasks alive at the end against %.0f early on "
-			"(see task_dumps for where idle tasks wait)", alive, alive_early);
+	/* A leak is tasks left idle for good (polled, then never woken again), not
+	 * tasks waiting in a run queue: those are queue build-up. */
+	double idle = (double)r->scan.idle_at_end;
+	if (idle > 2 * alive_early && idle >= 10)
+		finding(r, "WARNING", "task leak? %.0f tasks idle at the end (polled, never woken again) "
+			"against %.0f alive early on (see task_dumps for where idle tasks wait)", idle,
+			alive_early);
 	if (lost_ev > 0 || lost_smp > 0)
 		finding(r, "WARNING", "data was lost: %.0f events, %.0f samples (see the loss table; "
 			"regions are hatched in the viewer)", lost_ev, lost_smp);

@@ -14,50 +14,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned bucket_of(uint64_t v)
-{
-	if (v < 128)
-		return (unsigned)v;
-	unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= RS_SUB_BITS */
-	unsigned sub = (unsigned)(v >> (e - RS_SUB_BITS)) & 127u;
-	return 128u + (e - RS_SUB_BITS) * 128u + sub;
-}
-
-/* The middle of a bucket's range (its only value below 128). */
-static double bucket_value(unsigned i)
-{
-	if (i < 128)
-		return i;
-	unsigned e = (i - 128) / 128 + RS_SUB_BITS, sub = (i - 128) % 128;
-	double lo = (double)((uint64_t)(128 + sub) << (e - RS_SUB_BITS));
-	double width = (double)((uint64_t)1 << (e - RS_SUB_BITS));
-	return lo + (width - 1) / 2;
-}
-
 static int hist_add(struct rs_hist *h, uint64_t v)
 {
-	if (!h->b && !(h->b = calloc(RS_BUCKETS, sizeof *h->b)))
-		return -1;
-	h->b[bucket_of(v)]++;
-	h->n++;
+	if (h->n == h->cap) {
+		size_t nc = h->cap ? h->cap * 2 : 64;
+		uint64_t *nv = realloc(h->v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		h->v = nv;
+		h->cap = nc;
+	}
+	h->v[h->n++] = v;
+	h->sorted = false;
 	if (v > h->max)
 		h->max = v;
 	return 0;
 }
 
-double rs_quantile(const struct rs_hist *h, double p)
+static int cmp_u64(const void *a, const void *b)
 {
-	if (!h->n || !h->b)
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+double rs_quantile(struct rs_hist *h, unsigned pct)
+{
+	if (!h->n)
 		return -1;
-	uint64_t k = (uint64_t)(p * (double)(h->n - 1)), seen = 0;
-	for (unsigned i = 0; i < RS_BUCKETS; i++) {
-		seen += h->b[i];
-		if (seen > k) {
-			double v = bucket_value(i);
-			return v < (double)h->max ? v : (double)h->max;
-		}
+	if (!h->sorted) {
+		qsort(h->v, (size_t)h->n, sizeof *h->v, cmp_u64);
+		h->sorted = true;
 	}
-	return -1;
+	if (pct > 100)
+		pct = 100;
+	/* ceil(pct * n / 100) without floating point: the README's SQL does the
+	 * same comparison in integers (rn * 100 >= pct * n). */
+	uint64_t rank = (pct * h->n + 99) / 100;
+	if (rank < 1)
+		rank = 1;
+	return (double)h->v[rank - 1];
 }
 
 static struct rs_hist *loc_hist(struct report_scan *s, int64_t loc)
@@ -65,8 +60,6 @@ static struct rs_hist *loc_hist(struct report_scan *s, int64_t loc)
 	uint64_t i;
 	if (ss_hmap_get(&s->loc_index, (uint64_t)loc, 0, &i))
 		return &s->locs[i].h;
-	if (s->n_locs >= RS_MAX_LOCATIONS && loc != RS_OTHER_LOCATIONS)
-		return loc_hist(s, RS_OTHER_LOCATIONS);
 	if (s->n_locs == s->cap_locs) {
 		size_t nc = s->cap_locs ? s->cap_locs * 2 : 32;
 		struct rs_location *l = realloc(s->locs, nc * sizeof *l);
@@ -137,8 +130,8 @@ static int load_workers(sqlite3 *db, struct report_scan *s, char *err, size_t er
 static int delays_by_join(sqlite3 *db, struct report_scan *s, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < s->n_locs; i++)
-		free(s->locs[i].h.b);
-	free(s->delays.b);
+		free(s->locs[i].h.v);
+	free(s->delays.v);
 	s->n_locs = 0;
 	ss_hmap_clear(&s->loc_index);
 	memset(&s->delays, 0, sizeof s->delays);
@@ -155,28 +148,96 @@ static int delays_by_join(sqlite3 *db, struct report_scan *s, char *err, size_t 
 	return rc ? fail(NULL, err, errlen, "wakes") : 0;
 }
 
+/* A task alive at the end: its last poll and its last wake that led to none. */
+struct live_task {
+	uint64_t last_poll_ts, pending_wake_ts;
+	bool polled, running, woken;
+};
+
+static int load_live_tasks(sqlite3 *db, struct ss_hmap *map, struct live_task **out, size_t *n,
+			   char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	if (sqlite3_prepare_v2(db, "SELECT id FROM tasks WHERE end_ts IS NULL", -1, &st, NULL) != SQLITE_OK)
+		return fail(db, err, errlen, "tasks");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct live_task *nv = realloc(*out, cap * sizeof *nv);
+			if (!nv) {
+				sqlite3_finalize(st);
+				return fail(NULL, err, errlen, "tasks");
+			}
+			*out = nv;
+		}
+		(*out)[*n] = (struct live_task){ 0 };
+		if (ss_hmap_put(map, (uint64_t)sqlite3_column_int64(st, 0), 0, *n) != 0) {
+			sqlite3_finalize(st);
+			return fail(NULL, err, errlen, "tasks");
+		}
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
 int rs_scan(sqlite3 *db, struct report_scan *s, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	if (load_workers(db, s, err, errlen) != 0)
 		return -1;
 	sqlite3_stmt *p = NULL, *w = NULL, *k = NULL;
-	int rc = 0;
-	if (sqlite3_prepare_v2(db, "SELECT id, coalesce(location_id, 0), worker_id, dur FROM polls ORDER BY id",
-			       -1, &p, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT poll_id, delay FROM wakes WHERE delay IS NOT NULL AND poll_id IS NOT"
-				   " NULL ORDER BY rowid", -1, &w, NULL) != SQLITE_OK ||
+	struct ss_hmap live_index = { 0 };
+	struct live_task *live = NULL;
+	size_t n_live = 0;
+	uint64_t v;
+	int rc = load_live_tasks(db, &live_index, &live, &n_live, err, errlen);
+	if (rc)
+		goto out;
+	if (sqlite3_prepare_v2(db, "SELECT id, coalesce(location_id, 0), worker_id, dur, coalesce(task_id, 0),"
+			       " ts, incomplete FROM polls ORDER BY id", -1, &p, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT poll_id, delay, task_id, ts FROM wakes ORDER BY rowid", -1, &w, NULL)
+		    != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "SELECT worker_id, dur FROM parks", -1, &k, NULL) != SQLITE_OK) {
 		rc = fail(db, err, errlen, "report scan");
 		goto out;
 	}
-	/* The next wake to place, and whether wakes come in poll order. */
-	bool have_wake = sqlite3_step(w) == SQLITE_ROW, ordered = true;
-	int64_t wake_poll = have_wake ? sqlite3_column_int64(w, 0) : 0, last_wake_poll = INT64_MIN;
+	/* The next wake to place, and whether wakes come in poll order. Wakes
+	 * that led to no poll are looked at only for the live tasks. */
+	bool have_wake, ordered = true;
+	int64_t wake_poll = 0, last_wake_poll = INT64_MIN;
+#define NEXT_WAKE()                                                                             \
+	for (;;) {                                                                              \
+		have_wake = sqlite3_step(w) == SQLITE_ROW;                                      \
+		if (!have_wake)                                                                 \
+			break;                                                                  \
+		if (sqlite3_column_type(w, 0) != SQLITE_NULL &&                                 \
+		    sqlite3_column_type(w, 1) != SQLITE_NULL) {                                 \
+			wake_poll = sqlite3_column_int64(w, 0);                                 \
+			break;                                                                  \
+		}                                                                               \
+		if (sqlite3_column_type(w, 0) == SQLITE_NULL &&                                 \
+		    ss_hmap_get(&live_index, (uint64_t)sqlite3_column_int64(w, 2), 0, &v)) {    \
+			uint64_t wts = (uint64_t)sqlite3_column_int64(w, 3);                    \
+			if (!live[v].woken || wts > live[v].pending_wake_ts)                    \
+				live[v].pending_wake_ts = wts;                                  \
+			live[v].woken = true;                                                   \
+		}                                                                               \
+	}
+	NEXT_WAKE();
 	while (!rc && sqlite3_step(p) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(p, 0), loc = sqlite3_column_int64(p, 1);
 		int64_t dur = sqlite3_column_int64(p, 3);
 		uint64_t d = dur > 0 ? (uint64_t)dur : 0;
+		if (n_live && ss_hmap_get(&live_index, (uint64_t)sqlite3_column_int64(p, 4), 0, &v)) {
+			uint64_t pts = (uint64_t)sqlite3_column_int64(p, 5);
+			if (!live[v].polled || pts >= live[v].last_poll_ts) {
+				live[v].last_poll_ts = pts;
+				live[v].running = sqlite3_column_int64(p, 6) != 0;
+			}
+			live[v].polled = true;
+		}
 		struct rs_worker *wk = (struct rs_worker *)rs_worker(s, sqlite3_column_int64(p, 2));
 		if (wk) {
 			wk->polls++;
@@ -197,14 +258,21 @@ int rs_scan(sqlite3 *db, struct report_scan *s, char *err, size_t errlen)
 			last_wake_poll = wake_poll;
 			if (wake_poll == id && add_delay(s, loc, sqlite3_column_int64(w, 1)) != 0)
 				rc = fail(NULL, err, errlen, "wakes");
-			have_wake = sqlite3_step(w) == SQLITE_ROW;
-			wake_poll = have_wake ? sqlite3_column_int64(w, 0) : 0;
+			NEXT_WAKE();
 		}
 	}
 	/* A wake left over with a poll id below the last one seen is out of order
 	 * too; one above every poll's id has no poll and does not count. */
 	if (ordered && have_wake && wake_poll < last_wake_poll)
 		ordered = false;
+	/* The rest of the wakes: their pending ones still count for live tasks. */
+	while (have_wake)
+		NEXT_WAKE();
+#undef NEXT_WAKE
+	s->alive_at_end = n_live;
+	for (size_t i = 0; i < n_live; i++)
+		s->idle_at_end += live[i].polled && !live[i].running &&
+				  !(live[i].woken && live[i].pending_wake_ts >= live[i].last_poll_ts);
 	if (!rc && !ordered)
 		rc = delays_by_join(db, s, err, errlen);
 	while (!rc && sqlite3_step(k) == SQLITE_ROW) {
@@ -214,6 +282,8 @@ int rs_scan(sqlite3 *db, struct report_scan *s, char *err, size_t errlen)
 			wk->parked += (uint64_t)dur;
 	}
 out:
+	ss_hmap_free(&live_index);
+	free(live);
 	sqlite3_finalize(p);
 	sqlite3_finalize(w);
 	sqlite3_finalize(k);
@@ -223,10 +293,10 @@ out:
 void rs_free(struct report_scan *s)
 {
 	for (size_t i = 0; i < s->n_locs; i++)
-		free(s->locs[i].h.b);
+		free(s->locs[i].h.v);
 	free(s->locs);
 	ss_hmap_free(&s->loc_index);
-	free(s->delays.b);
+	free(s->delays.v);
 	free(s->workers);
 	memset(s, 0, sizeof *s);
 }

@@ -4,30 +4,28 @@
  * figure (on a 20M-event trace the queries took 20 s, mostly sorting delays
  * for percentiles).
  *
- * Delay percentiles come from log-linear histograms: exact below 128 ns, within
- * 0.4% above (128 sub-buckets per power of two), in bounded memory whatever the
- * number of wakes.
+ * Percentiles are exact, by the nearest-rank definition that the README's SQL
+ * uses too: the p-quantile of n values is the value at rank ceil(p * n) in
+ * ascending order (1-based), the smallest value with at least a fraction p of
+ * the values at or below it. The values are kept (8 bytes each, twice: overall
+ * and per location) and sorted when a quantile is asked for.
  */
 #ifndef STALLSCOPE_REPORT_SCAN_H
 #define STALLSCOPE_REPORT_SCAN_H
 
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hmap.h"
 
-#define RS_SUB_BITS 7
-#define RS_BUCKETS (128 + (64 - RS_SUB_BITS) * 128)
-/* Per-location delay histograms kept (60 KB each); wakes of further poll
- * locations are counted under location RS_OTHER_LOCATIONS. */
-#define RS_MAX_LOCATIONS 1024
-#define RS_OTHER_LOCATIONS INT64_MIN
-
 struct rs_hist {
 	uint64_t n;
-	uint64_t max;  /* largest value: no quantile is reported above it */
-	uint64_t *b;   /* RS_BUCKETS counts, allocated on the first value */
+	uint64_t max;
+	uint64_t *v;   /* the n values */
+	size_t cap;
+	bool sorted;
 };
 
 struct rs_worker {
@@ -49,13 +47,18 @@ struct report_scan {
 	size_t n_locs, cap_locs;
 	struct ss_hmap loc_index;    /* location id -> index in locs */
 	uint64_t max_delay;
+	/* Tasks alive at the end of the data, and those of them that were idle
+	 * there: polled, not running, and not woken since their last poll (a
+	 * task waiting in a run queue is runnable, not leaked). */
+	uint64_t alive_at_end, idle_at_end;
 };
 
 /* Scans polls, parks and wakes. Returns 0, or -1 with a message in err. */
 int rs_scan(sqlite3 *db, struct report_scan *s, char *err, size_t errlen);
-/* The value below which a fraction p of the histogram's values lie (as
- * "ORDER BY v LIMIT 1 OFFSET floor(p * (n - 1))" would give); -1 when empty. */
-double rs_quantile(const struct rs_hist *h, double p);
+/* The nearest-rank quantile: the value at rank ceil(pct * n / 100), pct in
+ * 1..100 (as "ORDER BY v LIMIT 1 OFFSET rank - 1" would give); -1 when empty.
+ * Sorts the values on first use. */
+double rs_quantile(struct rs_hist *h, unsigned pct);
 const struct rs_worker *rs_worker(const struct report_scan *s, int64_t id);
 void rs_free(struct report_scan *s);
 

@@ -13,6 +13,7 @@
 #include "db.h"
 #include "hmap.h"
 #include "import.h"
+#include "merge.h"
 #include "segment_reader.h"
 #include "summary.h"
 #include "symbolize.h"
@@ -141,6 +142,7 @@ struct imp {
 	struct imp_thread *tcache;
 	struct ss_sym_result *symres;
 	struct ss_symtab symtab;  /* the segment's own symbol table, if it has one */
+	struct ss_merge merge;    /* the segment's timestamped records, back in time order */
 };
 
 /* recording.c */

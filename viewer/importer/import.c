@@ -95,6 +95,8 @@ static int cmp_input(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
+static int deliver(void *ctx, const struct ss_record *r);
+
 /* ---- database-wide maps ----------------------------------------------------- */
 
 static int load_global(struct imp *im)
@@ -146,6 +148,7 @@ static int setup(struct imp *im, const struct ss_import_options *o, struct ss_im
 			fprintf(im->log, "stallscope import: %s\n", im->db.err[0] ? im->db.err : "cannot load database");
 		return -1;
 	}
+	ss_merge_init(&im->merge, deliver, im);
 	im->summ.db = &im->db;
 	im->summ.max_buckets = o->max_summary_buckets ? o->max_summary_buckets : 2000000;
 	im->max_threads = o->max_threads ? o->max_threads : IMP_MAX_THREADS;
@@ -170,6 +173,7 @@ static void teardown(struct imp *im)
 	ss_hmap_free(&im->seg_locs);
 	ss_hmap_free(&im->seg_stacks);
 	ss_symtab_clear(&im->symtab);
+	ss_merge_free(&im->merge);
 	if (im->sym)
 		ss_sym_free(im->sym);
 	free(im->symres);
@@ -301,16 +305,29 @@ static int dispatch(struct imp *im, const struct ss_record *r)
 	default:
 		break;
 	}
-	if (r->is_event) {
+	if (ss_merge_wants(r)) {
 		if (im->skip_events)
 			return 0;
-		if (ss_record_counts_as_event(r->type))
+		if (r->is_event && ss_record_counts_as_event(r->type))
 			im->seg_events++;
-		return imp_event(im, r);
+		/* -1 without a failed write: memory ran out; that record is lost. */
+		return ss_merge_push(&im->merge, r);
 	}
-	if (r->type >= 0x60 && r->type <= 0x6f)
-		return im->skip_events ? 0 : imp_stall_record(im, r);
 	return imp_sampling_record(im, r);
+}
+
+/* The merge hands records back in time order. Only a failed database write
+ * stops it: any other error loses that one record. */
+static int deliver(void *ctx, const struct ss_record *r)
+{
+	struct imp *im = ctx;
+	if (r->is_event)
+		imp_event(im, r);
+	else if (r->type >= 0x60 && r->type <= 0x6f)
+		imp_stall_record(im, r);
+	else
+		imp_sampling_record(im, r);
+	return im->failed ? -1 : 0;
 }
 
 struct src {
@@ -378,11 +395,16 @@ static int import_segment(struct imp *im, struct ss_reader *rd, const char *path
 		while (ss_reader_next_record(rd, &r))
 			if (dispatch(im, &r) != 0 && im->failed)
 				break;
+		if (!im->failed)
+			ss_merge_release(&im->merge);
 		uint64_t end = b.offset + sizeof(struct ss_block_header) + b.payload_len;
 		ss_progress_update(pg, end > prev_end ? end - prev_end : 0, im->skip_events ? 0 : b.record_count);
 		prev_end = end;
 	}
 	im->skip_events = false;
+	/* Definitions the records refer to are this reader's. */
+	if (!im->failed)
+		ss_merge_drain(&im->merge);
 	im->reader = NULL;
 	if (im->failed)
 		return -1;
@@ -423,8 +445,14 @@ static void report(struct imp *im, struct ss_progress *pg)
 	struct ss_import_result *res = im->res;
 	res->seconds = ss_progress_now() - pg->start;
 	res->bytes = pg->done_bytes;
+	res->late = im->merge.late;
 	if (im->o->quiet)
 		return;
+	if (res->late)
+		fprintf(im->log, "stallscope import: warning: %llu records came more than %.1f s (or %zu records)"
+			" after later ones of other threads: they were taken in file order, and links between"
+			" threads near them (wakes, task ends) may be off\n", (unsigned long long)res->late,
+			(double)im->merge.window_ns / 1e9, im->merge.max_buffered);
 	fprintf(im->log, "stallscope import: %llu segment%s imported, %llu unchanged, %llu damaged, "
 		"%llu unreadable; %llu events in %.2f s (%.2fM events/s) -> %s\n",
 		(unsigned long long)res->imported, res->imported == 1 ? "" : "s",

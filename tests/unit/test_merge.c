@@ -1,0 +1,276 @@
+/*
+ * test_merge.c - the importer's time-order merge (viewer/importer/merge.c):
+ *   - runs of several threads, read in file order, come out in time order, with
+ *     equal times in arrival order;
+ *   - a thread's own records keep their file order even when its timestamps go
+ *     backwards (hostile input), and the watchdog's records (stalls, task dumps
+ *     in the order they were noticed) are placed by time;
+ *   - the window releases only what stream time has moved past; a record that
+ *     comes after later ones were released is delivered and counted as late;
+ *   - the buffer never holds more than max_buffered records;
+ *   - every record type comes back with all its fields, strings included;
+ *   - a delivery error stops the release and is returned.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h"
+#include "soft_check.h"
+
+#define MAX_OUT 256
+
+static struct ss_record out[MAX_OUT];
+static char names[MAX_OUT][64];
+static size_t n_out;
+static int fail_at = -1;
+
+static int collect(void *ctx, const struct ss_record *r)
+{
+	(void)ctx;
+	if ((int)n_out == fail_at)
+		return 7;
+	if (n_out < MAX_OUT) {
+		out[n_out] = *r;
+		/* Strings live in the merge only until it is empty again. */
+		if (r->type == SS_REC_COMM)
+			snprintf(names[n_out], sizeof names[n_out], "%.*s", (int)r->u.comm.name_len, r->u.comm.name);
+		if (r->type == SS_REC_STALL)
+			snprintf(names[n_out], sizeof names[n_out], "%.*s", (int)r->u.stall.reason_len,
+				 r->u.stall.reason);
+	}
+	n_out++;
+	return 0;
+}
+
+static struct ss_record ev(uint8_t type, uint64_t thread, uint64_t ts, uint64_t task)
+{
+	struct ss_record r;
+	memset(&r, 0, sizeof r);
+	r.type = type;
+	r.is_event = true;
+	r.thread = thread;
+	r.ts = ts;
+	r.u.poll_begin.task = task; /* the first field of every task record */
+	return r;
+}
+
+static void test_order(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	/* Block 1: thread 1's run, then thread 2's; block 2 continues both. */
+	uint64_t t1[] = { 10, 30, 50 }, t2[] = { 20, 40 }, t1b[] = { 60, 80 }, t2b[] = { 55, 70 };
+	for (size_t i = 0; i < 3; i++) {
+		struct ss_record r = ev(SS_REC_POLL_BEGIN, 1, t1[i], 100 + i);
+		CHECK(ss_merge_push(&m, &r) == 0, "push");
+	}
+	for (size_t i = 0; i < 2; i++) {
+		struct ss_record r = ev(SS_REC_WAKE, 2, t2[i], 200 + i);
+		CHECK(ss_merge_push(&m, &r) == 0, "push");
+	}
+	CHECK(ss_merge_release(&m) == 0, "release");
+	CHECK(n_out == 0, "%zu released inside the window", n_out);
+	for (size_t i = 0; i < 2; i++) {
+		struct ss_record a = ev(SS_REC_POLL_END, 1, t1b[i], 0), b = ev(SS_REC_TERMINATE, 2, t2b[i], 300 + i);
+		ss_merge_push(&m, &a);
+		ss_merge_push(&m, &b);
+	}
+	/* Equal times on two threads: arrival order. */
+	struct ss_record x = ev(SS_REC_SPAWN, 3, 90, 1), y = ev(SS_REC_SPAWN, 4, 90, 2);
+	ss_merge_push(&m, &x);
+	ss_merge_push(&m, &y);
+	CHECK(ss_merge_drain(&m) == 0, "drain");
+	uint64_t want[] = { 10, 20, 30, 40, 50, 55, 60, 70, 80, 90, 90 };
+	CHECK(n_out == 11, "%zu delivered", n_out);
+	for (size_t i = 0; i < 11 && i < n_out; i++)
+		CHECK(out[i].ts == want[i], "record %zu at %llu, want %llu", i, (unsigned long long)out[i].ts,
+		      (unsigned long long)want[i]);
+	CHECK(n_out == 11 && out[9].thread == 3 && out[10].thread == 4, "equal times keep arrival order");
+	CHECK(out[0].thread == 1 && out[1].thread == 2 && out[1].type == SS_REC_WAKE &&
+		      out[1].u.wake.task == 200, "threads and fields follow their records");
+	CHECK(m.late == 0, "%llu late", (unsigned long long)m.late);
+	ss_merge_free(&m);
+}
+
+static void test_backwards_and_stalls(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	/* Thread 1's clock goes back (hostile): its file order stands. */
+	uint64_t ts[] = { 100, 50, 120 };
+	for (size_t i = 0; i < 3; i++) {
+		struct ss_record r = ev(SS_REC_MARK, 1, ts[i], 0);
+		r.u.mark.name = i + 1;
+		ss_merge_push(&m, &r);
+	}
+	/* The watchdog noticed these out of time order. */
+	struct ss_record s;
+	memset(&s, 0, sizeof s);
+	s.type = SS_REC_STALL_END;
+	s.ts = 130;
+	s.u.stall_end.thread = 2;
+	ss_merge_push(&m, &s);
+	memset(&s, 0, sizeof s);
+	s.type = SS_REC_TASK_DUMP;
+	s.ts = 60;
+	s.u.task_dump.thread = 2;
+	s.u.task_dump.idle_ns = 1000;
+	ss_merge_push(&m, &s);
+	memset(&s, 0, sizeof s);
+	s.type = SS_REC_STALL;
+	s.ts = 110;
+	s.u.stall.thread = 2;
+	s.u.stall.reason = "running";
+	s.u.stall.reason_len = 7;
+	ss_merge_push(&m, &s);
+	ss_merge_drain(&m);
+	CHECK(n_out == 6, "%zu delivered", n_out);
+	/* TASK_DUMP 60, MARK 100 (name 1), MARK 50 -> 100 (name 2), STALL 110, MARK 120, STALL_END 130 */
+	uint8_t types[] = { SS_REC_TASK_DUMP, SS_REC_MARK, SS_REC_MARK, SS_REC_STALL, SS_REC_MARK, SS_REC_STALL_END };
+	for (size_t i = 0; i < 6 && i < n_out; i++)
+		CHECK(out[i].type == types[i], "record %zu is type 0x%x, want 0x%x", i, out[i].type, types[i]);
+	CHECK(n_out == 6 && out[1].u.mark.name == 1 && out[2].u.mark.name == 2 && out[2].ts == 50,
+	      "a thread's records keep file order and their own times");
+	CHECK(n_out == 6 && out[0].ts == 60 && out[0].u.task_dump.idle_ns == 1000, "a dump keeps its times");
+	CHECK(n_out == 6 && !strcmp(names[3], "running"), "stall reason '%s'", names[3]);
+	ss_merge_free(&m);
+}
+
+static void test_window_late_cap(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	const uint64_t s1 = 1000000000ull;
+	for (uint64_t t = 1; t <= 5; t++) {
+		struct ss_record r = ev(SS_REC_PARK, 1, t * s1, 0);
+		ss_merge_push(&m, &r);
+	}
+	ss_merge_release(&m);
+	/* Stream time is at 5 s: the window (2 s) lets 1, 2 and 3 s go. */
+	CHECK(n_out == 3, "%zu released by the window", n_out);
+	struct ss_record old = ev(SS_REC_UNPARK, 2, 2 * s1 + 5, 0);
+	ss_merge_push(&m, &old);
+	CHECK(m.late == 1, "%llu late", (unsigned long long)m.late);
+	ss_merge_release(&m);
+	CHECK(n_out == 4 && out[3].ts == 2 * s1 + 5, "the late record is delivered at the next release");
+	ss_merge_drain(&m);
+	CHECK(n_out == 6, "%zu after the drain", n_out);
+	ss_merge_free(&m);
+
+	ss_merge_init(&m, collect, NULL);
+	m.max_buffered = 4;
+	n_out = 0;
+	for (uint64_t t = 1; t <= 10; t++) {
+		struct ss_record r = ev(SS_REC_QUEUE, t % 3, t, 0);
+		ss_merge_push(&m, &r);
+		CHECK(m.buffered <= 4, "%zu buffered", m.buffered);
+	}
+	CHECK(n_out == 6 && out[0].ts == 1 && out[5].ts == 6, "the cap releases the earliest (%zu)", n_out);
+	ss_merge_drain(&m);
+	ss_merge_free(&m);
+}
+
+static void test_fields(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	struct ss_record in[12];
+	memset(in, 0, sizeof in);
+	size_t n = 0;
+	in[n] = ev(SS_REC_POLL_BEGIN, 5, 1, 11), in[n++].u.poll_begin.location = 12;
+	in[n] = ev(SS_REC_QUEUE, 5, 2, 0), in[n].u.queue.local = 3, in[n++].u.queue.global = 4;
+	in[n] = ev(SS_REC_MARK, 5, 3, 0), in[n].u.mark.name = 9, in[n++].u.mark.value = -42;
+	in[n] = ev(SS_REC_WORKER_BEGIN, 5, 4, 0), in[n].u.worker_begin.runtime = 7,
+	in[n++].u.worker_begin.index = 2;
+	in[n] = ev(SS_REC_LOSS, 5, 5, 0), in[n].u.loss.count = 100, in[n].u.loss.span = 200,
+	in[n++].u.loss.reason = 3;
+	in[n].type = SS_REC_SAMPLE, in[n].ts = 6, in[n++].u.sample = (__typeof__(in[0].u.sample)){ 5, 77, 2, 1000, 1, 33 };
+	in[n].type = SS_REC_SWITCH, in[n].ts = 7, in[n++].u.switch_rec = (__typeof__(in[0].u.switch_rec)){ 5, 77, 1, 3 };
+	in[n].type = SS_REC_COMM, in[n].ts = 8, in[n].u.comm.thread = 5, in[n].u.comm.tid = 77,
+	in[n].u.comm.name = "worker-x", in[n++].u.comm.name_len = 8;
+	in[n].type = SS_REC_SAMPLER_LOSS, in[n].ts = 9,
+	in[n++].u.sampler_loss = (__typeof__(in[0].u.sampler_loss)){ 77, 10, 20, 1 };
+	in[n].type = SS_REC_STALL, in[n].ts = 10,
+	in[n].u.stall = (__typeof__(in[0].u.stall)){ 5, 77, 11, 12, 1, 0, 2, 1, 44, "blocked in read", 15 };
+	n++;
+	in[n].type = SS_REC_STALL_END, in[n].ts = 11,
+	in[n++].u.stall_end = (__typeof__(in[0].u.stall_end)){ 5, 77, 11, 1, 3 };
+	in[n].type = SS_REC_TASK_DUMP, in[n].ts = 12,
+	in[n++].u.task_dump = (__typeof__(in[0].u.task_dump)){ 11, 5, 77, 12, 5000, 45 };
+	for (size_t i = 0; i < n; i++) {
+		CHECK(ss_merge_wants(&in[i]), "record type 0x%x is merged", in[i].type);
+		CHECK(ss_merge_push(&m, &in[i]) == 0, "push 0x%x", in[i].type);
+	}
+	ss_merge_drain(&m);
+	CHECK(n_out == n, "%zu of %zu delivered", n_out, n);
+	for (size_t i = 0; i < n && i < n_out; i++) {
+		const struct ss_record *a = &in[i], *b = &out[i];
+		CHECK(a->type == b->type && a->ts == b->ts && a->is_event == b->is_event, "record %zu header", i);
+		if (a->is_event)
+			CHECK(a->thread == b->thread, "record %zu thread", i);
+		switch (a->type) {
+		case SS_REC_COMM:
+			CHECK(!strcmp(names[i], "worker-x") && b->u.comm.thread == 5 && b->u.comm.tid == 77,
+			      "COMM '%s'", names[i]);
+			break;
+		case SS_REC_STALL:
+			CHECK(!strcmp(names[i], "blocked in read"), "STALL reason '%s'", names[i]);
+			CHECK(b->u.stall.thread == 5 && b->u.stall.tid == 77 && b->u.stall.task == 11 &&
+				      b->u.stall.location == 12 && b->u.stall.poll_ts == 1 && b->u.stall.kind == 2 &&
+				      b->u.stall.syscall1 == 1 && b->u.stall.stack == 44,
+			      "STALL fields");
+			break;
+		default:
+			CHECK(!memcmp(&a->u, &b->u, sizeof a->u), "record %zu (0x%x) fields", i, a->type);
+		}
+	}
+	/* Definitions are not the merge's. */
+	struct ss_record def;
+	memset(&def, 0, sizeof def);
+	def.type = SS_REC_STACK;
+	CHECK(!ss_merge_wants(&def), "STACK is not merged");
+	def.type = SS_REC_MAPPING;
+	CHECK(!ss_merge_wants(&def), "MAPPING is not merged");
+	ss_merge_free(&m);
+}
+
+static void test_error(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	for (uint64_t t = 1; t <= 5; t++) {
+		struct ss_record r = ev(SS_REC_PARK, 1, t, 0);
+		ss_merge_push(&m, &r);
+	}
+	fail_at = 2;
+	CHECK(n_out == 0, "nothing delivered yet");
+	CHECK(ss_merge_drain(&m) == 7, "the delivery error is returned");
+	CHECK(n_out == 2, "%zu delivered before the error", n_out);
+	fail_at = -1;
+	CHECK(ss_merge_drain(&m) == 0 && n_out == 4, "the rest after it (%zu)", n_out);
+	/* After a drain, earlier times (the next recording) are not late. */
+	struct ss_record early = ev(SS_REC_PARK, 9, 1, 0), later = ev(SS_REC_PARK, 8, 3, 0);
+	ss_merge_push(&m, &later);
+	ss_merge_push(&m, &early);
+	CHECK(m.late == 0, "%llu late after a drain", (unsigned long long)m.late);
+	ss_merge_free(&m);
+}
+
+int main(void)
+{
+	test_order();
+	test_backwards_and_stalls();
+	test_window_late_cap();
+	test_fields();
+	test_error();
+	if (failures)
+		fprintf(stderr, "%d checks failed\n", failures);
+	else
+		printf("merge: ok\n");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,513 @@
+/*
+ * merge.c - see merge.h. Streams are FIFOs of fixed-size entries; a binary heap
+ * over the streams' first entries picks the earliest, so a release costs
+ * O(log streams) per record, not O(log records).
+ */
+#include "merge.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ss_merge_entry {
+	uint64_t key;      /* ordering time: the stream's running maximum */
+	uint64_t ts;       /* the record's own time */
+	uint64_t f[4];
+	uint32_t seq;
+	uint8_t type;
+	uint8_t pad[3];
+};
+
+struct ss_merge_stream {
+	uint64_t thread, tid;
+	struct ss_merge_entry *e;  /* ring of cap entries (a power of two) */
+	size_t head, n, cap;
+	uint64_t max_key;
+	size_t heap_pos;           /* index in m->heap + 1, 0 when not in it */
+};
+
+enum { CLASS_HOOKS = 0, CLASS_SAMPLER = 1, CLASS_STALLS = 2 };
+
+void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_record *r), void *ctx)
+{
+	memset(m, 0, sizeof *m);
+	m->window_ns = SS_MERGE_WINDOW_NS;
+	m->max_buffered = SS_MERGE_MAX_BUFFERED;
+	m->deliver = deliver;
+	m->ctx = ctx;
+}
+
+void ss_merge_free(struct ss_merge *m)
+{
+	for (size_t i = 0; i < m->n_streams; i++)
+		free(m->streams[i].e);
+	free(m->streams);
+	free(m->heap);
+	free(m->arena);
+	ss_hmap_free(&m->ids);
+	int (*deliver)(void *, const struct ss_record *) = m->deliver;
+	void *ctx = m->ctx;
+	ss_merge_init(m, deliver, ctx);
+}
+
+bool ss_merge_wants(const struct ss_record *r)
+{
+	if (r->is_event)
+		return true;
+	switch (r->type) {
+	case SS_REC_SAMPLE:
+	case SS_REC_SWITCH:
+	case SS_REC_COMM:
+	case SS_REC_SAMPLER_LOSS:
+	case SS_REC_STALL:
+	case SS_REC_STALL_END:
+	case SS_REC_TASK_DUMP:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---- the heap of streams ----------------------------------------------------- */
+
+static bool earlier(const struct ss_merge *m, uint32_t a, uint32_t b)
+{
+	const struct ss_merge_stream *x = &m->streams[a], *y = &m->streams[b];
+	const struct ss_merge_entry *ex = &x->e[x->head], *ey = &y->e[y->head];
+	if (ex->key != ey->key)
+		return ex->key < ey->key;
+	return (int32_t)(ex->seq - ey->seq) < 0;
+}
+
+static void heap_set(struct ss_merge *m, size_t i, uint32_t s)
+{
+	m->heap[i] = s;
+	m->streams[s].heap_pos = i + 1;
+}
+
+static void sift_up(struct ss_merge *m, size_t i)
+{
+	uint32_t s = m->heap[i];
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!earlier(m, s, m->heap[p]))
+			break;
+		heap_set(m, i, m->heap[p]);
+		i = p;
+	}
+	heap_set(m, i, s);
+}
+
+static void sift_down(struct ss_merge *m, size_t i)
+{
+	uint32_t s = m->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= m->n_heap)
+			break;
+		if (c + 1 < m->n_heap && earlier(m, m->heap[c + 1], m->heap[c]))
+			c++;
+		if (!earlier(m, m->heap[c], s))
+			break;
+		heap_set(m, i, m->heap[c]);
+		i = c;
+	}
+	heap_set(m, i, s);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+static int stream_of(struct ss_merge *m, unsigned cls, uint64_t thread, uint64_t tid, uint32_t *out)
+{
+	/* tid fits 32 bits on Linux; a hostile larger one only shares a stream. */
+	uint64_t b = (tid & ((1ull << 62) - 1)) | (uint64_t)cls << 62;
+	uint64_t key = thread * 0x9E3779B97F4A7C15ull ^ b;
+	if (m->n_streams && m->cached_key == key) {
+		struct ss_merge_stream *c = &m->streams[m->cached_idx];
+		if (c->thread == thread && c->tid == b) {
+			*out = m->cached_idx;
+			return 0;
+		}
+	}
+	uint64_t v;
+	if (ss_hmap_get(&m->ids, thread, b, &v)) {
+		*out = (uint32_t)(v - 1);
+	} else {
+		if (m->n_streams == m->cap_streams) {
+			size_t nc = m->cap_streams ? m->cap_streams * 2 : 16;
+			struct ss_merge_stream *ns = realloc(m->streams, nc * sizeof *ns);
+			if (!ns)
+				return -1;
+			m->streams = ns;
+			uint32_t *nh = realloc(m->heap, nc * sizeof *nh);
+			if (!nh)
+				return -1;
+			m->heap = nh;
+			m->cap_streams = nc;
+		}
+		if (m->n_streams >= UINT32_MAX - 1 || ss_hmap_put(&m->ids, thread, b, m->n_streams + 1) != 0)
+			return -1;
+		m->streams[m->n_streams] = (struct ss_merge_stream){ .thread = thread, .tid = b };
+		*out = (uint32_t)m->n_streams++;
+	}
+	m->cached_key = key;
+	m->cached_idx = *out;
+	return 0;
+}
+
+static struct ss_merge_entry *stream_append(struct ss_merge_stream *s)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		struct ss_merge_entry *ne = malloc(nc * sizeof *ne);
+		if (!ne)
+			return NULL;
+		/* Unroll the ring into the new array. */
+		for (size_t i = 0; i < s->n; i++)
+			ne[i] = s->e[(s->head + i) & (s->cap - 1)];
+		free(s->e);
+		s->e = ne;
+		s->head = 0;
+		s->cap = nc;
+	}
+	return &s->e[(s->head + s->n++) & (s->cap - 1)];
+}
+
+/* ---- copies of what records point to ---------------------------------------- */
+
+static int arena_put(struct ss_merge *m, const void *p, size_t len, uint64_t *off)
+{
+	size_t at = (m->arena_len + 7) & ~(size_t)7;
+	if (len > SIZE_MAX / 2 || at + len < at)
+		return -1;
+	if (at + len > m->arena_cap) {
+		size_t nc = m->arena_cap ? m->arena_cap : 4096;
+		while (nc < at + len)
+			nc *= 2;
+		char *na = realloc(m->arena, nc);
+		if (!na)
+			return -1;
+		m->arena = na;
+		m->arena_cap = nc;
+	}
+	if (len)
+		memcpy(m->arena + at, p, len);
+	m->arena_len = at + len;
+	*off = at;
+	return 0;
+}
+
+/* ---- records in and out ------------------------------------------------------- */
+
+/* Fills the entry's fields from r; returns the stream class and its thread and tid. */
+static int encode(struct ss_merge *m, const struct ss_record *r, struct ss_merge_entry *e,
+		  unsigned *cls, uint64_t *thread, uint64_t *tid)
+{
+	memset(e, 0, sizeof *e);
+	e->type = r->type;
+	e->ts = e->key = r->ts;
+	*cls = CLASS_HOOKS;
+	*thread = r->thread;
+	*tid = 0;
+	if (r->is_event) {
+		switch (r->type) {
+		case SS_REC_POLL_BEGIN:
+			e->f[0] = r->u.poll_begin.task;
+			e->f[1] = r->u.poll_begin.location;
+			break;
+		case SS_REC_SPAWN:
+			e->f[0] = r->u.spawn.task;
+			e->f[1] = r->u.spawn.location;
+			break;
+		case SS_REC_TERMINATE:
+			e->f[0] = r->u.terminate.task;
+			break;
+		case SS_REC_WAKE:
+			e->f[0] = r->u.wake.task;
+			break;
+		case SS_REC_QUEUE:
+			e->f[0] = r->u.queue.local;
+			e->f[1] = r->u.queue.global;
+			break;
+		case SS_REC_MARK:
+			e->f[0] = r->u.mark.name;
+			e->f[1] = (uint64_t)r->u.mark.value;
+			break;
+		case SS_REC_SPAN_BEGIN:
+		case SS_REC_SPAN_END:
+			e->f[0] = r->u.span.name;
+			break;
+		case SS_REC_WORKER_BEGIN:
+			e->f[0] = r->u.worker_begin.runtime;
+			e->f[1] = r->u.worker_begin.index;
+			break;
+		case SS_REC_LOSS:
+			e->f[0] = r->u.loss.count;
+			e->f[1] = r->u.loss.span;
+			e->f[2] = r->u.loss.reason;
+			break;
+		default:
+			break;
+		}
+		return 0;
+	}
+	switch (r->type) {
+	case SS_REC_SAMPLE:
+		*cls = CLASS_SAMPLER;
+		*thread = r->u.sample.thread;
+		*tid = r->u.sample.tid;
+		e->f[0] = r->u.sample.cpu;
+		e->f[1] = r->u.sample.weight;
+		e->f[2] = r->u.sample.kind;
+		e->f[3] = r->u.sample.stack;
+		return 0;
+	case SS_REC_SWITCH:
+		*cls = CLASS_SAMPLER;
+		*thread = r->u.switch_rec.thread;
+		*tid = r->u.switch_rec.tid;
+		e->f[0] = r->u.switch_rec.cpu;
+		e->f[1] = r->u.switch_rec.flags;
+		return 0;
+	case SS_REC_COMM:
+		*cls = CLASS_SAMPLER;
+		*thread = r->u.comm.thread;
+		*tid = r->u.comm.tid;
+		e->f[1] = r->u.comm.name_len;
+		return arena_put(m, r->u.comm.name, r->u.comm.name_len, &e->f[0]);
+	case SS_REC_SAMPLER_LOSS:
+		*cls = CLASS_SAMPLER;
+		*thread = 0;
+		*tid = r->u.sampler_loss.tid;
+		e->f[0] = r->u.sampler_loss.span;
+		e->f[1] = r->u.sampler_loss.count;
+		e->f[2] = r->u.sampler_loss.reason;
+		return 0;
+	case SS_REC_STALL: {
+		*cls = CLASS_STALLS;
+		*thread = r->u.stall.thread;
+		*tid = r->u.stall.tid;
+		/* The whole record, then its reason. */
+		uint64_t roff;
+		if (arena_put(m, r, sizeof *r, &e->f[0]) != 0 ||
+		    arena_put(m, r->u.stall.reason, r->u.stall.reason_len, &roff) != 0)
+			return -1;
+		e->f[1] = roff;
+		return 0;
+	}
+	case SS_REC_STALL_END:
+		*cls = CLASS_STALLS;
+		*thread = r->u.stall_end.thread;
+		*tid = r->u.stall_end.tid;
+		e->f[0] = r->u.stall_end.task;
+		e->f[1] = r->u.stall_end.poll_ts;
+		e->f[2] = r->u.stall_end.captures;
+		return 0;
+	case SS_REC_TASK_DUMP:
+		/* At the yield, inside the task's poll: the task is alive there, and
+		 * the dump was written long after it. */
+		*cls = CLASS_STALLS;
+		*thread = r->u.task_dump.thread;
+		*tid = r->u.task_dump.tid;
+		e->f[0] = r->u.task_dump.task;
+		e->f[1] = r->u.task_dump.location;
+		e->f[2] = r->u.task_dump.idle_ns;
+		e->f[3] = r->u.task_dump.stack;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static void decode(const struct ss_merge *m, const struct ss_merge_stream *s,
+		   const struct ss_merge_entry *e, struct ss_record *r)
+{
+	if (e->type == SS_REC_STALL) {
+		memcpy(r, m->arena + e->f[0], sizeof *r);
+		r->u.stall.reason = m->arena + e->f[1];
+		return;
+	}
+	memset(r, 0, sizeof *r);
+	r->type = e->type;
+	r->ts = e->ts;
+	r->is_event = e->type >= 0x10 && e->type <= 0x3f;
+	uint64_t tid = s->tid & ((1ull << 62) - 1);
+	if (r->is_event) {
+		r->thread = s->thread;
+		switch (e->type) {
+		case SS_REC_POLL_BEGIN:
+			r->u.poll_begin.task = e->f[0];
+			r->u.poll_begin.location = e->f[1];
+			break;
+		case SS_REC_SPAWN:
+			r->u.spawn.task = e->f[0];
+			r->u.spawn.location = e->f[1];
+			break;
+		case SS_REC_TERMINATE:
+			r->u.terminate.task = e->f[0];
+			break;
+		case SS_REC_WAKE:
+			r->u.wake.task = e->f[0];
+			break;
+		case SS_REC_QUEUE:
+			r->u.queue.local = e->f[0];
+			r->u.queue.global = e->f[1];
+			break;
+		case SS_REC_MARK:
+			r->u.mark.name = e->f[0];
+			r->u.mark.value = (int64_t)e->f[1];
+			break;
+		case SS_REC_SPAN_BEGIN:
+		case SS_REC_SPAN_END:
+			r->u.span.name = e->f[0];
+			break;
+		case SS_REC_WORKER_BEGIN:
+			r->u.worker_begin.runtime = e->f[0];
+			r->u.worker_begin.index = e->f[1];
+			break;
+		case SS_REC_LOSS:
+			r->u.loss.count = e->f[0];
+			r->u.loss.span = e->f[1];
+			r->u.loss.reason = e->f[2];
+			break;
+		default:
+			break;
+		}
+		return;
+	}
+	switch (e->type) {
+	case SS_REC_SAMPLE:
+		r->u.sample = (__typeof__(r->u.sample)){ s->thread, tid, e->f[0], e->f[1], e->f[2], e->f[3] };
+		break;
+	case SS_REC_SWITCH:
+		r->u.switch_rec = (__typeof__(r->u.switch_rec)){ s->thread, tid, e->f[0], e->f[1] };
+		break;
+	case SS_REC_COMM:
+		r->u.comm.thread = s->thread;
+		r->u.comm.tid = tid;
+		r->u.comm.name = m->arena + e->f[0];
+		r->u.comm.name_len = (size_t)e->f[1];
+		break;
+	case SS_REC_SAMPLER_LOSS:
+		r->u.sampler_loss = (__typeof__(r->u.sampler_loss)){ tid, e->f[0], e->f[1], e->f[2] };
+		break;
+	case SS_REC_STALL_END:
+		r->u.stall_end = (__typeof__(r->u.stall_end)){ s->thread, tid, e->f[0], e->f[1], e->f[2] };
+		break;
+	case SS_REC_TASK_DUMP:
+		r->u.task_dump = (__typeof__(r->u.task_dump)){ e->f[0], s->thread, tid, e->f[1], e->f[2], e->f[3] };
+		break;
+	default:
+		break;
+	}
+}
+
+/* Releases the earliest buffered record. */
+static int release_one(struct ss_merge *m)
+{
+	uint32_t si = m->heap[0];
+	struct ss_merge_stream *s = &m->streams[si];
+	struct ss_merge_entry e = s->e[s->head];
+	s->head = (s->head + 1) & (s->cap - 1);
+	s->n--;
+	m->buffered--;
+	if (s->n) {
+		sift_down(m, 0);
+	} else {
+		s->heap_pos = 0;
+		if (--m->n_heap) {
+			heap_set(m, 0, m->heap[m->n_heap]);
+			sift_down(m, 0);
+		}
+	}
+	m->released_key = e.key;
+	m->released_any = true;
+	struct ss_record r;
+	decode(m, s, &e, &r);
+	int rc = m->deliver(m->ctx, &r);
+	if (!m->buffered)
+		m->arena_len = 0; /* nothing points into it any more */
+	return rc;
+}
+
+int ss_merge_push(struct ss_merge *m, const struct ss_record *r)
+{
+	struct ss_merge_entry e;
+	unsigned cls;
+	uint64_t thread, tid;
+	uint32_t si;
+	if (encode(m, r, &e, &cls, &thread, &tid) != 0 || stream_of(m, cls, thread, tid, &si) != 0)
+		return -1;
+	struct ss_merge_stream *s = &m->streams[si];
+	size_t at = s->n;
+	if (cls == CLASS_STALLS) {
+		/* The watchdog and the task-dump collector write in the order they
+		 * noticed things, not in time order; they are few, so each goes to
+		 * its place (within a bound: hostile input cannot make this
+		 * quadratic). */
+		for (size_t k = 0; at > 0 && k < 4096; k++, at--)
+			if (s->e[(s->head + at - 1) & (s->cap - 1)].key <= e.key)
+				break;
+		if (at > 0 && s->e[(s->head + at - 1) & (s->cap - 1)].key > e.key) {
+			at = s->n;
+			e.key = s->max_key;
+		}
+	} else if (e.key < s->max_key) {
+		/* File order within a thread's stream, whatever its timestamps say. */
+		e.key = s->max_key;
+	}
+	if (e.key > s->max_key)
+		s->max_key = e.key;
+	if (m->released_any && e.key < m->released_key)
+		m->late++;
+	if (e.key > m->max_key)
+		m->max_key = e.key;
+	e.seq = m->seq++;
+	if (!stream_append(s))
+		return -1;
+	for (size_t k = s->n - 1; k > at; k--)
+		s->e[(s->head + k) & (s->cap - 1)] = s->e[(s->head + k - 1) & (s->cap - 1)];
+	s->e[(s->head + at) & (s->cap - 1)] = e;
+	m->buffered++;
+	if (!s->heap_pos) {
+		heap_set(m, m->n_heap++, si);
+		sift_up(m, m->n_heap - 1);
+	} else if (at == 0) {
+		sift_up(m, s->heap_pos - 1); /* a new, earlier head */
+	}
+	while (m->buffered > m->max_buffered) {
+		int rc = release_one(m);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int ss_merge_release(struct ss_merge *m)
+{
+	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
+	while (m->n_heap) {
+		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
+		if (s->e[s->head].key > mark)
+			break;
+		int rc = release_one(m);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int ss_merge_drain(struct ss_merge *m)
+{
+	while (m->n_heap) {
+		int rc = release_one(m);
+		if (rc)
+			return rc;
+	}
+	/* The next segment starts afresh: its times need not follow these (another
+	 * recording, or one imported before this one). */
+	m->arena_len = 0;
+	m->max_key = 0;
+	m->released_any = false;
+	for (size_t i = 0; i < m->n_streams; i++)
+		m->streams[i].max_key = 0;
+	return 0;
+}

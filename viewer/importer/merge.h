@@ -1,0 +1,88 @@
+/*
+ * merge.h - puts the timestamped records of one segment back into time order
+ * before they reach the trackers.
+ *
+ * A segment holds each thread's events in order, but in per-thread runs: the
+ * writer drains one ring after another, and the sampler and the watchdog write
+ * their records when they are drained. Read in file order, a TERMINATE on one
+ * thread can come before the earlier poll of that task on another thread, and
+ * a WAKE after the poll it led to. The trackers need one time-ordered stream.
+ *
+ * Each source of records (a thread's hooks, the sampler's records of a thread,
+ * the watchdog's records of a thread) is a stream whose records arrive in order;
+ * the merge buffers them and releases the earliest across streams once the
+ * stream data has moved `window_ns` past it, or when more than `max_buffered`
+ * records wait (memory is bounded; the window shrinks for a dense trace). A
+ * record that arrives after records later than it were released is released at
+ * once and counted in `late`: its order is the file's. Within a stream the file
+ * order is always kept, even when timestamps go backwards (hostile input): a
+ * record is ordered by the largest time its stream has reached.
+ *
+ * Records are copied in: what a record points to (a thread name, a stall's
+ * reason) is kept by the merge until it is empty again. Definitions referenced
+ * by id (strings, locations, stacks) stay the reader's: release everything
+ * (ss_merge_drain) before the reader moves to another segment.
+ *
+ * Not thread-safe; one merge per import.
+ */
+#ifndef STALLSCOPE_MERGE_H
+#define STALLSCOPE_MERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hmap.h"
+#include "segment_reader.h"
+
+struct ss_merge_entry;
+struct ss_merge_stream;
+
+struct ss_merge {
+	uint64_t window_ns;     /* how far stream time must move past a record */
+	size_t max_buffered;    /* records held at most */
+	/* what the merge delivers to; a non-zero return stops a release and is
+	 * returned by it */
+	int (*deliver)(void *ctx, const struct ss_record *r);
+	void *ctx;
+
+	struct ss_hmap ids;     /* stream key -> index + 1 */
+	struct ss_merge_stream *streams;
+	size_t n_streams, cap_streams;
+	uint32_t *heap;         /* non-empty streams, earliest head first */
+	size_t n_heap;
+	size_t buffered;
+	uint32_t seq;           /* arrival order, for equal times */
+	uint64_t max_key;       /* latest time seen */
+	uint64_t released_key;  /* time of the last record released */
+	bool released_any;
+	char *arena;            /* copies of what records point to */
+	size_t arena_len, arena_cap;
+	uint64_t late;          /* records that arrived after later ones were released */
+	uint64_t cached_key;    /* the last stream looked up */
+	uint32_t cached_idx;
+};
+
+/* Defaults: 2 s of trace time, 1M records (about 48 MB). */
+#define SS_MERGE_WINDOW_NS 2000000000ull
+#define SS_MERGE_MAX_BUFFERED 1048576u
+
+void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_record *r), void *ctx);
+void ss_merge_free(struct ss_merge *m);
+
+/* Whether r is a record the merge orders (events, sampling records other than
+ * definitions, stall and task-dump records). */
+bool ss_merge_wants(const struct ss_record *r);
+
+/* Takes a copy of r. Returns 0, a deliver() result when the buffer was full and
+ * releasing failed, or -1 when memory ran out. */
+int ss_merge_push(struct ss_merge *m, const struct ss_record *r);
+
+/* Releases what the window allows. */
+int ss_merge_release(struct ss_merge *m);
+
+/* Releases everything, in order, and forgets the times seen: what is pushed
+ * next (the next segment) may be earlier. */
+int ss_merge_drain(struct ss_merge *m);
+
+#endif /* STALLSCOPE_MERGE_H */
