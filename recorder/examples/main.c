@@ -289,9 +289,15 @@ int main(int argc, char **argv)
 	if (recording) {
 		struct stallscope_stats ss;
 		stallscope_get_stats(&ss);
+		/* Every lost event, as the metrics and the trace's loss records count
+		 * them: refused by a full buffer, or accepted and lost to a failed
+		 * write (a full disk). */
 		snprintf(rec, sizeof(rec),
-			 " recorded_events=%llu dropped_events=%llu segments=%llu bytes=%llu",
-			 (unsigned long long)ss.events_written, (unsigned long long)ss.events_dropped,
+			 " recorded_events=%llu dropped_events=%llu (buffer %llu, write %llu) segments=%llu"
+			 " bytes=%llu",
+			 (unsigned long long)ss.events_written,
+			 (unsigned long long)(ss.events_dropped + ss.events_lost_on_disk),
+			 (unsigned long long)ss.events_dropped, (unsigned long long)ss.events_lost_on_disk,
 			 (unsigned long long)ss.segments_sealed, (unsigned long long)ss.bytes_written);
 	}
 	fprintf(stderr,

@@ -10,6 +10,7 @@
 #include "recorder-private.h"
 #include "sampler.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,17 +85,47 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 	return need;
 }
 
+/* The errno of the last refused write, so a lasting problem is logged once. */
+static int metrics_failed;
+
+static void metrics_refused(const char *what, const char *path, int err)
+{
+	atomic_fetch_add(&ss_counters.errors, 1);
+	if (err != metrics_failed)
+		ss_log("metrics file not written: %s %s: %s", what, path, strerror(err));
+	metrics_failed = err;
+}
+
 SS_INTERNAL void ss_metrics_write_file(const char *path)
 {
 	char text[8192], tmp[4200];
 	size_t n = stallscope_metrics_text(text, sizeof text);
-	if (n >= sizeof text || snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+	if (n >= sizeof text || snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+		metrics_refused("name too long:", path, ENAMETOOLONG);
 		return;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
+	}
+	/* O_EXCL | O_NOFOLLOW: a file or link planted at the temporary name is
+	 * refused, never truncated or written through. 0640 like the segments. */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		metrics_refused("cannot create", tmp, errno);
 		return;
+	}
 	ssize_t w = write(fd, text, n);
+	int werr = w < 0 ? errno : ENOSPC;
 	close(fd);
-	if (w != (ssize_t)n || rename(tmp, path) != 0)
+	if (w != (ssize_t)n) {
 		unlink(tmp);
+		metrics_refused("cannot write", tmp, werr);
+		return;
+	}
+	if (rename(tmp, path) != 0) {
+		int e = errno;
+		unlink(tmp);
+		metrics_refused("cannot rename to", path, e);
+		return;
+	}
+	if (metrics_failed)
+		ss_log("metrics file %s written again", path);
+	metrics_failed = 0;
 }

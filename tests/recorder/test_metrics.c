@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "trace_check.h"
 
@@ -95,6 +96,13 @@ static uint64_t disk_bytes(const char *dir, const char *prefix)
 	}
 	closedir(d);
 	return total;
+}
+
+static mode_t tc_umask(void)
+{
+	mode_t m = umask(0);
+	umask(m);
+	return m;
 }
 
 static void check_snprintf_contract(void)
@@ -199,6 +207,36 @@ int main(void)
 	stallscope_poll_end();
 	snapshot();
 	CHECK(value("stallscope_events_total") == ev1 + 1, "a hook after stop was counted");
+
+	/* The metrics file: its temporary name is created with O_EXCL, so a hard
+	 * link planted there is refused (and counted), never written through; a
+	 * file written is 0640 like the segments. */
+	char victim[4200], prom[4200], plant[4300];
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	snprintf(prom, sizeof prom, "%s/m.prom", dir);
+	snprintf(plant, sizeof plant, "%s.tmp.%d", prom, (int)getpid());
+	FILE *vf = fopen(victim, "w");
+	CHECK(vf && fputs("keep me\n", vf) >= 0 && fclose(vf) == 0, "victim file");
+	CHECK(link(victim, plant) == 0, "plant a hard link at %s", plant);
+	uint64_t err0 = value("stallscope_errors_total");
+	cfg.metrics_file = prom;
+	CHECK(stallscope_start(&cfg) == 0, "start with a metrics file: %s", stallscope_last_error());
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	char got[64] = "";
+	vf = fopen(victim, "r");
+	CHECK(vf && fgets(got, sizeof got, vf) && !strcmp(got, "keep me\n"), "the planted link was written through: '%s'", got);
+	if (vf)
+		fclose(vf);
+	struct stat pst;
+	CHECK(stat(prom, &pst) != 0, "metrics written through a refused temporary file");
+	snapshot();
+	CHECK(value("stallscope_errors_total") > err0, "the refused temporary file is not counted as an error");
+	unlink(plant);
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	CHECK(stat(prom, &pst) == 0 && (pst.st_mode & 0777) == (0640 & ~tc_umask()), "metrics file mode %o",
+	      (unsigned)(pst.st_mode & 0777));
+	CHECK(stat(plant, &pst) != 0, "temporary file left behind");
 
 	tc_rmrf(dir);
 	free(dir);
