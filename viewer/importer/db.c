@@ -114,7 +114,12 @@ int ss_db_open(struct ss_db *d, const char *path)
 	sqlite3_stmt *s;
 	if (sqlite3_prepare_v2(d->db, "SELECT count(*) FROM sqlite_master WHERE name = 'schema_info'",
 			       -1, &s, NULL) != SQLITE_OK) {
-		snprintf(d->err, sizeof d->err, "%s: %s", path, sqlite3_errmsg(d->db));
+		int code = sqlite3_errcode(d->db);
+		snprintf(d->err, sizeof d->err, "%s: %s%s", path, sqlite3_errmsg(d->db),
+			 code == SQLITE_CORRUPT || code == SQLITE_NOTADB
+				 ? " (not a complete database: an import by stallscope 0.1 that was killed"
+				   " leaves such a file; remove it and import again)"
+				 : "");
 		return -1;
 	}
 	if (sqlite3_step(s) == SQLITE_ROW)

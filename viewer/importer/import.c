@@ -15,6 +15,7 @@
 
 #include "import-private.h"
 #include "progress.h"
+#include "target.h"
 
 struct input {
 	char *path;
@@ -49,6 +50,21 @@ static int add_input(struct inputs *in, const char *path, uint64_t size)
 
 /* depth: directories are searched this many levels down (a directory of
  * recordings, each a directory of segments). */
+static void expand(struct imp *im, struct inputs *in, const char *path, int depth);
+
+/* A path the user gave: says so when it holds no segment at all. */
+static void expand_arg(struct imp *im, struct inputs *in, const char *path)
+{
+	size_t before = in->n;
+	uint64_t unreadable = im->res->unreadable;
+	expand(im, in, path, 2);
+	struct stat st;
+	if (in->n == before && im->res->unreadable == unreadable && stat(path, &st) == 0 &&
+	    S_ISDIR(st.st_mode) && !im->o->quiet)
+		fprintf(im->log, "stallscope import: no segments found in %s (PREFIX.N.bin or"
+			" PREFIX.N.bin.active files)\n", path);
+}
+
 static void expand(struct imp *im, struct inputs *in, const char *path, int depth)
 {
 	struct stat st;
@@ -440,14 +456,24 @@ static struct ss_reader_options reader_opts(const struct ss_import_options *o)
 					   .max_definition_bytes = o->fuzz_ignore_crc ? 64u << 10 : 0 };
 }
 
-static void report(struct imp *im, struct ss_progress *pg)
+static void report(struct imp *im, struct ss_progress *pg, int rc)
 {
 	struct ss_import_result *res = im->res;
 	res->seconds = ss_progress_now() - pg->start;
 	res->bytes = pg->done_bytes;
-	res->late = im->merge.late;
 	if (im->o->quiet)
 		return;
+	if (rc != SS_IMPORT_OK) {
+		/* No summary of what was read: none of it is in the database. */
+		if (rc == SS_IMPORT_OUTPUT)
+			fprintf(im->log, "stallscope import: nothing was imported: %s %s\n", im->target,
+				im->fresh_target ? "was not created" : "is as it was before");
+		else
+			fprintf(im->log, "stallscope import: nothing to import (%llu files, %llu unreadable)%s\n",
+				(unsigned long long)res->files, (unsigned long long)res->unreadable,
+				im->fresh_target ? "; no database was created" : "");
+		return;
+	}
 	if (res->late)
 		fprintf(im->log, "stallscope import: warning: %llu records came more than %.1f s (or %zu records)"
 			" after later ones of other threads: they were taken in file order, and links between"
@@ -458,21 +484,35 @@ static void report(struct imp *im, struct ss_progress *pg)
 		(unsigned long long)res->imported, res->imported == 1 ? "" : "s",
 		(unsigned long long)res->unchanged, (unsigned long long)res->damaged,
 		(unsigned long long)res->unreadable, (unsigned long long)res->events, res->seconds,
-		res->seconds > 0 ? (double)res->events / res->seconds / 1e6 : 0.0, im->o->db_path);
+		res->seconds > 0 ? (double)res->events / res->seconds / 1e6 : 0.0, im->target);
 }
 
-int ss_import_paths(const struct ss_import_options *o, const char *const *paths, size_t n,
+int ss_import_paths(const struct ss_import_options *user_o, const char *const *paths, size_t n,
 		    struct ss_import_result *res)
 {
 	struct imp im;
 	struct inputs in = { 0 };
+	struct ss_target tg;
 	memset(res, 0, sizeof *res);
-	if (setup(&im, o, res) != 0) {
-		teardown(&im);
+	FILE *log = user_o->log ? user_o->log : stderr;
+	if (ss_target_begin(&tg, user_o->db_path, log, user_o->quiet) != 0) {
+		if (!user_o->quiet)
+			fprintf(log, "stallscope import: %s\n", tg.err);
 		return SS_IMPORT_OUTPUT;
 	}
+	/* Rows go to the temporary file of a new database (target.c). */
+	struct ss_import_options wo = *user_o;
+	wo.db_path = tg.write_path;
+	const struct ss_import_options *o = &wo;
+	if (setup(&im, o, res) != 0) {
+		teardown(&im);
+		ss_target_abort(&tg);
+		return SS_IMPORT_OUTPUT;
+	}
+	im.target = tg.path;
+	im.fresh_target = tg.building;
 	for (size_t i = 0; i < n; i++)
-		expand(&im, &in, paths[i], 2);
+		expand_arg(&im, &in, paths[i]);
 	res->files = in.n;
 	struct ss_reader_options ro = reader_opts(o);
 	uint64_t total = 0;
@@ -515,13 +555,21 @@ int ss_import_paths(const struct ss_import_options *o, const char *const *paths,
 		free(in.v[i].path);
 	free(in.v);
 	int rc = SS_IMPORT_OK;
-	if (imp_recording_end(&im) != 0 || finish(&im, &pg) != 0)
+	if (res->imported + res->unchanged == 0 && !im.failed)
+		rc = SS_IMPORT_NOTHING;
+	else if (imp_recording_end(&im) != 0 || finish(&im, &pg) != 0)
 		rc = SS_IMPORT_OUTPUT;
 	ss_progress_end(&pg);
-	report(&im, &pg);
-	if (rc == SS_IMPORT_OK && res->imported + res->unchanged == 0)
-		rc = SS_IMPORT_NOTHING;
+	res->late = im.merge.late;
 	teardown(&im);
+	if (rc == SS_IMPORT_OK && ss_target_commit(&tg) != 0) {
+		if (!o->quiet)
+			fprintf(im.log, "stallscope import: %s\n", tg.err);
+		rc = SS_IMPORT_OUTPUT;
+	}
+	if (rc != SS_IMPORT_OK)
+		ss_target_abort(&tg);
+	report(&im, &pg, rc);
 	return rc;
 }
 
@@ -540,6 +588,7 @@ int ss_import_buffer(const struct ss_import_options *o, const void *buf, size_t 
 	char err[256];
 	struct ss_progress pg;
 	ss_progress_start(&pg, im.log, false, len);
+	im.target = o->db_path;
 	res->files = 1;
 	int rc = SS_IMPORT_OK;
 	if (ss_reader_open_buffer(&rd, buf, len, &ro, &kind, err, sizeof err) != 0) {
@@ -551,7 +600,8 @@ int ss_import_buffer(const struct ss_import_options *o, const void *buf, size_t 
 	}
 	if (imp_recording_end(&im) != 0 || finish(&im, &pg) != 0)
 		rc = SS_IMPORT_OUTPUT;
-	report(&im, &pg);
+	res->late = im.merge.late;
+	report(&im, &pg, rc);
 	teardown(&im);
 	return rc;
 }
