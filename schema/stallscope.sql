@@ -331,6 +331,60 @@ CREATE TABLE IF NOT EXISTS import_pending_wakes (
   in_poll INTEGER NOT NULL          -- 1: the wake came while the task was being polled
 );
 
+-- Importer state, not for queries: what a thread was in the middle of where an
+-- import ended, so the next import of the same recording continues it exactly
+-- as one import of everything would: its on/off-CPU state (that interval has no
+-- end in the data yet, so no cpu_intervals row) and the last queue depths it
+-- reported (queue_depths keeps changes only). The next import drops the rows.
+CREATE TABLE IF NOT EXISTS import_thread_state (
+  thread_id INTEGER PRIMARY KEY REFERENCES threads(id),
+  cpu_state INTEGER,                -- 1 on-cpu, 2 blocked, 3 preempted; NULL unknown
+  cpu_since INTEGER,                -- ns, when the thread entered that state
+  cpu INTEGER,                      -- the CPU it ran on (on-cpu), NULL when unknown
+  queue_local INTEGER,              -- the last queue depths, NULL when none
+  queue_global INTEGER
+);
+
+-- Importer state, not for queries: tasks that ended in the last seconds before
+-- an import ended. A record of such a task that comes after its TERMINATE in
+-- the files (another thread's, written a moment later) still belongs to it,
+-- also when the next import reads it.
+CREATE TABLE IF NOT EXISTS import_ended_tasks (
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  task INTEGER NOT NULL,            -- the runtime's task number
+  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  end_ts INTEGER NOT NULL
+);
+
+-- Importer state, not for queries: spans still open where an import ended, by
+-- thread and nesting depth (their spans rows are written when they end).
+CREATE TABLE IF NOT EXISTS import_open_spans (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  depth INTEGER NOT NULL,
+  ts INTEGER NOT NULL,
+  name TEXT,
+  PRIMARY KEY (thread_id, depth)
+) WITHOUT ROWID;
+
+-- Importer state, not for queries: each worker's open summary buckets where an
+-- import ended, one per source and level. The next import of the same recording
+-- continues them (and adds only what is new to worker_summaries), so importing
+-- in several steps gives the same summaries as one import of everything.
+CREATE TABLE IF NOT EXISTS import_open_summary (
+  worker_id INTEGER NOT NULL REFERENCES workers(id),
+  source INTEGER NOT NULL,          -- 0 polls and parks, 1 off-CPU time
+  bucket_ns INTEGER NOT NULL,       -- the level
+  ts INTEGER NOT NULL,              -- the bucket's start, ns
+  starts INTEGER NOT NULL,          -- polls and parks begun in it
+  busy_ns INTEGER NOT NULL,
+  parked_ns INTEGER NOT NULL,
+  offcpu_ns INTEGER NOT NULL,
+  polls INTEGER NOT NULL,
+  max_poll_ns INTEGER NOT NULL,
+  written INTEGER NOT NULL,         -- 1: these amounts are in worker_summaries already
+  PRIMARY KEY (worker_id, source, bucket_ns)
+) WITHOUT ROWID;
+
 -- A stack leaf first: one row per frame of callsite_id's stack, depth 0 = leaf.
 CREATE VIEW IF NOT EXISTS callsite_frames AS
 WITH RECURSIVE walk(callsite_id, depth, cs) AS (
@@ -338,7 +392,7 @@ WITH RECURSIVE walk(callsite_id, depth, cs) AS (
   UNION ALL
   SELECT walk.callsite_id, walk.depth + 1, c.parent_id
     FROM walk JOIN callsites c ON c.id = walk.cs
-   WHERE c.parent_id IS NOT NULL
+   WHERE c.parent_id IS NOT NULL AND walk.depth < 4096 -- a cycle (a damaged file) ends
 )
 SELECT walk.callsite_id AS callsite_id, walk.depth AS depth,
        f.function AS function, f.file AS file, f.line AS line,

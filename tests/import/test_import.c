@@ -396,7 +396,7 @@ static void test_stitch(void)
 	sb_thread(&s1, 1, 5000);
 	sb_event(&s1, SS_REC_POLL_END, 5000, 0);
 	sb_event(&s1, SS_REC_POLL_BEGIN, 6000, 2, (uint64_t)8, (uint64_t)2);
-	sb_event(&s1, SS_REC_QUEUE, 7000, 2, (uint64_t)1, (uint64_t)0);
+	sb_event(&s1, SS_REC_QUEUE, 7000, 2, (uint64_t)3, (uint64_t)250); /* local, global */
 	sb_end_block(&s1, false);
 	sb_footer(&s1, SS_SEALED_WRITER, 0);
 
@@ -414,11 +414,111 @@ static void test_stitch(void)
 	CHECK(q1(d, "SELECT delay FROM wakes WHERE poll_id = (SELECT id FROM polls WHERE ts = 2000)") == 500,
 	      "wake delay");
 	CHECK(q1(d, "SELECT count(*) FROM locations WHERE file = 'file.c' AND line = 42") == 1, "location");
+	CHECK(q1(d, "SELECT count(*) FROM queue_depths WHERE local = 3 AND global = 250") == 1,
+	      "queue depths: local 3 and global 250, as recorded");
 	sqlite3_close(d);
 	printf("stitch: poll across a rotation is one row, open poll at the end incomplete\n");
 	sb_free(&s0);
 	sb_free(&s1);
 	free(p0), free(p1), free(db);
+}
+
+/* Records of several threads in one block, in per-thread runs: thread 1's run
+ * (spawn, wake, terminate of task 9) comes first in the file, thread 2's polls
+ * of that task, which happened before the terminate, after it. Imported in time
+ * order: one task row, its polls and its wake belong to it, the wake's delay
+ * runs to the poll it led to. */
+static void test_cross_thread_order(void)
+{
+	struct sb_header h = { .session_id = 78, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	thread_def_open(&b, 1, 0, 0, 0);
+	thread_def_open(&b, 2, 0, 0, 0);
+	sb_thread(&b, 1, 1500);
+	sb_event(&b, SS_REC_SPAWN, 1500, 2, (uint64_t)9, (uint64_t)2);
+	sb_event(&b, SS_REC_WAKE, 2600, 1, (uint64_t)9);
+	sb_event(&b, SS_REC_TERMINATE, 4000, 1, (uint64_t)9);
+	sb_thread(&b, 2, 2000);
+	sb_event(&b, SS_REC_POLL_BEGIN, 2000, 2, (uint64_t)9, (uint64_t)2);
+	sb_event(&b, SS_REC_POLL_END, 2500, 0);
+	sb_event(&b, SS_REC_POLL_BEGIN, 3000, 2, (uint64_t)9, (uint64_t)2);
+	sb_event(&b, SS_REC_POLL_END, 3900, 0);
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char *p = path_in_tmp("order.0.bin"), *db = path_in_tmp("order.db");
+	spit(p, b.buf, b.len);
+	sb_free(&b);
+	struct ss_import_result res;
+	CHECK(import(db, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "order import");
+	sqlite3 *d = opendb(db);
+	CHECK(q1(d, "SELECT count(*) FROM tasks") == 1, "%lld task rows for one task",
+	      (long long)q1(d, "SELECT count(*) FROM tasks"));
+	CHECK(q1(d, "SELECT count(*) FROM tasks WHERE spawn_ts = 1500 AND end_ts = 4000") == 1, "its lifetime");
+	CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks t ON t.id = p.task_id WHERE t.task = 9") == 2,
+	      "both polls are the task's");
+	CHECK(q1(d, "SELECT delay FROM wakes WHERE poll_id = (SELECT id FROM polls WHERE ts = 3000)") == 400,
+	      "the wake leads to the poll after it, delay %lld",
+	      (long long)q1(d, "SELECT delay FROM wakes WHERE poll_id = (SELECT id FROM polls WHERE ts = 3000)"));
+	CHECK(res.late == 0, "%llu records late", (unsigned long long)res.late);
+	sqlite3_close(d);
+
+	/* A poll of task 9 that comes after its TERMINATE in the files, beyond
+	 * the reach of any merge (in the next segment; also what an import that
+	 * stopped between them sees): it still belongs to task 9's row, in one
+	 * import and in two. */
+	struct sb s0, s1;
+	h.session_id = 79;
+	h.segment_seq = 0;
+	sb_init(&s0, &h);
+	sb_begin_block(&s0);
+	defs(&s0);
+	thread_def_open(&s0, 1, 0, 0, 0);
+	sb_thread(&s0, 1, 1500);
+	sb_event(&s0, SS_REC_SPAWN, 1500, 2, (uint64_t)9, (uint64_t)2);
+	sb_event(&s0, SS_REC_TERMINATE, 4000, 1, (uint64_t)9);
+	sb_end_block(&s0, false);
+	sb_footer(&s0, SS_SEALED_WRITER, 0);
+	h.segment_seq = 1;
+	sb_init(&s1, &h);
+	sb_begin_block(&s1);
+	defs(&s1);
+	thread_def_open(&s1, 2, 0, 0, 0);
+	sb_thread(&s1, 2, 3000);
+	sb_event(&s1, SS_REC_POLL_BEGIN, 3000, 2, (uint64_t)9, (uint64_t)2);
+	sb_event(&s1, SS_REC_POLL_END, 3900, 0);
+	sb_event(&s1, SS_REC_POLL_BEGIN, 5000, 2, (uint64_t)9, (uint64_t)2); /* after its end: another task */
+	sb_event(&s1, SS_REC_POLL_END, 5100, 0);
+	sb_end_block(&s1, false);
+	sb_footer(&s1, SS_SEALED_WRITER, 0);
+	char *q0 = path_in_tmp("late.0.bin"), *q1p = path_in_tmp("late.1.bin");
+	spit(q0, s0.buf, s0.len);
+	spit(q1p, s1.buf, s1.len);
+	sb_free(&s0);
+	sb_free(&s1);
+	for (int two = 0; two < 2; two++) {
+		char *ldb = path_in_tmp(two ? "late-two.db" : "late-one.db");
+		if (two) {
+			CHECK(import(ldb, &res, NULL, 0, 1, q0) == SS_IMPORT_OK, "late: first import");
+			CHECK(import(ldb, &res, NULL, 0, 1, q1p) == SS_IMPORT_OK, "late: second import");
+		} else {
+			CHECK(import(ldb, &res, NULL, 0, 2, q0, q1p) == SS_IMPORT_OK, "late: import");
+		}
+		d = opendb(ldb);
+		CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks t ON t.id = p.task_id"
+			    " WHERE p.ts = 3000 AND t.spawn_ts = 1500 AND t.end_ts = 4000") == 1,
+		      "late (%s): the late poll belongs to the ended task", two ? "two imports" : "one import");
+		CHECK(q1(d, "SELECT count(*) FROM tasks") == 2, "late (%s): %lld task rows, want 2 (the poll after"
+		      " its end is another task)", two ? "two imports" : "one import",
+		      (long long)q1(d, "SELECT count(*) FROM tasks"));
+		sqlite3_close(d);
+		free(ldb);
+	}
+	printf("order: per-thread runs are imported in time order across threads; late records find their ended task\n");
+	free(p), free(db), free(q0), free(q1p);
 }
 
 /* ---- memory bounds ------------------------------------------------------------ */
@@ -521,6 +621,19 @@ static void test_growth_every_cut(const char *demo, const char *scenario)
 		"SELECT coalesce(sum(delay), -1) FROM wakes",
 		"SELECT count(*) FROM wakes w JOIN polls p ON p.id = w.poll_id WHERE p.task_id = w.task_id",
 		"SELECT sum(busy_ns) FROM worker_summaries WHERE bucket_ns = 1000000",
+		/* every level, sparse ones included, and every kind of time */
+		"SELECT count(*) FROM worker_summaries",
+		"SELECT sum(busy_ns) + sum(parked_ns) + sum(offcpu_ns) + sum(polls) FROM worker_summaries",
+		"SELECT count(*) FROM tasks",
+		"SELECT count(*) FROM queue_depths",
+		"SELECT count(*) FROM cpu_intervals",
+		"SELECT coalesce(sum(dur), -1) FROM cpu_intervals",
+		"SELECT count(*) FROM samples",
+		"SELECT count(*) FROM spans",
+		"SELECT count(*) FROM stalls",
+		"SELECT count(*) FROM stalls WHERE dur IS NOT NULL",
+		"SELECT count(*) FROM stall_captures",
+		"SELECT count(*) FROM task_dumps",
 		/* wakes in poll_id order (the viewer's lookup relies on it) */
 		"SELECT count(*) FROM (SELECT poll_id, lag(poll_id) OVER (ORDER BY rowid) AS prev FROM wakes"
 		" WHERE poll_id IS NOT NULL) WHERE poll_id <= prev",
@@ -861,8 +974,14 @@ static void test_symbols(const char *symtest, const char *objcopy, const char *c
 	struct symrun s4 = s;
 	snprintf(s4.path, sizeof s4.path, "%s", copy);
 	seg_with_stack(f4, &s4, copy, bid, blen);
+	chmod(f4, 0640); /* as the recorder creates segments */
 	snprintf(cmd, sizeof cmd, "'%s' symbolize -q '%s'", cli, dir4);
 	CHECK(system(cmd) == 0, "symbolize: %s", cmd);
+	struct stat sm;
+	CHECK(stat(f4, &sm) == 0 && (sm.st_mode & 07777) == 0640, "symbolize keeps the mode 0640 (%o)",
+	      (unsigned)(sm.st_mode & 07777));
+	snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q symbolize", dir4);
+	CHECK(system(cmd) != 0, "symbolize leaves no temporary file");
 	CHECK(rename(copy, gone) == 0, "move the binary away");
 	CHECK(import(d4, &res, NULL, 0, 1, dir4) == SS_IMPORT_OK && res.damaged == 0, "import symbolized");
 	check_frames(d4, &s4, true, "symbol table");
@@ -896,6 +1015,7 @@ int main(int argc, char **argv)
 	test_demo(argv[1], demo_db);
 	test_sql(demo_db);
 	test_stitch();
+	test_cross_thread_order();
 	test_growth_and_damage(argv[1], argv[2]);
 	test_limits();
 	test_growth_every_cut(argv[1], "steady");

@@ -27,7 +27,7 @@ int imp_open_poll(struct imp *im, struct imp_thread *t, uint64_t ts, uint64_t ta
 {
 	if (ensure_worker(im, t) != 0)
 		return -1;
-	struct imp_task *k = imp_task_get(im, task);
+	struct imp_task *k = imp_task_at(im, task, ts);
 	if (!k)
 		return -1;
 	t->in_poll = true;
@@ -97,26 +97,52 @@ int imp_close_park(struct imp *im, struct imp_thread *t, uint64_t end, bool inco
 	return 0;
 }
 
-static int write_span(struct imp *im, struct imp_thread *t, uint64_t end, bool incomplete)
+static int span_row(struct imp *im, struct imp_thread *t, unsigned depth, uint64_t end, bool incomplete)
 {
-	struct imp_span *sp = &t->spans[--t->n_spans];
+	const struct imp_span *sp = &t->spans[depth];
 	struct ss_row *s = ss_row(&im->db, ST_INS_SPAN);
 	ss_bind_i(s, 1, t->id);
 	ss_bind_i(s, 2, (int64_t)sp->ts);
 	ss_bind_i(s, 3, end > sp->ts ? (int64_t)(end - sp->ts) : 0);
 	ss_bind_t(s, 4, sp->name, sp->name ? strlen(sp->name) : 0);
-	ss_bind_i(s, 5, t->n_spans);
+	ss_bind_i(s, 5, depth);
 	ss_bind_i(s, 6, incomplete);
-	int rc = ss_db_step(&im->db, ST_INS_SPAN);
-	free(sp->name);
-	sp->name = NULL;
-	return rc ? imp_fail(im) : 0;
+	return ss_db_step(&im->db, ST_INS_SPAN) ? imp_fail(im) : 0;
 }
 
-int imp_close_spans(struct imp *im, struct imp_thread *t)
+static int write_span(struct imp *im, struct imp_thread *t, uint64_t end, bool incomplete)
 {
-	while (t->n_spans)
-		if (write_span(im, t, t->last_ts, true) != 0)
+	int rc = span_row(im, t, t->n_spans - 1, end, incomplete);
+	struct imp_span *sp = &t->spans[--t->n_spans];
+	free(sp->name);
+	sp->name = NULL;
+	return rc;
+}
+
+int imp_push_span(struct imp *im, struct imp_thread *t, uint64_t ts, const char *name, size_t len)
+{
+	if (t->n_spans == IMP_MAX_SPAN_DEPTH && write_span(im, t, ts, true) != 0)
+		return -1;
+	if (t->n_spans == t->cap_spans) {
+		unsigned nc = t->cap_spans ? t->cap_spans * 2 : 4;
+		struct imp_span *sp = realloc(t->spans, nc * sizeof *sp);
+		if (!sp)
+			return imp_fail(im);
+		t->spans = sp;
+		t->cap_spans = nc;
+	}
+	t->spans[t->n_spans].ts = ts;
+	t->spans[t->n_spans].name = name ? strndup(name, len) : NULL;
+	t->n_spans++;
+	return 0;
+}
+
+int imp_write_open_spans(struct imp *im, struct imp_thread *t, uint64_t end)
+{
+	/* Rows marked incomplete, to the end of the data; the spans stay open
+	 * (import_open_spans), and the next import replaces these rows. */
+	for (unsigned i = 0; i < t->n_spans; i++)
+		if (span_row(im, t, i, end, true) != 0)
 			return -1;
 	return 0;
 }
@@ -168,13 +194,7 @@ static int spawn(struct imp *im, struct imp_thread *t, const struct ss_record *r
 
 static int terminate(struct imp *im, const struct ss_record *r)
 {
-	struct imp_task *k = imp_task_get(im, r->u.terminate.task);
-	if (!k)
-		return -1;
-	int rc = imp_task_flush(im, k, r->ts ? r->ts : 1);
-	ss_hmap_del(&im->rec->tasks, k->task, 0);
-	free(k);
-	return rc;
+	return imp_task_end(im, r->u.terminate.task, r->ts);
 }
 
 int imp_event(struct imp *im, const struct ss_record *r)
@@ -218,7 +238,7 @@ int imp_event(struct imp *im, const struct ss_record *r)
 	case SS_REC_TERMINATE:
 		return terminate(im, r);
 	case SS_REC_WAKE: {
-		struct imp_task *k = imp_task_get(im, r->u.wake.task);
+		struct imp_task *k = imp_task_at(im, r->u.wake.task, ts);
 		return k ? imp_task_woken(im, k, ts, t->id, t->in_poll ? t->poll_task_id : 0) : -1;
 	}
 	case SS_REC_QUEUE:
@@ -244,21 +264,8 @@ int imp_event(struct imp *im, const struct ss_record *r)
 		ss_bind_i(s, 4, r->u.mark.value);
 		return ss_db_step(&im->db, ST_INS_MARK) ? imp_fail(im) : 0;
 	case SS_REC_SPAN_BEGIN:
-		if (t->n_spans == IMP_MAX_SPAN_DEPTH && write_span(im, t, ts, true) != 0)
-			return -1;
-		if (t->n_spans == t->cap_spans) {
-			unsigned nc = t->cap_spans ? t->cap_spans * 2 : 4;
-			struct imp_span *sp = realloc(t->spans, nc * sizeof *sp);
-			if (!sp)
-				return imp_fail(im);
-			t->spans = sp;
-			t->cap_spans = nc;
-		}
 		str = imp_str(im, r->u.span.name, &len);
-		t->spans[t->n_spans].ts = ts;
-		t->spans[t->n_spans].name = str ? strndup(str, len) : NULL;
-		t->n_spans++;
-		return 0;
+		return imp_push_span(im, t, ts, str, len);
 	case SS_REC_SPAN_END:
 		return t->n_spans ? write_span(im, t, ts, false) : 0;
 	case SS_REC_WORKER_BEGIN:

@@ -27,6 +27,10 @@
  * (a task seen again then gets a second row). */
 #define IMP_MAX_THREADS 500000
 #define IMP_MAX_LIVE_TASKS 2000000
+/* How long an ended task stays findable by number: as long as records may come
+ * late (the merge window), so that a poll or wake of it that arrives after its
+ * TERMINATE, or across the cut between two imports, finds its own row. */
+#define IMP_GRAVE_NS SS_MERGE_WINDOW_NS
 
 struct imp_span {
 	uint64_t ts;
@@ -78,6 +82,7 @@ struct imp_task {
 	uint64_t task;
 	int64_t location_id, parent_id, spawn_thread_id;
 	uint64_t spawn_ts;   /* 0 = before the data */
+	uint64_t end_ts;     /* its TERMINATE, once it is in the graveyard */
 	bool persisted;      /* its row already exists (an earlier import) */
 	bool polling;        /* being polled now */
 	/* the latest wake not yet followed by a poll */
@@ -108,6 +113,10 @@ struct imp_recording {
 	bool needs_resume;       /* in the database already; state not loaded yet */
 	int64_t kernel_mapping, unknown_mapping;
 	struct ss_hmap stalls;   /* (thread id, poll_ts) -> stalls.id of a stall not ended */
+	/* Tasks that ended within IMP_GRAVE_NS of the latest end (recording.c) */
+	struct ss_hmap ended;    /* task number -> struct imp_task * (the latest) */
+	struct imp_task **grave; /* in the order they ended, a ring */
+	size_t grave_head, grave_n, grave_cap;
 	struct imp_map *maps;
 	size_t n_maps, cap_maps;
 	uint64_t first_ts, last_ts;
@@ -116,6 +125,8 @@ struct imp_recording {
 struct imp {
 	const struct ss_import_options *o;
 	FILE *log;
+	const char *target;       /* the database as the user named it */
+	bool fresh_target;        /* it is being built under a temporary name */
 	struct ss_db db;
 	struct ss_symbolizer *sym;
 	struct ss_summary summ;
@@ -155,6 +166,8 @@ int imp_thread_def(struct imp *im, const struct ss_thread_def *d);
 int imp_make_worker(struct imp *im, struct imp_thread *t, const char *runtime, size_t rlen,
 		    uint64_t idx, uint64_t ts);
 struct imp_task *imp_task_get(struct imp *im, uint64_t task);
+struct imp_task *imp_task_at(struct imp *im, uint64_t task, uint64_t ts);
+int imp_task_end(struct imp *im, uint64_t task, uint64_t ts);
 int imp_task_flush(struct imp *im, struct imp_task *k, uint64_t end_ts);
 int64_t imp_location(struct imp *im, uint64_t seg_loc);
 int imp_location_def(struct imp *im, const struct ss_location_def *l);
@@ -163,7 +176,8 @@ int imp_location_def(struct imp *im, const struct ss_location_def *l);
 int imp_event(struct imp *im, const struct ss_record *r);
 int imp_close_poll(struct imp *im, struct imp_thread *t, uint64_t end, bool incomplete);
 int imp_close_park(struct imp *im, struct imp_thread *t, uint64_t end, bool incomplete);
-int imp_close_spans(struct imp *im, struct imp_thread *t);
+int imp_push_span(struct imp *im, struct imp_thread *t, uint64_t ts, const char *name, size_t len);
+int imp_write_open_spans(struct imp *im, struct imp_thread *t, uint64_t end);
 int imp_open_poll(struct imp *im, struct imp_thread *t, uint64_t ts, uint64_t task, uint64_t raw_loc);
 
 /* stacks.c */

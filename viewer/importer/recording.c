@@ -249,6 +249,90 @@ struct imp_task *imp_task_get(struct imp *im, uint64_t task)
 	return k;
 }
 
+/* ---- the graveyard: tasks that ended a moment ago ------------------------- */
+
+static struct imp_task *ghost(struct imp *im, uint64_t task)
+{
+	uint64_t v;
+	return ss_hmap_get(&im->rec->ended, task, 0, &v) ? (struct imp_task *)(uintptr_t)v : NULL;
+}
+
+static int bury(struct imp *im, struct imp_task *k)
+{
+	struct imp_recording *rc = im->rec;
+	/* Evict what ended longer ago than records can come late. */
+	while (rc->grave_n) {
+		struct imp_task *old = rc->grave[rc->grave_head];
+		if (old->end_ts + IMP_GRAVE_NS >= k->end_ts)
+			break;
+		rc->grave_head = (rc->grave_head + 1) % rc->grave_cap;
+		rc->grave_n--;
+		if (ghost(im, old->task) == old)
+			ss_hmap_del(&rc->ended, old->task, 0);
+		int frc = imp_task_flush(im, old, 0); /* a wake it got late */
+		free(old);
+		if (frc != 0) {
+			free(k);
+			return -1;
+		}
+	}
+	if (rc->grave_n == rc->grave_cap) {
+		size_t nc = rc->grave_cap ? rc->grave_cap * 2 : 1024;
+		struct imp_task **ng = malloc(nc * sizeof *ng);
+		if (!ng) {
+			free(k);
+			return imp_fail(im);
+		}
+		for (size_t i = 0; i < rc->grave_n; i++)
+			ng[i] = rc->grave[(rc->grave_head + i) % rc->grave_cap];
+		free(rc->grave);
+		rc->grave = ng;
+		rc->grave_head = 0;
+		rc->grave_cap = nc;
+	}
+	rc->grave[(rc->grave_head + rc->grave_n++) % rc->grave_cap] = k;
+	if (ss_hmap_put(&rc->ended, k->task, 0, (uint64_t)(uintptr_t)k) != 0) {
+		rc->grave_n--;
+		free(k);
+		return imp_fail(im);
+	}
+	return 0;
+}
+
+struct imp_task *imp_task_at(struct imp *im, uint64_t task, uint64_t ts)
+{
+	uint64_t v;
+	struct imp_task *live = ss_hmap_get(&im->rec->tasks, task, 0, &v) ? (struct imp_task *)(uintptr_t)v : NULL;
+	if (live && (!live->spawn_ts || live->spawn_ts <= ts))
+		return live;
+	/* Before its TERMINATE: an ended task's record that came late. */
+	struct imp_task *g = ghost(im, task);
+	if (g && ts <= g->end_ts)
+		return g;
+	return live ? live : imp_task_get(im, task);
+}
+
+int imp_task_end(struct imp *im, uint64_t task, uint64_t ts)
+{
+	uint64_t v;
+	struct imp_task *k = ss_hmap_get(&im->rec->tasks, task, 0, &v) ? (struct imp_task *)(uintptr_t)v : NULL;
+	if (!k) {
+		struct imp_task *g = ghost(im, task);
+		if (g && g->end_ts == ts)
+			return 0; /* the same end again (a re-sent record) */
+		if (!(k = imp_task_get(im, task)))
+			return -1;
+	}
+	k->end_ts = ts ? ts : 1;
+	int rc = imp_task_flush(im, k, k->end_ts);
+	ss_hmap_del(&im->rec->tasks, k->task, 0);
+	if (rc != 0) {
+		free(k);
+		return rc;
+	}
+	return bury(im, k);
+}
+
 static int write_wake(struct imp *im, struct imp_task *k, int64_t poll_id, uint64_t poll_ts)
 {
 	if (k->wake_rowid) {
@@ -378,9 +462,8 @@ static int64_t find_recording(struct imp *im, uint64_t session)
 	return id;
 }
 
-/* Loads an existing recording's threads, workers, live tasks and open
- * polls/parks, so this import continues where the last one stopped. */
-static int resume(struct imp *im)
+/* resume(), with a map from threads.id to the threads it loads. */
+static int resume_threads(struct imp *im, struct ss_hmap *by_id)
 {
 	struct imp_recording *rc = im->rec;
 	sqlite3_stmt *s;
@@ -399,8 +482,126 @@ static int resume(struct imp *im)
 		t->worker_id = sqlite3_column_int64(s, 3);
 		ss_hmap_put(sampler ? &rc->sampler_threads : &rc->threads, sampler ? tid : num, 0,
 			    (uint64_t)(uintptr_t)t);
+		ss_hmap_put(by_id, (uint64_t)t->id, 0, (uint64_t)(uintptr_t)t);
 	}
 	sqlite3_finalize(s);
+
+	/* CPU states and queue depths where the previous import ended. */
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT c.thread_id, c.cpu_state, c.cpu_since, c.cpu, c.queue_local, c.queue_global"
+			       " FROM import_thread_state c JOIN threads t ON t.id = c.thread_id"
+			       " WHERE t.recording_id = ?1", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t v;
+		if (!ss_hmap_get(by_id, (uint64_t)sqlite3_column_int64(s, 0), 0, &v))
+			continue;
+		struct imp_thread *t = (struct imp_thread *)(uintptr_t)v;
+		int state = sqlite3_column_int(s, 1);
+		if (state >= 1 && state <= 3) {
+			t->cpu_state = state;
+			t->cpu_since = (uint64_t)sqlite3_column_int64(s, 2);
+			t->cpu_num = sqlite3_column_type(s, 3) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 3) + 1;
+		}
+		if (sqlite3_column_type(s, 4) != SQLITE_NULL) {
+			t->queue_known = true;
+			t->queue_local = (uint64_t)sqlite3_column_int64(s, 4);
+			t->queue_global = (uint64_t)sqlite3_column_int64(s, 5);
+		}
+	}
+	sqlite3_finalize(s);
+
+	/* Spans still open, innermost last. */
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT o.thread_id, o.ts, o.name FROM import_open_spans o JOIN threads t"
+			       " ON t.id = o.thread_id WHERE t.recording_id = ?1 ORDER BY o.thread_id, o.depth",
+			       -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t v;
+		if (!ss_hmap_get(by_id, (uint64_t)sqlite3_column_int64(s, 0), 0, &v))
+			continue;
+		struct imp_thread *t = (struct imp_thread *)(uintptr_t)v;
+		const char *name = (const char *)sqlite3_column_text(s, 2);
+		if (imp_push_span(im, t, (uint64_t)sqlite3_column_int64(s, 1), name, name ? strlen(name) : 0) != 0)
+			break;
+	}
+	sqlite3_finalize(s);
+
+	/* Stalls whose poll was still running: their STALL_END or further
+	 * captures may come now. */
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT s.thread_id, s.ts, s.id FROM stalls s JOIN threads t ON t.id = s.thread_id"
+			       " WHERE t.recording_id = ?1 AND s.dur IS NULL", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		ss_hmap_put(&rc->stalls, (uint64_t)sqlite3_column_int64(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
+			    (uint64_t)sqlite3_column_int64(s, 2));
+	sqlite3_finalize(s);
+
+	/* Summary buckets open where it ended: continued, so only what is new
+	 * is added to worker_summaries. */
+	if (sqlite3_prepare_v2(im->db.db,
+			       "SELECT w.thread_id, o.source, o.bucket_ns, o.ts, o.starts, o.busy_ns, o.parked_ns,"
+			       " o.offcpu_ns, o.polls, o.max_poll_ns, o.written FROM import_open_summary o"
+			       " JOIN workers w ON w.id = o.worker_id WHERE w.recording_id = ?1", -1, &s, NULL)
+	    != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		uint64_t v;
+		int src = sqlite3_column_int(s, 1), level = -1;
+		uint64_t size = (uint64_t)sqlite3_column_int64(s, 2);
+		for (int l = 0; l < SS_SUMMARY_LEVELS; l++)
+			if (ss_summary_level_ns[l] == size)
+				level = l;
+		if (!ss_hmap_get(by_id, (uint64_t)sqlite3_column_int64(s, 0), 0, &v) || level < 0 || src < 0 ||
+		    src > 1)
+			continue;
+		struct imp_thread *t = (struct imp_thread *)(uintptr_t)v;
+		if (!imp_summ(t))
+			break;
+		struct ss_summary_acc *a = &t->summ->acc[src][level];
+		uint64_t ts = (uint64_t)sqlite3_column_int64(s, 3);
+		*a = (struct ss_summary_acc){ .open = true, .bucket = ts / size, .lo = ts / size * size,
+					      .hi = ts / size * size + size, .starts = sqlite3_column_int64(s, 4),
+					      .busy = sqlite3_column_int64(s, 5), .parked = sqlite3_column_int64(s, 6),
+					      .offcpu = sqlite3_column_int64(s, 7), .polls = sqlite3_column_int64(s, 8),
+					      .max_poll = sqlite3_column_int64(s, 9) };
+		if (sqlite3_column_int(s, 10)) {
+			a->w_busy = a->busy;
+			a->w_parked = a->parked;
+			a->w_offcpu = a->offcpu;
+			a->w_polls = a->polls;
+		}
+	}
+	sqlite3_finalize(s);
+	char *drop_sum = sqlite3_mprintf("DELETE FROM import_open_summary WHERE worker_id IN"
+					 " (SELECT id FROM workers WHERE recording_id = %lld)", (long long)rid);
+	int ds = drop_sum ? ss_db_exec(&im->db, drop_sum) : -1;
+	sqlite3_free(drop_sum);
+	if (ds != 0)
+		return -1;
+	char *drop_spans = sqlite3_mprintf("DELETE FROM spans WHERE incomplete AND EXISTS (SELECT 1 FROM"
+					   " import_open_spans o JOIN threads t ON t.id = o.thread_id WHERE"
+					   " t.recording_id = %lld AND o.thread_id = spans.thread_id AND o.ts ="
+					   " spans.ts AND o.depth = spans.depth)", (long long)rid);
+	int dsp = drop_spans ? ss_db_exec(&im->db, drop_spans) : -1;
+	sqlite3_free(drop_spans);
+	if (dsp != 0)
+		return -1;
+	char *drop_cpu = sqlite3_mprintf("DELETE FROM import_thread_state WHERE thread_id IN"
+					 " (SELECT id FROM threads WHERE recording_id = %lld);"
+					 "DELETE FROM import_open_spans WHERE thread_id IN"
+					 " (SELECT id FROM threads WHERE recording_id = %lld)", (long long)rid,
+					 (long long)rid);
+	int dc = drop_cpu ? ss_db_exec(&im->db, drop_cpu) : -1;
+	sqlite3_free(drop_cpu);
+	if (dc != 0)
+		return -1;
 
 	if (sqlite3_prepare_v2(im->db.db,
 			       "SELECT id, task, location_id, parent_task_id, spawn_ts, spawn_thread_id"
@@ -424,6 +625,29 @@ static int resume(struct imp *im)
 		ss_hmap_put(&rc->tasks, k->task, 0, (uint64_t)(uintptr_t)k);
 	}
 	sqlite3_finalize(s);
+
+	/* Tasks that had just ended. */
+	if (sqlite3_prepare_v2(im->db.db, "SELECT task, task_id, end_ts FROM import_ended_tasks"
+			       " WHERE recording_id = ?1 ORDER BY end_ts", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, rid);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		struct imp_task *k = calloc(1, sizeof *k);
+		if (!k)
+			break;
+		k->task = (uint64_t)sqlite3_column_int64(s, 0);
+		k->id = sqlite3_column_int64(s, 1);
+		k->end_ts = (uint64_t)sqlite3_column_int64(s, 2);
+		k->persisted = true;
+		if (bury(im, k) != 0)
+			break;
+	}
+	sqlite3_finalize(s);
+	char *drop_ended = sqlite3_mprintf("DELETE FROM import_ended_tasks WHERE recording_id = %lld", (long long)rid);
+	int de = drop_ended ? ss_db_exec(&im->db, drop_ended) : -1;
+	sqlite3_free(drop_ended);
+	if (de != 0)
+		return -1;
 
 	/* Wakes that were waiting for a poll where the previous import ended. */
 	if (sqlite3_prepare_v2(im->db.db,
@@ -470,13 +694,9 @@ static int resume(struct imp *im)
 			return -1;
 		sqlite3_bind_int64(s, 1, rid);
 		while (sqlite3_step(s) == SQLITE_ROW) {
-			int64_t tid = sqlite3_column_int64(s, 0);
-			for (size_t i = 0; i < rc->threads.cap; i++) {
-				if (!rc->threads.slots[i].used)
-					continue;
-				struct imp_thread *t = (struct imp_thread *)(uintptr_t)rc->threads.slots[i].val;
-				if (t->id != tid)
-					continue;
+			uint64_t v;
+			if (ss_hmap_get(by_id, (uint64_t)sqlite3_column_int64(s, 0), 0, &v)) {
+				struct imp_thread *t = (struct imp_thread *)(uintptr_t)v;
 				uint64_t ts = (uint64_t)sqlite3_column_int64(s, 2);
 				if (kind == 0) {
 					t->in_poll = true;
@@ -510,6 +730,16 @@ static int resume(struct imp *im)
 	int rcode = del ? ss_db_exec(&im->db, del) : -1;
 	sqlite3_free(del);
 	return rcode;
+}
+
+/* Loads an existing recording's threads, workers, live tasks and open
+ * polls/parks, so this import continues where the last one stopped. */
+static int resume(struct imp *im)
+{
+	struct ss_hmap by_id = { 0 }; /* threads.id -> struct imp_thread * */
+	int rc = resume_threads(im, &by_id);
+	ss_hmap_free(&by_id);
+	return rc;
 }
 
 static int load_mappings(struct imp *im)
@@ -610,13 +840,18 @@ static void close_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 	(void)a, (void)b;
 	struct end_ctx *c = ctx;
 	struct imp_thread *t = (struct imp_thread *)(uintptr_t)val;
-	if (t->in_poll && imp_close_poll(c->im, t, t->last_ts, true) != 0)
+	/* Still in it where the data ends: every thread's events are drained up to
+	 * about the same time, so the lower bound runs to the recording's last
+	 * event, not to this thread's (a worker parked for the rest of the run
+	 * has no event after its PARK). */
+	uint64_t end = c->im->rec->last_ts > t->last_ts ? c->im->rec->last_ts : t->last_ts;
+	if (t->in_poll && imp_close_poll(c->im, t, end, true) != 0)
 		c->rc = -1;
-	if (t->parked && imp_close_park(c->im, t, t->last_ts, true) != 0)
+	if (t->parked && imp_close_park(c->im, t, end, true) != 0)
 		c->rc = -1;
-	if (imp_close_spans(c->im, t) != 0)
+	if (imp_write_open_spans(c->im, t, end) != 0)
 		c->rc = -1;
-	if (t->worker_id && t->summ && ss_summary_flush(&c->im->summ, t->summ, t->worker_id) != 0)
+	if (t->worker_id && t->summ && ss_summary_checkpoint(&c->im->summ, t->summ, t->worker_id) != 0)
 		c->rc = -1;
 }
 
@@ -686,6 +921,158 @@ static int persist_pending_wakes(struct imp *im)
 	return c.rc;
 }
 
+struct cpu_ctx {
+	sqlite3_stmt *st;
+	int rc;
+};
+
+static void persist_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)a, (void)b;
+	struct cpu_ctx *c = ctx;
+	const struct imp_thread *t = (const struct imp_thread *)(uintptr_t)val;
+	if ((!t->cpu_state && !t->queue_known) || c->rc)
+		return;
+	sqlite3_bind_int64(c->st, 1, t->id);
+	if (t->cpu_state) {
+		sqlite3_bind_int(c->st, 2, t->cpu_state);
+		sqlite3_bind_int64(c->st, 3, (int64_t)t->cpu_since);
+	} else {
+		sqlite3_bind_null(c->st, 2);
+		sqlite3_bind_null(c->st, 3);
+	}
+	if (t->cpu_num)
+		sqlite3_bind_int64(c->st, 4, t->cpu_num - 1);
+	else
+		sqlite3_bind_null(c->st, 4);
+	if (t->queue_known) {
+		sqlite3_bind_int64(c->st, 5, (int64_t)t->queue_local);
+		sqlite3_bind_int64(c->st, 6, (int64_t)t->queue_global);
+	} else {
+		sqlite3_bind_null(c->st, 5);
+		sqlite3_bind_null(c->st, 6);
+	}
+	if (sqlite3_step(c->st) != SQLITE_DONE)
+		c->rc = -1;
+	sqlite3_reset(c->st);
+}
+
+static void persist_spans_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)a, (void)b;
+	struct cpu_ctx *c = ctx;
+	const struct imp_thread *t = (const struct imp_thread *)(uintptr_t)val;
+	for (unsigned i = 0; i < t->n_spans && !c->rc; i++) {
+		sqlite3_bind_int64(c->st, 1, t->id);
+		sqlite3_bind_int(c->st, 2, (int)i);
+		sqlite3_bind_int64(c->st, 3, (int64_t)t->spans[i].ts);
+		if (t->spans[i].name)
+			sqlite3_bind_text(c->st, 4, t->spans[i].name, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(c->st, 4);
+		if (sqlite3_step(c->st) != SQLITE_DONE)
+			c->rc = -1;
+		sqlite3_reset(c->st);
+	}
+}
+
+static void persist_summary_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
+{
+	(void)a, (void)b;
+	struct cpu_ctx *c = ctx;
+	const struct imp_thread *t = (const struct imp_thread *)(uintptr_t)val;
+	if (!t->summ || !t->worker_id || c->rc)
+		return;
+	for (int src = 0; src < 2; src++) {
+		for (int l = 0; l < SS_SUMMARY_LEVELS; l++) {
+			const struct ss_summary_acc *acc = &t->summ->acc[src][l];
+			if (!acc->open)
+				continue;
+			int64_t v[] = { t->worker_id, src, (int64_t)ss_summary_level_ns[l],
+					(int64_t)(acc->bucket * ss_summary_level_ns[l]), acc->starts, acc->busy,
+					acc->parked, acc->offcpu, acc->polls, acc->max_poll,
+					ss_summary_written(acc, l) };
+			for (int i = 0; i < 11; i++)
+				sqlite3_bind_int64(c->st, i + 1, v[i]);
+			if (sqlite3_step(c->st) != SQLITE_DONE)
+				c->rc = -1;
+			sqlite3_reset(c->st);
+		}
+	}
+}
+
+/* What a thread is in the middle of where this import ends, for the next
+ * import of the recording: its CPU state (the interval has no end yet) and
+ * queue depths in import_thread_state, its open spans in import_open_spans,
+ * its open summary buckets in import_open_summary. */
+static int persist_open_state(struct imp *im)
+{
+	struct cpu_ctx c = { NULL, 0 };
+	if (sqlite3_prepare_v2(im->db.db, "INSERT OR REPLACE INTO import_thread_state(thread_id, cpu_state,"
+			       " cpu_since, cpu, queue_local, queue_global) VALUES(?,?,?,?,?,?)", -1, &c.st, NULL)
+	    != SQLITE_OK)
+		c.rc = -1;
+	if (!c.rc) {
+		ss_hmap_foreach(&im->rec->threads, persist_thread_cb, &c);
+		ss_hmap_foreach(&im->rec->sampler_threads, persist_thread_cb, &c);
+	}
+	sqlite3_finalize(c.st);
+	c.st = NULL;
+	if (!c.rc && sqlite3_prepare_v2(im->db.db, "INSERT OR REPLACE INTO import_open_spans(thread_id, depth, ts,"
+					" name) VALUES(?,?,?,?)", -1, &c.st, NULL) != SQLITE_OK)
+		c.rc = -1;
+	if (!c.rc)
+		ss_hmap_foreach(&im->rec->threads, persist_spans_cb, &c);
+	sqlite3_finalize(c.st);
+	c.st = NULL;
+	if (!c.rc && sqlite3_prepare_v2(im->db.db, "INSERT OR REPLACE INTO import_open_summary(worker_id, source,"
+					" bucket_ns, ts, starts, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns,"
+					" written) VALUES(?,?,?,?,?,?,?,?,?,?,?)", -1, &c.st, NULL) != SQLITE_OK)
+		c.rc = -1;
+	if (!c.rc)
+		ss_hmap_foreach(&im->rec->threads, persist_summary_cb, &c);
+	if (c.rc)
+		snprintf(im->db.err, sizeof im->db.err, "%s", sqlite3_errmsg(im->db.db));
+	sqlite3_finalize(c.st);
+	return c.rc;
+}
+
+/* The graveyard where this import ends: what may still get late records goes
+ * to import_ended_tasks for the next import of the recording. */
+static int bury_end(struct imp *im)
+{
+	struct imp_recording *rc = im->rec;
+	sqlite3_stmt *st = NULL;
+	int r = 0;
+	if (!im->failed && (ss_db_flush(&im->db) != 0 ||
+			    sqlite3_prepare_v2(im->db.db, "INSERT INTO import_ended_tasks(recording_id, task, task_id,"
+					       " end_ts) VALUES(?,?,?,?)", -1, &st, NULL) != SQLITE_OK))
+		r = imp_fail(im);
+	for (size_t i = 0; i < rc->grave_n; i++) {
+		struct imp_task *k = rc->grave[(rc->grave_head + i) % rc->grave_cap];
+		if (!im->failed && imp_task_flush(im, k, 0) != 0)
+			r = -1;
+		if (st && !r) {
+			sqlite3_bind_int64(st, 1, rc->id);
+			sqlite3_bind_int64(st, 2, (int64_t)k->task);
+			sqlite3_bind_int64(st, 3, k->id);
+			sqlite3_bind_int64(st, 4, (int64_t)k->end_ts);
+			if (sqlite3_step(st) != SQLITE_DONE) {
+				snprintf(im->db.err, sizeof im->db.err, "%s", sqlite3_errmsg(im->db.db));
+				r = imp_fail(im);
+			}
+			sqlite3_reset(st);
+		}
+		free(k);
+	}
+	sqlite3_finalize(st);
+	free(rc->grave);
+	rc->grave = NULL;
+	rc->grave_n = rc->grave_cap = rc->grave_head = 0;
+	ss_hmap_free(&rc->ended);
+	return r;
+}
+
 static void flush_task_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 {
 	(void)a, (void)b;
@@ -708,7 +1095,11 @@ int imp_recording_end(struct imp *im)
 	}
 	if (!im->failed && persist_pending_wakes(im) != 0)
 		c.rc = imp_fail(im);
+	if (!im->failed && (ss_db_flush(&im->db) != 0 || persist_open_state(im) != 0))
+		c.rc = imp_fail(im);
 	ss_hmap_foreach(&rc->tasks, flush_task_cb, &c);
+	if (bury_end(im) != 0)
+		c.rc = -1;
 	/* The next recording may read tables back (resume): no row may wait in a batch. */
 	if (!im->failed && ss_db_flush(&im->db) != 0)
 		c.rc = imp_fail(im);

@@ -24,7 +24,7 @@ static int stall(struct imp *im, const struct ss_record *r)
 	uint64_t sid;
 	const char *kind = ss_stall_kind_name(st->kind);
 	if (!ss_hmap_get(&im->rec->stalls, (uint64_t)t->id, st->poll_ts, &sid)) {
-		struct imp_task *k = imp_task_get(im, st->task);
+		struct imp_task *k = imp_task_at(im, st->task, st->poll_ts);
 		if (!k)
 			return -1;
 		sid = (uint64_t)ss_db_new_id(&im->db, ID_STALL);
@@ -76,7 +76,7 @@ static int task_dump(struct imp *im, const struct ss_record *r)
 {
 	const __typeof__(r->u.task_dump) *td = &r->u.task_dump;
 	struct imp_thread *t = imp_sampler_thread(im, td->thread, td->tid);
-	struct imp_task *k = t ? imp_task_get(im, td->task) : NULL;
+	struct imp_task *k = t ? imp_task_at(im, td->task, r->ts) : NULL;
 	if (!t || !k)
 		return im->failed ? -1 : 0; /* past the thread limit: left out */
 	struct ss_row *s = ss_row(&im->db, ST_INS_TASK_DUMP);

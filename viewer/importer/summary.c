@@ -11,13 +11,22 @@
 /* A sparse bucket needs this many polls and parks begun in it to be written. */
 #define SPARSE_MIN_STARTS 2
 
-static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, int64_t worker_id)
+bool ss_summary_written(const struct ss_summary_acc *a, int level)
+{
+	return a->open && (ss_summary_level_parent[level] < 0 || a->starts >= SPARSE_MIN_STARTS);
+}
+
+/* Adds what the open bucket holds beyond what is stored already; keep leaves
+ * it open (the import ends in it). */
+static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, int64_t worker_id,
+		     bool keep)
 {
 	if (!a->open)
 		return 0;
 	bool sparse = ss_summary_level_parent[level] >= 0;
-	if (sparse && a->starts < SPARSE_MIN_STARTS) {
-		memset(a, 0, sizeof *a);
+	if (!ss_summary_written(a, level)) {
+		if (!keep)
+			memset(a, 0, sizeof *a);
 		return 0;
 	}
 	struct ss_row *st = ss_row(s->db, ST_UPSERT_SUMMARY);
@@ -25,12 +34,19 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 	ss_bind_i(st, 1, (int64_t)size);
 	ss_bind_i(st, 2, worker_id);
 	ss_bind_i(st, 3, (int64_t)(a->bucket * size));
-	ss_bind_i(st, 4, a->busy);
-	ss_bind_i(st, 5, a->parked);
-	ss_bind_i(st, 6, sparse ? 0 : a->offcpu);
-	ss_bind_i(st, 7, a->polls);
+	ss_bind_i(st, 4, a->busy - a->w_busy);
+	ss_bind_i(st, 5, a->parked - a->w_parked);
+	ss_bind_i(st, 6, sparse ? 0 : a->offcpu - a->w_offcpu);
+	ss_bind_i(st, 7, a->polls - a->w_polls);
 	ss_bind_i(st, 8, a->max_poll);
-	memset(a, 0, sizeof *a);
+	if (keep) {
+		a->w_busy = a->busy;
+		a->w_parked = a->parked;
+		a->w_offcpu = a->offcpu;
+		a->w_polls = a->polls;
+	} else {
+		memset(a, 0, sizeof *a);
+	}
 	return ss_db_step(s->db, ST_UPSERT_SUMMARY);
 }
 
@@ -81,7 +97,7 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 		 * starts: the ones in between are skipped, not written. */
 		for (uint64_t b = b0;; b = sparse && b == b0 && b1 > b0 + 1 ? b1 : b + 1) {
 			struct ss_summary_acc *a = &w->acc[src][l];
-			if (a->open && a->bucket != b && write_acc(s, a, l, worker_id) != 0)
+			if (a->open && a->bucket != b && write_acc(s, a, l, worker_id, false) != 0)
 				return -1;
 			if (!a->open) {
 				a->open = true;
@@ -99,11 +115,11 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 	return 0;
 }
 
-int ss_summary_flush(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id)
+int ss_summary_checkpoint(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id)
 {
 	for (int src = 0; src < 2; src++)
 		for (int l = 0; l < SS_SUMMARY_LEVELS; l++)
-			if (write_acc(s, &w->acc[src][l], l, worker_id) != 0)
+			if (write_acc(s, &w->acc[src][l], l, worker_id, true) != 0)
 				return -1;
 	return 0;
 }

@@ -35,6 +35,8 @@ struct ss_summary_acc {
 	uint64_t lo, hi;          /* its time range [lo, hi) */
 	int64_t starts;           /* polls and parks begun in it (sparse levels) */
 	int64_t busy, parked, offcpu, polls, max_poll;
+	/* what of it worker_summaries holds already (an import ended in it) */
+	int64_t w_busy, w_parked, w_offcpu, w_polls;
 };
 
 struct ss_summary_worker {
@@ -50,7 +52,11 @@ struct ss_summary {
 /* Adds the interval [ts, ts + dur) of a kind to a worker. Returns 0 or -1 (db). */
 int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id,
 		   enum ss_summary_kind kind, uint64_t ts, uint64_t dur);
-/* Writes a worker's open buckets out. */
-int ss_summary_flush(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id);
+/* The import ends: writes what a worker's open buckets hold that is not in
+ * worker_summaries yet, and keeps them open (their state goes to
+ * import_open_summary, so that a later import continues them). */
+int ss_summary_checkpoint(struct ss_summary *s, struct ss_summary_worker *w, int64_t worker_id);
+/* Whether an open bucket is in worker_summaries (a sparse one needs two starts). */
+bool ss_summary_written(const struct ss_summary_acc *a, int level);
 
 #endif /* STALLSCOPE_SUMMARY_H */
