@@ -17,4 +17,13 @@ if env -u DISPLAY -u WAYLAND_DISPLAY "$viewer" --render-png "$3/bad.png" /nonexi
 	echo "a missing path should fail"; exit 1
 fi
 grep -q "stallscope-viewer:" "$3/err.txt" || { cat "$3/err.txt"; exit 1; }
+# Unknown option values are refused by name, as for --color.
+for bad in "--theme purple" "--color rainbow"; do
+	# shellcheck disable=SC2086
+	if env -u DISPLAY -u WAYLAND_DISPLAY "$viewer" --render-png "$3/bad.png" $bad "$segs" 2>"$3/err.txt"; then
+		echo "$bad was accepted"; exit 1
+	fi
+	grep -q "is '" "$3/err.txt" || { cat "$3/err.txt"; echo "$bad: no clear message"; exit 1; }
+done
+[ ! -e "$3/bad.png" ] || { echo "a refused option still wrote a PNG"; exit 1; }
 echo "render-png: ok"

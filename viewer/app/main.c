@@ -129,13 +129,17 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--color") && val) {
 			if (strcmp(val, "location") && strcmp(val, "duration")) {
-				fprintf(stderr, "stallscope-viewer: --color is 'location' or 'duration'\n");
+				fprintf(stderr, "stallscope-viewer: --color is 'location' or 'duration', not '%s'\n", val);
 				return 1;
 			}
 			o.color = val[0] == 'd' ? TL_COLOR_DURATION : TL_COLOR_LOCATION;
 			headless_opt = true;
 			i++;
 		} else if (!strcmp(a, "--theme") && val) {
+			if (strcmp(val, "light") && strcmp(val, "dark")) {
+				fprintf(stderr, "stallscope-viewer: --theme is 'light' or 'dark', not '%s'\n", val);
+				return 1;
+			}
 			o.dark = !strcmp(val, "dark");
 			headless_opt = true;
 			i++;

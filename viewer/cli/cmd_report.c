@@ -22,11 +22,16 @@
 
 #include "commands.h"
 #include "report_scan.h"
+#include "store_open.h"
 
 #define MS 1000000LL
 
 struct report {
 	sqlite3 *db;
+	const char *path;
+	struct ss_store_budget budget;
+	bool failed;      /* a statement failed: the report is incomplete */
+	char err[512];
 	FILE *out;
 	int json;
 	int first;        /* JSON: no comma needed before the next member */
@@ -38,15 +43,20 @@ struct report {
 
 void cmd_report_help(FILE *out)
 {
-	fputs("usage: stallscope report TRACE.db [--json] [--top N]\n"
+	fputs("usage: stallscope report TRACE.db [--json] [--top N] [--timeout S]\n"
 	      "\n"
 	      "Summarises an imported trace (see 'stallscope import'): recordings, worker\n"
 	      "utilisation, the longest polls with where they ran and whether they were on\n"
 	      "CPU or blocked, stalls with their stacks, wake-to-poll delays, queue depths,\n"
 	      "tasks and losses, then findings graded as WARNING or CRITICAL.\n"
 	      "\n"
-	      "  --json     the same content as one JSON object\n"
-	      "  --top N    rows in each top list (default 10)\n", out);
+	      "  --json       the same content as one JSON object\n"
+	      "  --top N      rows in each top list (default 10)\n"
+	      "  --timeout S  stop reading after S seconds (default 300; 0 = no limit): a\n"
+	      "               damaged or hostile database cannot keep the report running\n"
+	      "\n"
+	      "Exit status: 0 the report was printed, 1 bad arguments, a file that is not a\n"
+	      "stallscope database, a database with no data, or a read that failed.\n", out);
 }
 
 /* ---- output helpers ------------------------------------------------------------ */
@@ -147,14 +157,34 @@ static void finding(struct report *r, const char *level, const char *fmt, ...)
 
 /* ---- SQL helpers --------------------------------------------------------------- */
 
+/* The first error is kept (and the rest of the report skips the statements
+ * that would fail the same way); the command then exits non-zero. */
+static void failed(struct report *r)
+{
+	if (!r->failed)
+		ss_store_error(r->db, &r->budget, r->err, sizeof r->err);
+	r->failed = true;
+}
+
 static sqlite3_stmt *prep(struct report *r, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
+	if (r->failed)
+		return NULL;
 	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		fprintf(stderr, "stallscope report: %s\n  in: %s\n", sqlite3_errmsg(r->db), sql);
+		failed(r);
 		return NULL;
 	}
 	return st;
+}
+
+/* sqlite3_finalize, noting a statement whose last step failed (a damaged
+ * file, an interrupted hostile query). */
+static void fin(struct report *r, sqlite3_stmt *st)
+{
+	int rc = sqlite3_finalize(st);
+	if (st && rc != SQLITE_OK)
+		failed(r);
 }
 
 /* One number from a query (0 when no row or NULL). */
@@ -164,7 +194,7 @@ static double scalar(struct report *r, const char *sql)
 	double v = 0;
 	if (st && sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_double(st, 0);
-	sqlite3_finalize(st);
+	fin(r, st);
 	return v;
 }
 
@@ -203,7 +233,7 @@ static void stack_text(struct report *r, int64_t callsite, char *buf, size_t len
 			break;
 		used += (size_t)n;
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 }
 
 /* ---- sections ------------------------------------------------------------------- */
@@ -228,14 +258,16 @@ static void section_recordings(struct report *r)
 	else
 		fputs("recordings\n", r->out);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t off = sqlite3_column_int64(st, 4), first = sqlite3_column_int64(st, 5);
-		int64_t last = sqlite3_column_int64(st, 6);
-		time_t wall = (time_t)((first + off) / 1000000000LL);
+		/* In doubles: a damaged or hostile file may hold any 64-bit values. */
+		double off = sqlite3_column_double(st, 4), first = sqlite3_column_double(st, 5);
+		double last = sqlite3_column_double(st, 6), span = last - first;
+		double secs = (first + off) / 1e9;
+		time_t wall = secs > -1e15 && secs < 1e15 ? (time_t)secs : 0;
 		char when[64] = "?", dur[32];
 		struct tm tm;
-		if (first && gmtime_r(&wall, &tm))
+		if (first != 0 && wall && gmtime_r(&wall, &tm))
 			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-		fmt_dur(dur, sizeof dur, (double)(last - first));
+		fmt_dur(dur, sizeof dur, span);
 		if (r->json) {
 			j_open(r, NULL, '{');
 			j_num(r, "id", (double)sqlite3_column_int64(st, 0));
@@ -243,7 +275,7 @@ static void section_recordings(struct report *r)
 			j_text(r, "host", col_text(st, 2, NULL));
 			j_num(r, "pid", (double)sqlite3_column_int64(st, 3));
 			j_text(r, "start_utc", when);
-			j_num(r, "duration_ns", (double)(last - first));
+			j_num(r, "duration_ns", span);
 			j_num(r, "segments", sqlite3_column_double(st, 7));
 			j_num(r, "sealed", sqlite3_column_double(st, 8));
 			j_num(r, "damaged", sqlite3_column_double(st, 9));
@@ -265,7 +297,7 @@ static void section_recordings(struct report *r)
 				"intact prefix was imported (see the segments table)",
 				(long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 9));
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 	if (r->json)
 		j_close(r, ']');
 }
@@ -322,7 +354,7 @@ static void section_workers(struct report *r)
 				100 * util, l);
 		}
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 	if (r->json)
 		j_close(r, ']');
 	if (least >= 0 && most >= 100 && most >= 3 * least)
@@ -433,7 +465,7 @@ static void section_long_polls(struct report *r, int top)
 				stack[0] ? "; stack " : "", stack);
 		row++;
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 	if (r->json) {
 		j_close(r, ']');
 		j_close(r, '}');
@@ -463,7 +495,7 @@ static void section_stalls(struct report *r, int top)
 			fprintf(r->out, "%s %lld %s", sqlite3_column_int64(st, 1) ? "," : "",
 				(long long)sqlite3_column_int64(st, 1), col_text(st, 0, "?"));
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 	if (r->json) {
 		j_close(r, '}');
 		j_open(r, "by_location", '[');
@@ -501,7 +533,7 @@ static void section_stalls(struct report *r, int top)
 				fprintf(r->out, "            %s\n", stack);
 		}
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 	if (r->json) {
 		j_close(r, ']');
 		j_close(r, '}');
@@ -569,7 +601,7 @@ static void section_wakes(struct report *r, int top)
 			fprintf(r->out, "  p99 %9s over %5llu wakes  %s\n", d, (unsigned long long)l->h.n, where);
 		}
 	}
-	sqlite3_finalize(st);
+	fin(r, st);
 	free(worst);
 	if (r->json) {
 		j_close(r, ']');
@@ -643,6 +675,7 @@ int cmd_report(int argc, char **argv)
 	const char *path = NULL;
 	struct report r = {.out = stdout, .first = 1};
 	int top = 10;
+	double timeout = 300;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			r.json = 1;
@@ -650,6 +683,14 @@ int cmd_report(int argc, char **argv)
 			top = atoi(argv[++i]);
 			if (top < 1 || top > 1000) {
 				fprintf(stderr, "stallscope report: --top takes 1 to 1000\n");
+				return SS_EXIT_USAGE;
+			}
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			char *end;
+			timeout = strtod(argv[++i], &end);
+			if (*end || !(timeout >= 0) || timeout > 1e7) {
+				fprintf(stderr, "stallscope report: --timeout takes seconds (0 = no limit), not '%s'\n",
+					argv[i]);
 				return SS_EXIT_USAGE;
 			}
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -667,14 +708,21 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "stallscope report: no database given; see 'stallscope report --help'\n");
 		return SS_EXIT_USAGE;
 	}
-	if (sqlite3_open_v2(path, &r.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		fprintf(stderr, "stallscope report: cannot open %s: %s\n", path, sqlite3_errmsg(r.db));
-		sqlite3_close(r.db);
+	char err[1024];
+	if (ss_store_open_readonly(path, true, &r.db, err, sizeof err) != 0) {
+		fprintf(stderr, "stallscope report: %s\n", err);
 		return SS_EXIT_USAGE;
 	}
-	if (scalar(&r, "SELECT count(*) FROM sqlite_master WHERE name IN ('polls', 'recordings')") < 2) {
-		fprintf(stderr, "stallscope report: %s is not a stallscope database "
-			"(make one with 'stallscope import')\n", path);
+	r.path = path;
+	/* A database someone sent may hold anything: every statement shares one
+	 * time budget instead of running forever. */
+	ss_store_budget(r.db, &r.budget, timeout);
+	if (scalar(&r, "SELECT count(*) FROM recordings") < 1 || r.failed) {
+		if (r.failed)
+			fprintf(stderr, "stallscope report: %s: %s\n", path, r.err);
+		else
+			fprintf(stderr, "stallscope report: %s holds no data: no recording was imported into it "
+				"(import segments with 'stallscope import DIR -o %s')\n", path, path);
 		sqlite3_close(r.db);
 		return SS_EXIT_USAGE;
 	}
@@ -685,8 +733,9 @@ int cmd_report(int argc, char **argv)
 	} else {
 		fprintf(r.out, "stallscope report: %s\n\n", path);
 	}
-	char err[512];
 	if (rs_scan(r.db, &r.scan, err, sizeof err) != 0) {
+		if (r.budget.expired)
+			ss_store_error(r.db, &r.budget, err, sizeof err);
 		fprintf(stderr, "stallscope report: %s: %s\n", path, err);
 		rs_free(&r.scan);
 		sqlite3_close(r.db);
@@ -726,5 +775,9 @@ int cmd_report(int argc, char **argv)
 	}
 	rs_free(&r.scan);
 	sqlite3_close(r.db);
+	if (r.failed) {
+		fprintf(stderr, "stallscope report: %s: %s; the report above is incomplete\n", path, r.err);
+		return SS_EXIT_USAGE;
+	}
 	return SS_EXIT_OK;
 }

@@ -221,14 +221,14 @@ static void load_stalls(struct tl_db *d)
 		}
 		struct tl_stall *x = &d->stalls[d->n_stalls++];
 		x->id = sqlite3_column_int64(s, 0);
-		x->ts = sqlite3_column_int64(s, 1);
-		x->dur = sqlite3_column_int64(s, 2);
+		x->ts = tl_col_time(s, 1);
+		x->dur = sqlite3_column_type(s, 2) == SQLITE_NULL || sqlite3_column_int64(s, 2) < 0 ? -1 : tl_col_dur(s, 2);
 		x->poll_id = sqlite3_column_int64(s, 3);
 		x->task_id = sqlite3_column_int64(s, 4);
 		x->worker_id = sqlite3_column_int64(s, 5);
 		x->thread_id = sqlite3_column_int64(s, 6);
 		x->location_id = sqlite3_column_int64(s, 7);
-		x->detected_ts = sqlite3_column_int64(s, 8);
+		x->detected_ts = tl_col_time(s, 8);
 		snprintf(x->kind, sizeof x->kind, "%s", (const char *)sqlite3_column_text(s, 9));
 		if (x->dur < 0) /* never ended in the data: runs to the end */
 			x->dur = d->last_ts > x->ts ? d->last_ts - x->ts : 0;
@@ -301,8 +301,8 @@ static void load_losses(struct tl_db *d)
 			d->losses = n;
 		}
 		struct tl_loss *x = &d->losses[d->n_losses++];
-		x->ts = sqlite3_column_int64(s, 0);
-		x->dur = sqlite3_column_int64(s, 1);
+		x->ts = tl_col_time(s, 0);
+		x->dur = tl_col_dur(s, 1);
 		x->count = sqlite3_column_int64(s, 2);
 		x->recording_id = sqlite3_column_int64(s, 3);
 		int64_t th = sqlite3_column_int64(s, 4);
@@ -320,30 +320,24 @@ struct tl_db *tl_db_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (!tl_is_sqlite_file(path)) {
-		snprintf(err, errlen, "%s: not an SQLite database", path);
+	/* Read-only, and without the connection mutex (the viewer reads a
+	 * connection from one thread at a time, and a frame reads tens of
+	 * thousands of rows). */
+	if (ss_store_open_readonly(path, true, &d->db, err, errlen) != 0)
 		goto fail;
-	}
-	/* The viewer reads a connection from one thread at a time: without the
-	 * connection mutex every sqlite3_column_*() call is cheaper, and the
-	 * frame reads tens of thousands of rows. */
-	if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "%s: %s", path, d->db ? sqlite3_errmsg(d->db) : "cannot open");
-		goto fail;
-	}
-	if (scalar(d->db, "SELECT count(*) FROM sqlite_master WHERE name IN ('polls','workers','recordings')", 0) != 3) {
-		snprintf(err, errlen, "%s: not a stallscope database (no polls/workers/recordings tables; "
-			 "import segments with 'stallscope import')", path);
-		goto fail;
-	}
+	tl_db_arm(d, TL_OPEN_BUDGET_S);
 	sqlite3_exec(d->db, "PRAGMA cache_size=-32768", NULL, NULL, NULL);
 	d->path = strdup(path);
+	/* CLOCK_MONOTONIC times are non-negative; a damaged or hostile file's are
+	 * kept where view arithmetic (margins, zoom, ticks) cannot overflow. */
 	d->first_ts = scalar(d->db, "SELECT min(first_ts) FROM recordings", 0);
 	d->last_ts = scalar(d->db, "SELECT max(last_ts) FROM recordings", 0);
+	d->first_ts = d->first_ts < 0 ? 0 : tl_clamp_time(d->first_ts);
+	d->last_ts = tl_clamp_time(d->last_ts);
 	if (d->last_ts <= d->first_ts)
 		d->last_ts = d->first_ts + 1000000; /* empty trace: a 1 ms window */
-	d->anchor_mono = scalar(d->db, "SELECT anchor_mono_ns FROM recordings ORDER BY id LIMIT 1", 0);
-	d->anchor_real = scalar(d->db, "SELECT anchor_real_ns FROM recordings ORDER BY id LIMIT 1", 0);
+	d->anchor_mono = tl_clamp_time(scalar(d->db, "SELECT anchor_mono_ns FROM recordings ORDER BY id LIMIT 1", 0));
+	d->anchor_real = tl_clamp_time(scalar(d->db, "SELECT anchor_real_ns FROM recordings ORDER BY id LIMIT 1", 0));
 	d->have_summaries = scalar(d->db, "SELECT EXISTS (SELECT 1 FROM worker_summaries)", 0) != 0;
 	load_levels(d);
 	for (int i = 0; i < TL_STMT_COUNT; i++) {
@@ -359,6 +353,10 @@ struct tl_db *tl_db_open(const char *path, char *err, size_t errlen)
 	load_stalls(d);
 	load_losses(d);
 	load_locations(d);
+	if (tl_db_expired(d)) {
+		ss_store_error(d->db, &d->budget, err, errlen);
+		goto fail;
+	}
 	return d;
 fail:
 	tl_db_close(d);
@@ -389,6 +387,16 @@ void tl_db_close(struct tl_db *d)
 	free(d->path);
 	sqlite3_close(d->db);
 	free(d);
+}
+
+void tl_db_arm(struct tl_db *d, double seconds)
+{
+	ss_store_budget(d->db, &d->budget, seconds);
+}
+
+bool tl_db_expired(const struct tl_db *d)
+{
+	return d->budget.expired;
 }
 
 sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store_open.h"
 #include "summary_levels.h"
 
 /* A horizontal lane: a worker (polls, parks, CPU) or a non-worker thread that
@@ -84,7 +85,39 @@ struct tl_db {
 	int64_t levels[SS_SUMMARY_LEVELS], level_parent[SS_SUMMARY_LEVELS];
 	size_t n_levels;
 	sqlite3_stmt *st[TL_STMT_COUNT];
+	/* Every read shares a time budget, re-armed per frame and per query of
+	 * the panels: a damaged or hostile file cannot hang the viewer. */
+	struct ss_store_budget budget;
 };
+
+/* Seconds the reads of a frame (tl_scene_update) and of one panel query may take. */
+#define TL_FRAME_BUDGET_S 10.0
+#define TL_OPEN_BUDGET_S 30.0
+
+/* Times and durations read from a database are kept within +-2^61 ns (73
+ * years): a damaged or hostile file may hold any 64-bit value, and the sum of
+ * a time and a duration, or the span of a view, must not overflow. */
+#define TL_TIME_LIMIT (INT64_C(1) << 61)
+
+static inline int64_t tl_clamp_time(int64_t t)
+{
+	return t < -TL_TIME_LIMIT ? -TL_TIME_LIMIT : t > TL_TIME_LIMIT ? TL_TIME_LIMIT : t;
+}
+
+static inline int64_t tl_clamp_dur(int64_t d)
+{
+	return d < 0 ? 0 : d > TL_TIME_LIMIT ? TL_TIME_LIMIT : d;
+}
+
+static inline int64_t tl_col_time(sqlite3_stmt *s, int i)
+{
+	return tl_clamp_time(sqlite3_column_int64(s, i));
+}
+
+static inline int64_t tl_col_dur(sqlite3_stmt *s, int i)
+{
+	return tl_clamp_dur(sqlite3_column_int64(s, i));
+}
 
 /* True when the file starts with the SQLite header (else it is taken for a
  * segment file or directory). */
@@ -94,6 +127,11 @@ bool tl_is_sqlite_file(const char *path);
  * file is not a stallscope database. */
 struct tl_db *tl_db_open(const char *path, char *err, size_t errlen);
 void tl_db_close(struct tl_db *d);
+
+/* Grants the reads that follow seconds from now (see budget). */
+void tl_db_arm(struct tl_db *d, double seconds);
+/* Whether the last budget ran out (what was drawn is incomplete). */
+bool tl_db_expired(const struct tl_db *d);
 
 /* A prepared statement, reset and with its bindings cleared. */
 sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which);

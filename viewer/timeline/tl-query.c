@@ -17,6 +17,7 @@
 
 static sqlite3_stmt *prep(struct tl_db *db, const char *sql)
 {
+	tl_db_arm(db, TL_FRAME_BUDGET_S);
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_prepare_v2(db->db, sql, -1, &s, NULL) != SQLITE_OK)
 		return NULL;

@@ -144,12 +144,17 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
+/* More major ticks than any plot width has room for. */
+#define TL_MAX_TICKS 4096
+
 static void draw_grid(struct rc *r)
 {
 	int64_t step = major_step(r);
 	int64_t origin = r->db->first_ts;
 	int64_t k0 = floor_div(r->v->t0 - origin, step);
-	for (int64_t k = k0; origin + k * step <= r->v->t1; k++) {
+	/* The step keeps ticks tens of pixels apart; the cap only guards the
+	 * arithmetic of a view no trace should produce. */
+	for (int64_t k = k0; origin + k * step <= r->v->t1 && k - k0 < TL_MAX_TICKS; k++) {
 		double x = px(r, origin + k * step);
 		if (x < TL_LABEL_W)
 			continue;
@@ -176,12 +181,12 @@ static void draw_ruler(struct rc *r)
 	gtk_snapshot_push_clip(r->s, &GRAPHENE_RECT_INIT(TL_LABEL_W, 0, (float)r->plot_w, TL_RULER_H));
 	if (minor > 0) {
 		int64_t k0 = floor_div(v->t0 - origin, minor);
-		for (int64_t k = k0; origin + k * minor <= v->t1; k++)
+		for (int64_t k = k0; origin + k * minor <= v->t1 && k - k0 < 5 * TL_MAX_TICKS; k++)
 			rect(r, &r->th.fg_dim, floor(px(r, origin + k * minor)), TL_RULER_H - 5, 1, 4);
 	}
 	int64_t k0 = floor_div(v->t0 - origin, step);
 	double last_rel_end = -1e9, last_wall_end = -1e9;
-	for (int64_t k = k0; origin + k * step <= v->t1; k++) {
+	for (int64_t k = k0; origin + k * step <= v->t1 && k - k0 < TL_MAX_TICKS; k++) {
 		int64_t t = origin + k * step;
 		double x = floor(px(r, t));
 		rect(r, &r->th.fg, x, TL_RULER_H - 10, 1, 9);

@@ -177,7 +177,7 @@ static void fetch_polls(struct tl_scene *sc, struct tl_db *db, struct tl_lane_sc
 	sqlite3_bind_int64(s, 1, worker);
 	sqlite3_bind_int64(s, 2, xf->t0);
 	if (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 1), dur = sqlite3_column_int64(s, 2);
+		int64_t ts = tl_col_time(s, 1), dur = tl_col_dur(s, 2);
 		sc->rows++;
 		if (ts + dur > xf->t0)
 			box_add(ls, &m, xf, sqlite3_column_int64(s, 0), ts, dur,
@@ -190,7 +190,7 @@ static void fetch_polls(struct tl_scene *sc, struct tl_db *db, struct tl_lane_sc
 	sqlite3_bind_int64(s, 3, xf->t1);
 	int last_col = INT_MIN, same = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 1), dur = sqlite3_column_int64(s, 2);
+		int64_t ts = tl_col_time(s, 1), dur = tl_col_dur(s, 2);
 		sc->rows++;
 		box_add(ls, &m, xf, sqlite3_column_int64(s, 0), ts, dur, sqlite3_column_int64(s, 3),
 			sqlite3_column_int64(s, 4), sqlite3_column_int(s, 5));
@@ -280,7 +280,7 @@ static void fetch_spans(struct tl_scene *sc, struct tl_db *db, struct tl_lane_sc
 	sqlite3_bind_int64(s, 1, key);
 	sqlite3_bind_int64(s, 2, xf->t0);
 	if (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 0), dur = sqlite3_column_int64(s, 1);
+		int64_t ts = tl_col_time(s, 0), dur = tl_col_dur(s, 1);
 		sc->rows++;
 		if (ts + dur > xf->t0)
 			span_add(arr, n, cap, &m, xf, ts, dur,
@@ -292,7 +292,7 @@ static void fetch_spans(struct tl_scene *sc, struct tl_db *db, struct tl_lane_sc
 	sqlite3_bind_int64(s, 3, xf->t1);
 	int last_col = INT_MIN, same = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 0), dur = sqlite3_column_int64(s, 1);
+		int64_t ts = tl_col_time(s, 0), dur = tl_col_dur(s, 1);
 		sc->rows++;
 		span_add(arr, n, cap, &m, xf, ts, dur,
 			 is_cpu ? cpu_kind(sqlite3_column_text(s, 2)) : TL_SPAN_PARK);
@@ -312,7 +312,7 @@ static void fetch_samples(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 	sqlite3_bind_int64(s, 3, xf->t1);
 	int last_col = INT_MIN;
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 0);
+		int64_t ts = tl_col_time(s, 0);
 		sc->rows++;
 		double x = xf_x(xf, ts);
 		int col = (int)floor(x);
@@ -341,7 +341,7 @@ static double polls_estimate(struct tl_scene *sc, struct tl_db *db, int64_t work
 	sqlite3_bind_int64(s, 4, xf->t1);
 	double n = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 0);
+		int64_t ts = tl_col_time(s, 0);
 		/* Only the part of a bucket inside the window counts. */
 		double lo = (double)(ts > xf->t0 ? ts : xf->t0);
 		double hi = (double)(ts + TL_ESTIMATE_BUCKET < xf->t1 ? ts + TL_ESTIMATE_BUCKET : xf->t1);
@@ -409,11 +409,11 @@ static struct parent_bucket *fetch_parents(struct tl_scene *sc, struct tl_db *db
 			cap = nc;
 		}
 		struct parent_bucket *b = &pb[(*n)++];
-		b->ts = sqlite3_column_int64(s, 0);
+		b->ts = tl_col_time(s, 0);
 		for (int k = 0; k < 3; k++)
 			b->v[k] = (double)sqlite3_column_int64(s, 1 + k);
 		b->polls = sqlite3_column_int64(s, 4);
-		b->maxp = sqlite3_column_int64(s, 5);
+		b->maxp = tl_col_dur(s, 5);
 		b->present = 0;
 		sc->rows++;
 	}
@@ -438,10 +438,10 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 	sqlite3_bind_int64(s, 3, (parent ? xf->t0 - parent : xf->t0 - bucket));
 	sqlite3_bind_int64(s, 4, xf->t1);
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		int64_t ts = sqlite3_column_int64(s, 0);
+		int64_t ts = tl_col_time(s, 0);
 		double v[3] = { (double)sqlite3_column_int64(s, 1), (double)sqlite3_column_int64(s, 2),
 				(double)sqlite3_column_int64(s, 3) };
-		int64_t polls = sqlite3_column_int64(s, 4), maxp = sqlite3_column_int64(s, 5);
+		int64_t polls = sqlite3_column_int64(s, 4), maxp = tl_col_dur(s, 5);
 		sc->rows++;
 		spread(ls, acc, xf, ts, bucket, v, polls, maxp);
 		/* Both are in time order: the parent holding ts is at or after k. */
@@ -501,6 +501,7 @@ static int64_t pick_level(const struct tl_db *db, double npp, double max_px, int
 void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layout *l,
 		     const struct tl_view *v)
 {
+	tl_db_arm(db, TL_FRAME_BUDGET_S);
 	if (sc->t0 == v->t0 && sc->t1 == v->t1 && sc->width == v->width &&
 	    sc->height == v->height && sc->scroll_y == v->scroll_y && sc->n_lanes == db->n_lanes)
 		return;
