@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -194,12 +195,29 @@ static int rewrite(const char *path, uint64_t footer_off, const uint8_t *payload
 		snprintf(why, wl, "cannot read the footer");
 		return -1;
 	}
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.symbolize-tmp", path);
-	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
+	struct stat st;
+	if (fstat(in, &st) != 0) {
 		close(in);
+		snprintf(why, wl, "%s", strerror(errno));
+		return -1;
+	}
+	/* A fresh name opened as the writer opens segments (O_EXCL | O_NOFOLLOW:
+	 * never through a planted link), with the segment's own mode (0640). */
+	char tmp[4200];
+	int out = -1;
+	for (unsigned k = 0; k < 100 && out < 0; k++) {
+		snprintf(tmp, sizeof tmp, "%s.symbolize-%ld.%u", path, (long)getpid(), k);
+		out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0666);
+		if (out < 0 && errno != EEXIST)
+			break;
+	}
+	if (out < 0 || fchmod(out, st.st_mode & 07777) != 0) {
 		snprintf(why, wl, "creating the new file: %s", strerror(errno));
+		if (out >= 0) {
+			close(out);
+			unlink(tmp);
+		}
+		close(in);
 		return -1;
 	}
 	int rc = 0;
