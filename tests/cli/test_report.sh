@@ -27,6 +27,18 @@ grep -q 'culprit_blocking_syscall' "$tmp/bl.txt" || { cat "$tmp/bl.txt"; fail "b
 sed -n '/longest polls/,/^stalls/p' "$tmp/bl.txt" | grep -q 'blocked in read' \
 	|| { cat "$tmp/bl.txt"; fail "blocking verdict does not name read"; }
 
+# The verdicts exactly: "computing" is not "computing, but preempted part of the
+# time" (a moved threshold would turn one into the other).
+"$cli" report "$tmp/lp.db" --json > "$tmp/lp.json"
+python3 - "$tmp/lp.json" <<'PY'
+import json, sys
+top = json.load(open(sys.argv[1]))["long_polls"]["longest"][0]
+assert top["verdict"] == "computing", top
+assert top["on_cpu_fraction"] >= 0.8 and top["blocked_fraction"] <= 0.2, top
+PY
+sed -n '/longest polls/,/^stalls/p' "$tmp/lp.txt" | sed -n 2,3p | grep -q 'of it: computing;' \
+	|| { cat "$tmp/lp.txt"; fail "long-poll's longest poll is not exactly 'computing'"; }
+
 "$cli" report "$tmp/bl.db" --json > "$tmp/bl.json"
 python3 - "$tmp/bl.json" <<'PY'
 import json, sys
