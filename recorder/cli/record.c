@@ -314,9 +314,9 @@ static int run_attach(struct run *r, pid_t pid, int reap, int *child_status, con
 	if (res.threads_refused)
 		fprintf(stderr, "stallscope record: %u thread%s could not be followed (see the "
 			"sampler line)\n", res.threads_refused, res.threads_refused == 1 ? "" : "s");
-	if (!s.samples && !s.switches)
-		return fail(SS_EXIT_USAGE, "nothing was recorded from process %d: perf gave no "
-			    "samples or switches (%s)", (int)pid, s.sampler);
+	if (!res.threads)
+		return fail(SS_EXIT_USAGE, "nothing was recorded from process %d: none of its "
+			    "threads could be followed", (int)pid);
 	return SS_EXIT_OK;
 }
 

@@ -56,15 +56,13 @@ static uint64_t loop_task(const struct ss_slot *s)
 /* Interns the lanes' runtime name and the loop locations; control path. */
 static void intern_names(void)
 {
-	char exe[256] = "", *base = exe;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *sl = strrchr(exe, '/');
-		if (sl && sl[1])
-			base = sl + 1;
-	} else {
-		snprintf(exe, sizeof exe, "%s", program_invocation_short_name);
+	/* The name it was run as (redis-server is a link to redis-check-rdb). */
+	const char *base = program_invocation_short_name;
+	char exe[256];
+	if (!base || !*base) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = 0;
+		base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 	}
 	S.runtime = ss_intern_string(base);
 	static const char *const fn[SS_SHIM_WAIT_KINDS] = {
