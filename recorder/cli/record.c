@@ -416,8 +416,9 @@ static int run_command(struct run *r, char **argv)
 	} else if (h == HOOKS_AUTO) {
 		h = HOOKS_PRELOAD;
 	}
+	static char shim[4096], mode_buf[4200];
 	if (h == HOOKS_PRELOAD && !outside) {
-		char shim[4096], tried[8192];
+		char tried[8192];
 		if (ss_preload_find(shim, sizeof shim, tried, sizeof tried) != 0)
 			return fail(SS_EXIT_USAGE, "cannot find libstallscope_preload.so (tried %s); "
 				    "is stallscope installed completely?", tried);
@@ -444,7 +445,8 @@ static int run_command(struct run *r, char **argv)
 	child_pid = pid;
 
 	int status = 0;
-	const char *mode = h == HOOKS_PRELOAD ? "preload shim" : h == HOOKS_NONE ? "own hooks" : "";
+	snprintf(mode_buf, sizeof mode_buf, "preload shim %s", shim);
+	const char *mode = h == HOOKS_PRELOAD ? mode_buf : h == HOOKS_NONE ? "own hooks" : "";
 	if (outside) {
 		/* Stopped at its exec: the perf events exist before its first instruction. */
 		int st;
