@@ -58,6 +58,15 @@ child=$(q "$tmp/follow.db" "SELECT count(*) FROM parks p JOIN workers w ON w.id 
 	WHERE w.recording_id = (SELECT max(id) FROM recordings)")
 [ "$child" -ge 5 ] || fail "the child's recording has $child parks, want its 5 waits"
 
+# A failed exec: sealed before, recording again after (a second recording of the
+# same process), and execv's -1/ENOENT reach the program (it checks them).
+"$cli" record -o "$tmp/exec" -- "$prog" exec > "$tmp/exec.log" 2>&1 || { cat "$tmp/exec.log"; fail "failed-exec run"; }
+"$cli" import "$tmp/exec" -o "$tmp/exec.db" -q || fail "import exec"
+[ "$(q "$tmp/exec.db" "SELECT count(*) FROM recordings")" -eq 2 ] || fail "a failed exec did not continue in a new recording"
+after=$(q "$tmp/exec.db" "SELECT count(*) FROM parks p JOIN workers w ON w.id = p.worker_id
+	WHERE w.recording_id = (SELECT max(id) FROM recordings)")
+[ "$after" -ge 3 ] || fail "after the failed exec: $after parks, want its 3 waits"
+
 # A program with its own hooks: its workers' lanes are its own (no loop tasks of
 # the shim on them), and the run is one recording.
 "$cli" record -o "$tmp/rt" -- "$example" --scenario steady --workers 2 --duration 0.4 > "$tmp/rt.log" 2>&1 ||

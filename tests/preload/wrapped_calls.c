@@ -7,8 +7,8 @@
  * must pass. errno is primed with a sentinel before each call so a wrapper that
  * touched errno on success would show.
  *
- * usage: wrapped_calls [fork]   (fork: also fork a child that waits, for the
- *                               --follow-children test)
+ * usage: wrapped_calls [fork|exec]   (fork: also fork a child that waits, for the
+ *                               --follow-children test; exec: a failed execv)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -325,6 +325,15 @@ int main(int argc, char **argv)
 		pthread_attr_destroy(&at);
 		pthread_join(th, NULL);
 		pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+	}
+	if (argc > 1 && !strcmp(argv[1], "exec")) {
+		/* A failed exec: the recording is sealed before it and restarted after,
+		 * and the program sees exec's own result. */
+		char *const args[] = { (char *)"/nonexistent/program", NULL };
+		errno = SENTINEL;
+		CHECK(execv(args[0], args) == -1 && errno == ENOENT, "failed execv: errno %d", errno);
+		for (int i = 0; i < 3; i++)
+			poll(NULL, 0, 5);
 	}
 	if (argc > 1 && !strcmp(argv[1], "fork")) {
 		pid_t p = fork();
