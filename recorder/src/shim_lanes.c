@@ -65,10 +65,11 @@ static void intern_names(void)
 		base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 	}
 	S.runtime = ss_intern_string(base);
+	/* Condition and semaphore waits never open an iteration: no location. */
 	static const char *const fn[SS_SHIM_WAIT_KINDS] = {
-		"wait loop", "epoll_wait loop", "poll loop", "select loop", "io_uring loop",
+		NULL, "epoll_wait loop", "poll loop", "select loop", "io_uring loop",
 	};
-	for (int k = 0; k < SS_SHIM_WAIT_KINDS; k++)
+	for (int k = 1; k < SS_SHIM_WAIT_KINDS; k++)
 		S.loop_loc[k] = stallscope_location(base, 0, fn[k]);
 }
 
