@@ -14,3 +14,12 @@ int compat_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct ti
 {
 	return pthread_cond_timedwait(c, m, t);
 }
+
+/* The compat implementation allocates the real condition variable on first use;
+ * its own destroy frees it. */
+__asm__(".symver pthread_cond_destroy, pthread_cond_destroy@GLIBC_2.2.5");
+int compat_cond_destroy(pthread_cond_t *c);
+int compat_cond_destroy(pthread_cond_t *c)
+{
+	return pthread_cond_destroy(c);
+}

@@ -234,6 +234,7 @@ static void test_cond_sem(void)
 /* The compat symbol version of pthread_cond_timedwait (GLIBC_2.2.5), as a program
  * built before 2003 would import it: the shim forwards it to the same version. */
 int compat_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t);
+int compat_cond_destroy(pthread_cond_t *c);
 
 static void test_compat(void)
 {
@@ -246,6 +247,7 @@ static void test_compat(void)
 	CHECK(compat_cond_timedwait(&c, &m, &t) == ETIMEDOUT && errno == SENTINEL,
 	      "compat cond_timedwait");
 	pthread_mutex_unlock(&m);
+	compat_cond_destroy(&c);
 }
 
 /* liburing, when installed, through the global scope (the shim's wrappers come
