@@ -58,6 +58,25 @@ child=$(q "$tmp/follow.db" "SELECT count(*) FROM parks p JOIN workers w ON w.id 
 	WHERE w.recording_id = (SELECT max(id) FROM recordings)")
 [ "$child" -ge 5 ] || fail "the child's recording has $child parks, want its 5 waits"
 
+# An executed child (sh forks, the child execs wrapped_calls): its own recording
+# with --follow-children, none without; the shell itself is the root recording.
+"$cli" record -o "$tmp/sh1" -- sh -c "\"$prog\"; true" > "$tmp/sh1.log" 2>&1 || { cat "$tmp/sh1.log"; fail "sh run"; }
+ls "$tmp"/sh1/stallscope-*.bin >/dev/null 2>&1 && fail "an executed child was recorded without --follow-children"
+"$cli" record -o "$tmp/sh2" --follow-children -- sh -c "\"$prog\"; true" > "$tmp/sh2.log" 2>&1 || { cat "$tmp/sh2.log"; fail "sh run, followed"; }
+ls "$tmp"/sh2/stallscope-*.bin >/dev/null 2>&1 || { ls "$tmp/sh2"; fail "the executed child has no recording of its own"; }
+"$cli" import "$tmp/sh2" -o "$tmp/sh2.db" -q || fail "import sh2"
+[ "$(q "$tmp/sh2.db" "SELECT count(*) FROM workers WHERE runtime = 'wrapped_calls'")" -ge 7 ] ||
+	fail "the executed child's lanes are missing"
+
+# Code loaded with dlopen is in the mappings even without perf's MMAP2 records
+# (the timer sampler has none): wrapped_calls dlopens liburing.
+if grep -q 'io_uring: ok' "$tmp/one.log"; then
+	STALLSCOPE_SAMPLER=timer "$cli" record -o "$tmp/dl" -- "$prog" > "$tmp/dl.log" 2>&1 || { cat "$tmp/dl.log"; fail "timer run"; }
+	"$cli" import "$tmp/dl" -o "$tmp/dl.db" -q || fail "import dl"
+	[ "$(q "$tmp/dl.db" "SELECT count(*) FROM mappings WHERE path LIKE '%liburing%'")" -ge 1 ] ||
+		fail "the dlopened liburing is not in the mappings (timer sampler)"
+fi
+
 # A failed exec: sealed before, recording again after (a second recording of the
 # same process), and execv's -1/ENOENT reach the program (it checks them).
 "$cli" record -o "$tmp/exec" -- "$prog" exec > "$tmp/exec.log" 2>&1 || { cat "$tmp/exec.log"; fail "failed-exec run"; }

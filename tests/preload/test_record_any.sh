@@ -186,6 +186,30 @@ wait "$rec" 2>/dev/null
 [ $? -le 2 ] || { cat "$tmp/kill.log"; fail "segments of a SIGKILLed record -p do not import"; }
 [ "$(q "$tmp/kill.db" "SELECT count(*) FROM recordings")" -eq 1 ] || fail "SIGKILL: no recording imported"
 
+# -p detaches on Ctrl-C too, and seals
+xz -T2 --block-size=256KiB -9 -c "$tmp/big.txt" > /dev/null &
+victim=$!
+sleep 0.2
+"$cli" record -o "$tmp/pint" -p "$victim" 2> "$tmp/pint.log" &
+rec=$!
+sleep 0.8
+kill -INT "$rec"
+wait "$rec" || { cat "$tmp/pint.log"; fail "record -p ended by SIGINT exited non-zero"; }
+kill -0 "$victim" 2>/dev/null || fail "the attached xz did not survive record -p's Ctrl-C"
+ls "$tmp"/pint/*.active >/dev/null 2>&1 && fail "record -p left unsealed segments after SIGINT"
+kill "$victim"; wait "$victim" 2>/dev/null
+
+# SIGKILL of `record -- CMD`: the program goes on recording itself, and its
+# segments import
+"$cli" record -o "$tmp/kill2" -- xz $xzargs > "$tmp/kill2.xz" 2> /dev/null &
+rec=$!
+sleep 0.3
+kill -KILL "$rec"
+wait "$rec" 2>/dev/null
+for _ in $(seq 1 100); do pgrep -f "xz $xzargs" > /dev/null || break; sleep 0.1; done
+"$cli" import "$tmp/kill2" -o "$tmp/kill2.db" -q 2> "$tmp/kill2.log" || { cat "$tmp/kill2.log"; fail "segments after SIGKILL of record do not import"; }
+[ "$(q "$tmp/kill2.db" "SELECT count(*) FROM workers WHERE runtime = 'xz'")" -ge 3 ] || fail "SIGKILL of record: xz's lanes are missing"
+
 # ---- nothing recorded: non-zero, with the reason ------------------------------------------------
 expect_refusal() { # PATTERN ARGS...: record exits non-zero and says PATTERN
 	local pat=$1
