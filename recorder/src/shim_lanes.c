@@ -112,12 +112,14 @@ static int start_session(void)
 		cfg.file_prefix = S.prefix;
 	}
 	S.pid = self;
+	/* Names first: a thread that sees the session running may use them at once
+	 * (interned ids outlive sessions). */
+	intern_names();
 	S.on = 1;
 	if (stallscope_start(&cfg) != 0) {
 		S.on = 0;
 		return -1;
 	}
-	intern_names();
 	return 1;
 }
 
