@@ -91,24 +91,36 @@ static inline struct ss_slot *slot(void)
 			push(s_, (kind), ss_now(), (a), (b), (c));                 \
 	} while (0)
 
+/* The hooks that shape a worker's lane (polls, parks) also tell the preload shim,
+ * if one is loaded, that the program drives this thread itself: one thread-local
+ * load and a branch, taken once per thread. */
+#define LANE_HOOK(kind, a, b, c)                                                   \
+	do {                                                                       \
+		struct ss_slot *s_ = slot();                                       \
+		if (s_) {                                                          \
+			ss_shim_app_owns_thread();                                 \
+			push(s_, (kind), ss_now(), (a), (b), (c));                 \
+		}                                                                  \
+	} while (0)
+
 STALLSCOPE_API void stallscope_poll_begin(uint64_t task, uint32_t location)
 {
-	HOOK(SS_EV_POLL_BEGIN, task, location, 0);
+	LANE_HOOK(SS_EV_POLL_BEGIN, task, location, 0);
 }
 
 STALLSCOPE_API void stallscope_poll_end(void)
 {
-	HOOK(SS_EV_POLL_END, 0, 0, 0);
+	LANE_HOOK(SS_EV_POLL_END, 0, 0, 0);
 }
 
 STALLSCOPE_API void stallscope_park(void)
 {
-	HOOK(SS_EV_PARK, 0, 0, 0);
+	LANE_HOOK(SS_EV_PARK, 0, 0, 0);
 }
 
 STALLSCOPE_API void stallscope_unpark(void)
 {
-	HOOK(SS_EV_UNPARK, 0, 0, 0);
+	LANE_HOOK(SS_EV_UNPARK, 0, 0, 0);
 }
 
 STALLSCOPE_API void stallscope_task_spawn(uint64_t task, uint32_t location)

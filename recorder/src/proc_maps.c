@@ -12,6 +12,8 @@
 #include "sampler-private.h"
 
 #include <elf.h>
+#include <link.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -244,9 +246,46 @@ SS_INTERNAL uint32_t ss_build_id_lookup(const char *path, uint64_t dev, uint64_t
 
 /* ---- /proc/self/maps ------------------------------------------------------------ */
 
+static void maps_emit_at(const struct ss_sample_sink *sink, uint64_t ts);
+
 SS_INTERNAL void ss_proc_maps_emit(const struct ss_sample_sink *sink)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
+	maps_emit_at(sink, 0);
+}
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)arg = info->dlpi_adds * 1000003ull + info->dlpi_subs;
+	return 1; /* the counters are the same in every entry: one is enough */
+}
+
+/* dlopen() and dlclose() of this process (the loader's counters changed since the
+ * last call): the executable mappings again, stamped now, so code loaded later is
+ * symbolized whatever the sampler (perf's MMAP2 records cover only the threads it
+ * follows; the timer fallback has none). Writer thread, once per cycle: one
+ * dl_iterate_phdr step. */
+SS_INTERNAL void ss_proc_maps_watch(const struct ss_sample_sink *sink)
+{
+	static unsigned long long last;
+	if (ss_target_pid())
+		return; /* another process: its MMAP2 records are all there is */
+	unsigned long long now = 0;
+	dl_iterate_phdr(first_object, &now);
+	if (!last) {
+		last = now; /* the segment's own snapshot covers the present */
+		return;
+	}
+	if (now != last) {
+		last = now;
+		maps_emit_at(sink, ss_now());
+	}
+}
+
+static void maps_emit_at(const struct ss_sample_sink *sink, uint64_t ts)
+{
+	char mpath[64];
+	FILE *f = ss_target_proc_path(mpath, sizeof mpath, "maps") == 0 ? fopen(mpath, "re") : NULL;
 	if (!f)
 		return;
 	char *line = NULL;
@@ -268,7 +307,7 @@ SS_INTERNAL void ss_proc_maps_emit(const struct ss_sample_sink *sink)
 		if (path[0] != '/' && !vdso)
 			continue;
 		struct ss_mapping m = {
-			.ts = 0,
+			.ts = ts,
 			.start = start,
 			.end = end,
 			.pgoff = pgoff,

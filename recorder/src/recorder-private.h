@@ -123,6 +123,9 @@ SS_INTERNAL int ss_pool_init(uint32_t nslots, uint32_t ring_entries);
 SS_INTERNAL struct ss_pool *ss_pool_get(void);
 SS_INTERNAL struct ss_slot *ss_attach(uint32_t session);
 SS_INTERNAL void ss_slot_release(struct ss_slot *s);
+SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uint32_t runtime,
+					      uint32_t index, uint64_t ts);
+SS_INTERNAL void ss_retire_foreign(struct ss_slot *s, uint64_t ts);
 SS_INTERNAL void ss_pool_reset(void);
 SS_INTERNAL uint64_t ss_pool_no_slot_drops(void);
 SS_INTERNAL void ss_pool_no_slot_drop(uint64_t ts);
@@ -145,6 +148,45 @@ extern SS_INTERNAL __thread uint64_t ss_tls_stack_hi __attribute__((tls_model("i
 
 SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
 			 uint32_t b, uint64_t c);
+
+/* ---- session helpers (session.c) ------------------------------------------------ */
+
+/* Control calls: learn the calling thread's stack bounds once; make it a worker
+ * lane with an interned runtime name (what stallscope_worker_begin does, without
+ * claiming the thread for the application: the preload shim uses it). */
+SS_INTERNAL void ss_learn_stack_bounds(void);
+SS_INTERNAL void ss_worker_begin_id(uint32_t runtime_id, uint32_t index);
+
+/* ---- the preload shim's per-thread state (shim_lanes.c) ------------------------ */
+
+/* What the preload shim (recorder/preload/) knows about a thread. Only the owning
+ * thread touches it, so plain fields suffice. */
+struct ss_shim_tls {
+	uint8_t app;               /* the program's own hooks drive this thread's lane */
+	uint8_t loop;              /* 0, or the wait family that made it an event loop */
+	uint8_t parked;            /* inside a wrapped wait that was recorded as a park */
+	uint8_t creating_internal; /* stallscope_start() is creating the recorder's threads */
+	uint32_t iter_session;     /* session of the open loop-iteration poll, 0 = none */
+	uint64_t wait_frame;       /* frame of the recorded wait in progress, 0 = none */
+};
+extern SS_INTERNAL __thread struct ss_shim_tls ss_shim_tls __attribute__((tls_model("initial-exec")));
+
+/* The program called a lane hook itself (poll, park, worker_begin): close what
+ * the shim had open on this thread and leave it to the program. Cold. */
+SS_INTERNAL void ss_shim_take_over(void);
+/* Writer: 1 once after the shim saw a thread renamed. */
+SS_INTERNAL int ss_shim_take_names_changed(void);
+/* The recorder's own threads (writer, watchdog) call this first: they wait in
+ * wrapped calls too, and must never become lanes. */
+static inline void ss_shim_internal_thread(void)
+{
+	ss_shim_tls.app = 1;
+}
+static inline void ss_shim_app_owns_thread(void)
+{
+	if (SS_UNLIKELY(!ss_shim_tls.app))
+		ss_shim_take_over();
+}
 
 /* ---- interning (intern.c) ------------------------------------------------------ */
 
@@ -218,6 +260,18 @@ SS_INTERNAL void ss_metrics_write_file(const char *path);
 SS_INTERNAL void ss_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Logs a recorder condition to stderr with the "stallscope:" prefix. */
 SS_INTERNAL void ss_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the recorded process (target.c) ------------------------------------------- */
+
+/* 0 (the default) records this process; a pid makes the session follow that
+ * process from outside (stallscope record -p). Set before a session starts. */
+SS_INTERNAL void ss_target_set(int32_t pid);
+SS_INTERNAL int32_t ss_target_pid(void);
+/* The pid written into segment headers: the target's, or getpid(). */
+SS_INTERNAL uint64_t ss_target_header_pid(void);
+/* "/proc/self/" or "/proc/PID/" followed by fmt. 0, or -1 when it does not fit. */
+SS_INTERNAL int ss_target_proc_path(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* ---- segment files (segment_file.c) -------------------------------------------- */
 

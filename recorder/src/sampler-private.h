@@ -131,5 +131,6 @@ SS_INTERNAL uint32_t ss_build_id_lookup(const char *path, uint64_t dev, uint64_t
 					uint8_t out[20]);
 SS_INTERNAL void ss_build_id_cache_clear(void);
 SS_INTERNAL void ss_proc_maps_emit(const struct ss_sample_sink *sink);
+SS_INTERNAL void ss_proc_maps_watch(const struct ss_sample_sink *sink);
 
 #endif /* STALLSCOPE_SAMPLER_PRIVATE_H */

@@ -185,8 +185,8 @@ static struct ss_sthread *find(uint32_t tid)
 static void read_comm(struct ss_sthread *t)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ss_target_proc_path(path, sizeof path, "task/%u/comm", t->tid) == 0
+		? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		return;
 	ssize_t n = read(fd, t->comm, sizeof t->comm - 1);
@@ -243,6 +243,13 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 		}
 		if (r == -ESRCH) { /* the thread is gone already */
 			ss_smp.stats.threads_refused++;
+			return -1;
+		}
+		if (ss_target_pid()) {
+			/* Another process: its CPU clock cannot be sampled from here. */
+			if (ss_smp.stats.threads_refused++ == 0)
+				ss_sampler_note("thread %u of process %d not sampled: perf %s (no fallback "
+						"outside the process)", tid, (int)ss_target_pid(), why);
 			return -1;
 		}
 		/* Descriptor or mlock limits: this thread still gets timer samples. */
@@ -324,6 +331,28 @@ void ss_sampler_mappings(const struct ss_sample_sink *sink)
 {
 	if (sink->mapping)
 		ss_proc_maps_emit(sink);
+}
+
+void ss_sampler_watch_mappings(const struct ss_sample_sink *sink)
+{
+	if (sink->mapping)
+		ss_proc_maps_watch(sink);
+}
+
+void ss_sampler_reread_names(void)
+{
+	if (!ss_smp.started)
+		return;
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind != SS_ST_FREE && !t->closing) {
+			char old[16];
+			memcpy(old, t->comm, sizeof old);
+			read_comm(t);
+			if (!memcmp(old, t->comm, sizeof old))
+				t->comm_pending = 0; /* unchanged: nothing to say */
+		}
+	}
 }
 
 void ss_sampler_set_enabled(int on)

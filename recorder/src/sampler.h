@@ -147,6 +147,14 @@ void ss_sampler_drain(const struct ss_sample_sink *sink);
 /* The executable mappings of the process now (/proc/self/maps + build ids). */
 void ss_sampler_mappings(const struct ss_sample_sink *sink);
 
+/* New mappings of this process since the last call (dlopen, dlclose) as a fresh
+ * snapshot; nothing when following another process. */
+void ss_sampler_watch_mappings(const struct ss_sample_sink *sink);
+
+/* Thread names are read again and handed over as COMM at the next drain (a
+ * thread was renamed; perf reports renames itself, the timer fallback cannot). */
+void ss_sampler_reread_names(void);
+
 /* Disables / re-enables sampling in the kernel (PERF_EVENT_IOC_DISABLE / ENABLE,
  * or disarming the timers), for stallscope_set_enabled(). */
 void ss_sampler_set_enabled(int on);

@@ -377,7 +377,9 @@ SS_INTERNAL struct ss_segments *ss_segments_open(const struct ss_segments_config
 			 strerror(errno));
 		goto fail;
 	}
-	ssize_t n = readlink("/proc/self/exe", sg->exe, sizeof sg->exe - 1);
+	char exe_link[64];
+	ssize_t n = ss_target_proc_path(exe_link, sizeof exe_link, "exe") == 0
+		? readlink(exe_link, sg->exe, sizeof sg->exe - 1) : -1;
 	sg->exe_len = n > 0 ? (uint32_t)n : 0;
 	struct utsname u;
 	if (uname(&u) == 0)
@@ -428,7 +430,7 @@ SS_INTERNAL int ss_segments_begin(struct ss_segments *sg, uint64_t start_ts)
 	struct ss_file_header h = {
 		.version = SS_FORMAT_VERSION, .endian = SS_ENDIAN_MARK,
 		.header_size = (uint32_t)sizeof h + sg->exe_len, .exe_len = sg->exe_len,
-		.session_id = sg->session_id, .segment_seq = seq, .pid = (uint64_t)getpid(),
+		.session_id = sg->session_id, .segment_seq = seq, .pid = ss_target_header_pid(),
 		.start_ts = start_ts,
 	};
 	memcpy(h.magic, SS_FILE_MAGIC, 8);

@@ -24,7 +24,7 @@ SS_INTERNAL __thread uint64_t ss_tls_stack_hi __attribute__((tls_model("initial-
 
 /* Once per thread, from a control call: pthread_getattr_np may read /proc and
  * allocate (for the main thread), which a hook must never do. */
-static void learn_stack_bounds(void)
+SS_INTERNAL void ss_learn_stack_bounds(void)
 {
 	if (ss_tls_stack_hi)
 		return;
@@ -235,7 +235,12 @@ STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 		.user = &active_cfg,
 		.sample_all_threads = active_cfg.sample_all_threads,
 	};
-	if (ss_writer_start(&wc, err, sizeof err) != 0) {
+	/* The writer and watchdog threads are the recorder's: a preload shim that
+	 * wraps pthread_create must not make them lanes. */
+	ss_shim_tls.creating_internal = 1;
+	int wrc = ss_writer_start(&wc, err, sizeof err);
+	ss_shim_tls.creating_internal = 0;
+	if (wrc != 0) {
 		atomic_fetch_add(&ss_counters.errors, 1);
 		pthread_mutex_unlock(&session_mu);
 		ss_set_error("%s; recording is off", err);
@@ -301,16 +306,16 @@ STALLSCOPE_API void stallscope_set_enabled(int enabled)
 
 STALLSCOPE_API void stallscope_thread_attach(void)
 {
-	learn_stack_bounds();
+	ss_learn_stack_bounds();
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_acquire);
 	if (st && ss_tls_session != st)
 		ss_attach(st);
 }
 
-STALLSCOPE_API void stallscope_worker_begin(const char *runtime, uint32_t index)
+SS_INTERNAL void ss_worker_begin_id(uint32_t runtime_id, uint32_t index)
 {
-	learn_stack_bounds();
-	ss_tls_worker_runtime = ss_intern_string(runtime && *runtime ? runtime : "worker");
+	ss_learn_stack_bounds();
+	ss_tls_worker_runtime = runtime_id;
 	ss_tls_worker_index = index;
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_acquire);
 	if (!st)
@@ -320,6 +325,13 @@ STALLSCOPE_API void stallscope_worker_begin(const char *runtime, uint32_t index)
 		return;
 	}
 	ss_push(ss_tls_slot, SS_EV_WORKER_BEGIN, ss_now(), ss_tls_worker_runtime, index, 0);
+}
+
+STALLSCOPE_API void stallscope_worker_begin(const char *runtime, uint32_t index)
+{
+	/* The thread's lane is the runtime's from now on: the preload shim stays out. */
+	ss_shim_app_owns_thread();
+	ss_worker_begin_id(ss_intern_string(runtime && *runtime ? runtime : "worker"), index);
 }
 
 STALLSCOPE_API void stallscope_worker_end(void)

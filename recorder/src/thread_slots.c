@@ -179,6 +179,48 @@ SS_INTERNAL struct ss_slot *ss_attach(uint32_t session)
 	return NULL;
 }
 
+/* ---- threads of another process (stallscope record -p) --------------------------- */
+
+/* A slot for a thread of the process the session follows from outside. The one
+ * thread that drives the attachment (recorder/attach/) is the producer of every
+ * such slot; nothing is bound to its thread-local state. The thread is a worker
+ * lane (runtime, index) from ts on. NULL when the pool is full (counted). */
+SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uint32_t runtime,
+					      uint32_t index, uint64_t ts)
+{
+	if (!pool.slots)
+		return NULL;
+	for (uint32_t k = 0; k < pool.nslots; k++) {
+		struct ss_slot *s = &pool.slots[k];
+		uint32_t expect = SS_SLOT_FREE;
+		if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, SS_SLOT_CLAIMING,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		atomic_fetch_add_explicit(&owned, 1, memory_order_relaxed);
+		s->session = session;
+		s->thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed) + 1;
+		s->tid = tid;
+		s->stack_lo = s->stack_hi = 0;
+		s->cached_tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+		atomic_store_explicit(&s->state, SS_SLOT_OWNED, memory_order_release);
+		ss_push(s, SS_EV_WORKER_BEGIN, ts, runtime, index, 0);
+		return s;
+	}
+	ss_pool_no_slot_drop(ts);
+	return NULL;
+}
+
+/* The foreign thread of s ended (or the attachment ends) at ts. */
+SS_INTERNAL void ss_retire_foreign(struct ss_slot *s, uint64_t ts)
+{
+	if (atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
+		return;
+	atomic_store_explicit(&s->retired_ts, ts, memory_order_relaxed);
+	atomic_store_explicit(&s->state, SS_SLOT_RETIRED, memory_order_release);
+	ss_writer_kick();
+}
+
 /* Writer only: the slot is drained and its thread is gone. */
 SS_INTERNAL void ss_slot_release(struct ss_slot *s)
 {

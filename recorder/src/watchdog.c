@@ -224,6 +224,7 @@ static void *watchdog_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	ss_shim_internal_thread();
 	pthread_setname_np(pthread_self(), "ss-watchdog");
 
 	pthread_mutex_lock(&D.mu);

@@ -236,7 +236,11 @@ static void cycle(int final)
 	 * task stacks first: a task's next POLL_BEGIN must find its pending call. */
 	ss_task_dump_collect();
 	drain_windows(now);
+	if (ss_shim_take_names_changed())
+		ss_sampler_reread_names();
 	drain_sampler();
+	if (wr.seg_seq1)
+		ss_sampler_watch_mappings(&sink);
 	drain_stalls(now);
 	if (wr.seg_seq1 && wr.cfg.rotation_period_ns &&
 	    now - wr.seg_opened_ns >= wr.cfg.rotation_period_ns) {
@@ -258,6 +262,7 @@ static void *writer_main(void *arg)
 	/* The writer takes no signals: SIGXFSZ from a file-size limit then becomes a
 	 * plain EFBIG instead of killing the host program, and no handler of the host
 	 * ever runs on this thread. */
+	ss_shim_internal_thread();
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);

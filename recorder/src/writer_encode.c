@@ -118,9 +118,9 @@ SS_INTERNAL void put_new_defs(void)
 static void thread_name(int tid, char out[17])
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
 	memset(out, 0, 17);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ss_target_proc_path(path, sizeof path, "task/%d/comm", tid) == 0
+		? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		return;
 	ssize_t n = read(fd, out, 16);

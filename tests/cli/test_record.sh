@@ -11,10 +11,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/stallscope-record.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$cli" record -o "$tmp/out" -p rec -s 1M -- "$example" --scenario steady --duration 0.3 \
+"$cli" record -o "$tmp/out" --prefix rec -s 1M -- "$example" --scenario steady --duration 0.3 \
 	> "$tmp/log" 2>&1 || { cat "$tmp/log"; fail "record of the example runtime failed"; }
 ls "$tmp"/out/rec.*.bin >/dev/null 2>&1 || { cat "$tmp/log"; fail "no sealed rec.N.bin segment"; }
-grep -q 'sealed segment' "$tmp/log" || { cat "$tmp/log"; fail "no summary of what was written"; }
+grep -q 'segment.*/rec.*.bin' "$tmp/log" || { cat "$tmp/log"; fail "no summary of what was written"; }
 "$cli" dump --summary "$tmp"/out/rec.*.bin > "$tmp/dump" || fail "recorded segments do not dump cleanly"
 grep -q 'POLL_BEGIN' "$tmp/dump" || fail "no polls recorded"
 

@@ -42,6 +42,12 @@ cli=$(find "$tmp/root" -path '*/bin/stallscope' | head -n 1)
 "$cli" dump --summary "$tmp"/out/stallscope.0.bin > "$tmp/dump.txt"
 grep -q 'POLL_BEGIN 1000' "$tmp/dump.txt" || { cat "$tmp/dump.txt"; echo "installed program's events missing"; exit 1; }
 grep -q 'status     sealed' "$tmp/dump.txt" || { cat "$tmp/dump.txt"; exit 1; }
+# `record` of a program that knows nothing of stallscope finds the installed shim
+# (beside the installed library, which the shim finds through its RUNPATH).
+shim=$(find "$tmp/root" -name libstallscope_preload.so | head -n 1)
+[ -n "$shim" ] && [ "$(dirname "$shim")" = "$libdir" ] || { echo "libstallscope_preload.so not installed beside libstallscope.so"; exit 1; }
+"$cli" record -o "$tmp/rec" -- sh -c 'sleep 0.2' 2> "$tmp/rec.log" || { cat "$tmp/rec.log"; exit 1; }
+grep -q "preload shim $shim" "$tmp/rec.log" || { cat "$tmp/rec.log"; echo "installed record did not use the installed shim"; exit 1; }
 # The viewer and its desktop integration (when built with the GUI).
 if [ -n "$(find "$tmp/root" -path '*/bin/stallscope-viewer')" ]; then
 	for f in applications/io.github.stallscope.Viewer.desktop metainfo/io.github.stallscope.Viewer.metainfo.xml \
@@ -49,4 +55,4 @@ if [ -n "$(find "$tmp/root" -path '*/bin/stallscope-viewer')" ]; then
 		[ -n "$(find "$tmp/root" -path "*/share/$f")" ] || { echo "$f was not installed"; exit 1; }
 	done
 fi
-echo "install: ok (header, library, pkg-config, CLI, viewer)"
+echo "install: ok (header, library, preload shim, pkg-config, CLI, record, viewer)"
