@@ -7,6 +7,10 @@
 #
 # Recording goes to a temporary directory first, so a failed or interrupted run
 # never leaves half-written segments in data/demo/.
+#
+# The demos must show their culprits as on a quiet machine (the long-poll
+# scenario's longest poll on CPU, not preempted): on a busy one, run it as root
+# at high priority, `nice -n -20 data/record-demo.sh`, as the committed demo was.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
