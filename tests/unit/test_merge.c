@@ -1,5 +1,5 @@
 /*
- * test_merge.c - the importer's time-order merge (viewer/importer/merge.c):
+ * test_merge.c - the model's time-order merge (viewer/model/merge.c):
  *   - runs of several threads, read in file order, come out in time order, with
  *     equal times in arrival order;
  *   - a thread's own records keep their file order even when its timestamps go
@@ -19,12 +19,12 @@
 
 #define MAX_OUT 256
 
-static struct ss_record out[MAX_OUT];
+static struct ss_event out[MAX_OUT];
 static char names[MAX_OUT][64];
 static size_t n_out;
 static int fail_at = -1;
 
-static int collect(void *ctx, const struct ss_record *r)
+static int collect(void *ctx, const struct ss_event *r)
 {
 	(void)ctx;
 	if ((int)n_out == fail_at)
@@ -32,9 +32,9 @@ static int collect(void *ctx, const struct ss_record *r)
 	if (n_out < MAX_OUT) {
 		out[n_out] = *r;
 		/* Strings live in the merge only until it is empty again. */
-		if (r->type == SS_REC_COMM)
-			snprintf(names[n_out], sizeof names[n_out], "%.*s", (int)r->u.comm.name_len, r->u.comm.name);
-		if (r->type == SS_REC_STALL)
+		if (r->type == SS_EV_COMM)
+			snprintf(names[n_out], sizeof names[n_out], "%.*s", (int)r->u.comm.len, r->u.comm.name);
+		if (r->type == SS_EV_STALL)
 			snprintf(names[n_out], sizeof names[n_out], "%.*s", (int)r->u.stall.reason_len,
 				 r->u.stall.reason);
 	}
@@ -42,12 +42,11 @@ static int collect(void *ctx, const struct ss_record *r)
 	return 0;
 }
 
-static struct ss_record ev(uint8_t type, uint64_t thread, uint64_t ts, uint64_t task)
+static struct ss_event ev(uint8_t type, uint64_t thread, uint64_t ts, uint64_t task)
 {
-	struct ss_record r;
+	struct ss_event r;
 	memset(&r, 0, sizeof r);
 	r.type = type;
-	r.is_event = true;
 	r.thread = thread;
 	r.ts = ts;
 	r.u.poll_begin.task = task; /* the first field of every task record */
@@ -62,22 +61,22 @@ static void test_order(void)
 	/* Block 1: thread 1's run, then thread 2's; block 2 continues both. */
 	uint64_t t1[] = { 10, 30, 50 }, t2[] = { 20, 40 }, t1b[] = { 60, 80 }, t2b[] = { 55, 70 };
 	for (size_t i = 0; i < 3; i++) {
-		struct ss_record r = ev(SS_REC_POLL_BEGIN, 1, t1[i], 100 + i);
+		struct ss_event r = ev(SS_EV_POLL_BEGIN, 1, t1[i], 100 + i);
 		CHECK(ss_merge_push(&m, &r) == 0, "push");
 	}
 	for (size_t i = 0; i < 2; i++) {
-		struct ss_record r = ev(SS_REC_WAKE, 2, t2[i], 200 + i);
+		struct ss_event r = ev(SS_EV_WAKE, 2, t2[i], 200 + i);
 		CHECK(ss_merge_push(&m, &r) == 0, "push");
 	}
 	CHECK(ss_merge_release(&m) == 0, "release");
 	CHECK(n_out == 0, "%zu released inside the window", n_out);
 	for (size_t i = 0; i < 2; i++) {
-		struct ss_record a = ev(SS_REC_POLL_END, 1, t1b[i], 0), b = ev(SS_REC_TERMINATE, 2, t2b[i], 300 + i);
+		struct ss_event a = ev(SS_EV_POLL_END, 1, t1b[i], 0), b = ev(SS_EV_TERMINATE, 2, t2b[i], 300 + i);
 		ss_merge_push(&m, &a);
 		ss_merge_push(&m, &b);
 	}
 	/* Equal times on two threads: arrival order. */
-	struct ss_record x = ev(SS_REC_SPAWN, 3, 90, 1), y = ev(SS_REC_SPAWN, 4, 90, 2);
+	struct ss_event x = ev(SS_EV_SPAWN, 3, 90, 1), y = ev(SS_EV_SPAWN, 4, 90, 2);
 	ss_merge_push(&m, &x);
 	ss_merge_push(&m, &y);
 	CHECK(ss_merge_drain(&m) == 0, "drain");
@@ -87,7 +86,7 @@ static void test_order(void)
 		CHECK(out[i].ts == want[i], "record %zu at %llu, want %llu", i, (unsigned long long)out[i].ts,
 		      (unsigned long long)want[i]);
 	CHECK(n_out == 11 && out[9].thread == 3 && out[10].thread == 4, "equal times keep arrival order");
-	CHECK(out[0].thread == 1 && out[1].thread == 2 && out[1].type == SS_REC_WAKE &&
+	CHECK(out[0].thread == 1 && out[1].thread == 2 && out[1].type == SS_EV_WAKE &&
 		      out[1].u.wake.task == 200, "threads and fields follow their records");
 	CHECK(m.late == 0, "%llu late", (unsigned long long)m.late);
 	ss_merge_free(&m);
@@ -101,34 +100,34 @@ static void test_backwards_and_stalls(void)
 	/* Thread 1's clock goes back (hostile): its file order stands. */
 	uint64_t ts[] = { 100, 50, 120 };
 	for (size_t i = 0; i < 3; i++) {
-		struct ss_record r = ev(SS_REC_MARK, 1, ts[i], 0);
+		struct ss_event r = ev(SS_EV_MARK, 1, ts[i], 0);
 		r.u.mark.name = i + 1;
 		ss_merge_push(&m, &r);
 	}
 	/* The watchdog noticed these out of time order. */
-	struct ss_record s;
+	struct ss_event s;
 	memset(&s, 0, sizeof s);
-	s.type = SS_REC_STALL_END;
+	s.type = SS_EV_STALL_END;
 	s.ts = 130;
-	s.u.stall_end.thread = 2;
+	s.thread = 2;
 	ss_merge_push(&m, &s);
 	memset(&s, 0, sizeof s);
-	s.type = SS_REC_TASK_DUMP;
+	s.type = SS_EV_TASK_DUMP;
 	s.ts = 60;
-	s.u.task_dump.thread = 2;
+	s.thread = 2;
 	s.u.task_dump.idle_ns = 1000;
 	ss_merge_push(&m, &s);
 	memset(&s, 0, sizeof s);
-	s.type = SS_REC_STALL;
+	s.type = SS_EV_STALL;
 	s.ts = 110;
-	s.u.stall.thread = 2;
+	s.thread = 2;
 	s.u.stall.reason = "running";
 	s.u.stall.reason_len = 7;
 	ss_merge_push(&m, &s);
 	ss_merge_drain(&m);
 	CHECK(n_out == 6, "%zu delivered", n_out);
 	/* TASK_DUMP 60, MARK 100 (name 1), MARK 50 -> 100 (name 2), STALL 110, MARK 120, STALL_END 130 */
-	uint8_t types[] = { SS_REC_TASK_DUMP, SS_REC_MARK, SS_REC_MARK, SS_REC_STALL, SS_REC_MARK, SS_REC_STALL_END };
+	uint8_t types[] = { SS_EV_TASK_DUMP, SS_EV_MARK, SS_EV_MARK, SS_EV_STALL, SS_EV_MARK, SS_EV_STALL_END };
 	for (size_t i = 0; i < 6 && i < n_out; i++)
 		CHECK(out[i].type == types[i], "record %zu is type 0x%x, want 0x%x", i, out[i].type, types[i]);
 	CHECK(n_out == 6 && out[1].u.mark.name == 1 && out[2].u.mark.name == 2 && out[2].ts == 50,
@@ -145,13 +144,13 @@ static void test_window_late_cap(void)
 	n_out = 0;
 	const uint64_t s1 = 1000000000ull;
 	for (uint64_t t = 1; t <= 5; t++) {
-		struct ss_record r = ev(SS_REC_PARK, 1, t * s1, 0);
+		struct ss_event r = ev(SS_EV_PARK, 1, t * s1, 0);
 		ss_merge_push(&m, &r);
 	}
 	ss_merge_release(&m);
 	/* Stream time is at 5 s: the window (2 s) lets 1, 2 and 3 s go. */
 	CHECK(n_out == 3, "%zu released by the window", n_out);
-	struct ss_record old = ev(SS_REC_UNPARK, 2, 2 * s1 + 5, 0);
+	struct ss_event old = ev(SS_EV_UNPARK, 2, 2 * s1 + 5, 0);
 	ss_merge_push(&m, &old);
 	CHECK(m.late == 1, "%llu late", (unsigned long long)m.late);
 	ss_merge_release(&m);
@@ -164,7 +163,7 @@ static void test_window_late_cap(void)
 	m.max_buffered = 4;
 	n_out = 0;
 	for (uint64_t t = 1; t <= 10; t++) {
-		struct ss_record r = ev(SS_REC_QUEUE, t % 3, t, 0);
+		struct ss_event r = ev(SS_EV_QUEUE, t % 3, t, 0);
 		ss_merge_push(&m, &r);
 		CHECK(m.buffered <= 4, "%zu buffered", m.buffered);
 	}
@@ -178,63 +177,53 @@ static void test_fields(void)
 	struct ss_merge m;
 	ss_merge_init(&m, collect, NULL);
 	n_out = 0;
-	struct ss_record in[12];
+	struct ss_event in[12];
 	memset(in, 0, sizeof in);
 	size_t n = 0;
-	in[n] = ev(SS_REC_POLL_BEGIN, 5, 1, 11), in[n++].u.poll_begin.location = 12;
-	in[n] = ev(SS_REC_QUEUE, 5, 2, 0), in[n].u.queue.local = 3, in[n++].u.queue.global = 4;
-	in[n] = ev(SS_REC_MARK, 5, 3, 0), in[n].u.mark.name = 9, in[n++].u.mark.value = -42;
-	in[n] = ev(SS_REC_WORKER_BEGIN, 5, 4, 0), in[n].u.worker_begin.runtime = 7,
+	in[n] = ev(SS_EV_POLL_BEGIN, 5, 1, 11), in[n++].u.poll_begin.location = 12;
+	in[n] = ev(SS_EV_QUEUE, 5, 2, 0), in[n].u.queue.local = 3, in[n++].u.queue.global = 4;
+	in[n] = ev(SS_EV_MARK, 5, 3, 0), in[n].u.mark.name = 9, in[n++].u.mark.value = -42;
+	in[n] = ev(SS_EV_WORKER_BEGIN, 5, 4, 0), in[n].u.worker_begin.runtime = 7,
 	in[n++].u.worker_begin.index = 2;
-	in[n] = ev(SS_REC_LOSS, 5, 5, 0), in[n].u.loss.count = 100, in[n].u.loss.span = 200,
+	in[n] = ev(SS_EV_LOSS, 5, 5, 0), in[n].u.loss.count = 100, in[n].u.loss.span = 200,
 	in[n++].u.loss.reason = 3;
-	in[n].type = SS_REC_SAMPLE, in[n].ts = 6, in[n++].u.sample = (__typeof__(in[0].u.sample)){ 5, 77, 2, 1000, 1, 33 };
-	in[n].type = SS_REC_SWITCH, in[n].ts = 7, in[n++].u.switch_rec = (__typeof__(in[0].u.switch_rec)){ 5, 77, 1, 3 };
-	in[n].type = SS_REC_COMM, in[n].ts = 8, in[n].u.comm.thread = 5, in[n].u.comm.tid = 77,
-	in[n].u.comm.name = "worker-x", in[n++].u.comm.name_len = 8;
-	in[n].type = SS_REC_SAMPLER_LOSS, in[n].ts = 9,
-	in[n++].u.sampler_loss = (__typeof__(in[0].u.sampler_loss)){ 77, 10, 20, 1 };
-	in[n].type = SS_REC_STALL, in[n].ts = 10,
-	in[n].u.stall = (__typeof__(in[0].u.stall)){ 5, 77, 11, 12, 1, 0, 2, 1, 44, "blocked in read", 15 };
+	in[n].type = SS_EV_SAMPLE, in[n].ts = 6, in[n].thread = 5, in[n].tid = 77,
+	in[n++].u.sample = (__typeof__(in[0].u.sample)){ 2, 1000, 1, 33 };
+	in[n].type = SS_EV_SWITCH, in[n].ts = 7, in[n].thread = 5, in[n].tid = 77,
+	in[n++].u.switch_ev = (__typeof__(in[0].u.switch_ev)){ 1, 3 };
+	in[n].type = SS_EV_COMM, in[n].ts = 8, in[n].thread = 5, in[n].tid = 77, in[n].u.comm.name = "worker-x",
+	in[n++].u.comm.len = 8;
+	in[n].type = SS_EV_SAMPLER_LOSS, in[n].ts = 9, in[n].tid = 77,
+	in[n++].u.sampler_loss = (__typeof__(in[0].u.sampler_loss)){ 10, 20, 1 };
+	in[n].type = SS_EV_STALL, in[n].ts = 10, in[n].thread = 5, in[n].tid = 77,
+	in[n].u.stall = (__typeof__(in[0].u.stall)){ 11, 12, 1, 0, 2, 1, 44, "blocked in read", 15 };
 	n++;
-	in[n].type = SS_REC_STALL_END, in[n].ts = 11,
-	in[n++].u.stall_end = (__typeof__(in[0].u.stall_end)){ 5, 77, 11, 1, 3 };
-	in[n].type = SS_REC_TASK_DUMP, in[n].ts = 12,
-	in[n++].u.task_dump = (__typeof__(in[0].u.task_dump)){ 11, 5, 77, 12, 5000, 45 };
-	for (size_t i = 0; i < n; i++) {
-		CHECK(ss_merge_wants(&in[i]), "record type 0x%x is merged", in[i].type);
-		CHECK(ss_merge_push(&m, &in[i]) == 0, "push 0x%x", in[i].type);
-	}
+	in[n].type = SS_EV_STALL_END, in[n].ts = 11, in[n].thread = 5, in[n].tid = 77,
+	in[n++].u.stall_end = (__typeof__(in[0].u.stall_end)){ 11, 1, 3 };
+	in[n].type = SS_EV_TASK_DUMP, in[n].ts = 12, in[n].thread = 5, in[n].tid = 77,
+	in[n++].u.task_dump = (__typeof__(in[0].u.task_dump)){ 11, 12, 5000, 45 };
+	for (size_t i = 0; i < n; i++)
+		CHECK(ss_merge_push(&m, &in[i]) == 0, "push %u", in[i].type);
 	ss_merge_drain(&m);
 	CHECK(n_out == n, "%zu of %zu delivered", n_out, n);
 	for (size_t i = 0; i < n && i < n_out; i++) {
-		const struct ss_record *a = &in[i], *b = &out[i];
-		CHECK(a->type == b->type && a->ts == b->ts && a->is_event == b->is_event, "record %zu header", i);
-		if (a->is_event)
-			CHECK(a->thread == b->thread, "record %zu thread", i);
+		const struct ss_event *a = &in[i], *b = &out[i];
+		CHECK(a->type == b->type && a->ts == b->ts && a->thread == b->thread && a->tid == b->tid,
+		      "event %zu header", i);
 		switch (a->type) {
-		case SS_REC_COMM:
-			CHECK(!strcmp(names[i], "worker-x") && b->u.comm.thread == 5 && b->u.comm.tid == 77,
-			      "COMM '%s'", names[i]);
+		case SS_EV_COMM:
+			CHECK(!strcmp(names[i], "worker-x"), "COMM '%s'", names[i]);
 			break;
-		case SS_REC_STALL:
+		case SS_EV_STALL:
 			CHECK(!strcmp(names[i], "blocked in read"), "STALL reason '%s'", names[i]);
-			CHECK(b->u.stall.thread == 5 && b->u.stall.tid == 77 && b->u.stall.task == 11 &&
-				      b->u.stall.location == 12 && b->u.stall.poll_ts == 1 && b->u.stall.kind == 2 &&
-				      b->u.stall.syscall1 == 1 && b->u.stall.stack == 44,
+			CHECK(b->u.stall.task == 11 && b->u.stall.location == 12 && b->u.stall.poll_ts == 1 &&
+				      b->u.stall.kind == 2 && b->u.stall.syscall1 == 1 && b->u.stall.stack == 44,
 			      "STALL fields");
 			break;
 		default:
-			CHECK(!memcmp(&a->u, &b->u, sizeof a->u), "record %zu (0x%x) fields", i, a->type);
+			CHECK(!memcmp(&a->u, &b->u, sizeof a->u), "event %zu (%u) fields", i, a->type);
 		}
 	}
-	/* Definitions are not the merge's. */
-	struct ss_record def;
-	memset(&def, 0, sizeof def);
-	def.type = SS_REC_STACK;
-	CHECK(!ss_merge_wants(&def), "STACK is not merged");
-	def.type = SS_REC_MAPPING;
-	CHECK(!ss_merge_wants(&def), "MAPPING is not merged");
 	ss_merge_free(&m);
 }
 
@@ -244,7 +233,7 @@ static void test_error(void)
 	ss_merge_init(&m, collect, NULL);
 	n_out = 0;
 	for (uint64_t t = 1; t <= 5; t++) {
-		struct ss_record r = ev(SS_REC_PARK, 1, t, 0);
+		struct ss_event r = ev(SS_EV_PARK, 1, t, 0);
 		ss_merge_push(&m, &r);
 	}
 	fail_at = 2;
@@ -254,7 +243,7 @@ static void test_error(void)
 	fail_at = -1;
 	CHECK(ss_merge_drain(&m) == 0 && n_out == 4, "the rest after it (%zu)", n_out);
 	/* After a drain, earlier times (the next recording) are not late. */
-	struct ss_record early = ev(SS_REC_PARK, 9, 1, 0), later = ev(SS_REC_PARK, 8, 3, 0);
+	struct ss_event early = ev(SS_EV_PARK, 9, 1, 0), later = ev(SS_EV_PARK, 8, 3, 0);
 	ss_merge_push(&m, &later);
 	ss_merge_push(&m, &early);
 	CHECK(m.late == 0, "%llu late after a drain", (unsigned long long)m.late);

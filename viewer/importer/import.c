@@ -1,9 +1,14 @@
 /*
  * import.c - the import driver: finds the segment files among the given paths,
  * orders them by recording and sequence number (so polls and parks that cross a
- * rotation are stitched), skips what the database already holds, feeds every
- * intact block through the per-table writers, records damage in `segments`, and
- * finishes with indexes and the sample-to-poll links, all in one transaction.
+ * rotation are stitched), skips what the store already holds, and runs every
+ * intact block through the segment source into the model, whose rows go to the
+ * SQLite store; records damage in `segments`, and finishes with indexes and the
+ * sample-to-poll links, all in one transaction.
+ *
+ * viewer/importer/ is the pipeline that joins sources (segment_source.c, and
+ * the readers under viewer/reader/), the model (viewer/model/) and the store
+ * (viewer/store/sqlite/); the CLI and the viewer call it through import.h.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,9 +18,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "import-private.h"
+#include "import.h"
+#include "merge.h"
+#include "model.h"
 #include "progress.h"
+#include "segment_source.h"
+#include "sqlite_store.h"
+#include "symbolize.h"
+#include "symtab.h"
 #include "target.h"
+
+/* The driver's state for one import. */
+struct imp {
+	const struct ss_import_options *o;
+	FILE *log;
+	struct ss_import_result *res;
+	const char *target;       /* the database as the user named it */
+	bool fresh_target;        /* it is being built under a temporary name */
+	struct ss_sqlite_store *store;
+	struct ss_model *model;
+	struct ss_symbolizer *sym;
+	struct ss_symtab symtab;  /* the segment's own symbol table, if it has one */
+	struct ss_progress *pg;
+	uint64_t prev_end;        /* file offset up to which progress was counted */
+};
 
 struct input {
 	char *path;
@@ -111,44 +137,7 @@ static int cmp_input(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
-static int deliver(void *ctx, const struct ss_record *r);
-
-/* ---- database-wide maps ----------------------------------------------------- */
-
-static int load_global(struct imp *im)
-{
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(im->db.db, "SELECT id, file, line, function FROM locations", -1, &s, NULL))
-		return -1;
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		const char *file = (const char *)sqlite3_column_blob(s, 1), *fn;
-		size_t fl = (size_t)sqlite3_column_bytes(s, 1);
-		fn = (const char *)sqlite3_column_blob(s, 3);
-		size_t nl = (size_t)sqlite3_column_bytes(s, 3);
-		bool fnull = sqlite3_column_type(s, 1) == SQLITE_NULL, nnull = sqlite3_column_type(s, 3) == SQLITE_NULL;
-		uint64_t h = imp_fnv(file ? file : "", fl, 0xcbf29ce484222325ull);
-		h = imp_fnv("\0", 1, h);
-		h = imp_fnv(fn ? fn : "", nl, h);
-		h ^= (uint64_t)fnull << 1 | (uint64_t)nnull;
-		ss_hmap_put(&im->locations, h, (uint64_t)sqlite3_column_int64(s, 2),
-			    (uint64_t)sqlite3_column_int64(s, 0));
-	}
-	sqlite3_finalize(s);
-	if (sqlite3_prepare_v2(im->db.db, "SELECT mapping_id, rel_pc, min(id), count(*) FROM frames"
-			       " GROUP BY mapping_id, rel_pc", -1, &s, NULL))
-		return -1;
-	while (sqlite3_step(s) == SQLITE_ROW)
-		ss_hmap_put(&im->frames, (uint64_t)sqlite3_column_int64(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
-			    (uint64_t)sqlite3_column_int64(s, 2) | (uint64_t)sqlite3_column_int64(s, 3) << 56);
-	sqlite3_finalize(s);
-	if (sqlite3_prepare_v2(im->db.db, "SELECT coalesce(parent_id, 0), frame_id, id FROM callsites", -1, &s, NULL))
-		return -1;
-	while (sqlite3_step(s) == SQLITE_ROW)
-		ss_hmap_put(&im->callsites, (uint64_t)sqlite3_column_int64(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
-			    (uint64_t)sqlite3_column_int64(s, 2));
-	sqlite3_finalize(s);
-	return 0;
-}
+/* ---- setup ---------------------------------------------------------------- */
 
 static int setup(struct imp *im, const struct ss_import_options *o, struct ss_import_result *res)
 {
@@ -156,195 +145,69 @@ static int setup(struct imp *im, const struct ss_import_options *o, struct ss_im
 	im->o = o;
 	im->res = res;
 	im->log = o->log ? o->log : stderr;
-	im->symres = malloc(sizeof *im->symres);
-	if (!im->symres)
-		return -1;
-	if (ss_db_open(&im->db, o->db_path) != 0 || ss_db_prepare(&im->db, strcmp(o->db_path, ":memory:") != 0) != 0 || load_global(im) != 0) {
+	char err[600];
+	im->store = ss_sqlite_open(o->db_path, strcmp(o->db_path, ":memory:") != 0, err, sizeof err);
+	if (!im->store) {
 		if (!o->quiet)
-			fprintf(im->log, "stallscope import: %s\n", im->db.err[0] ? im->db.err : "cannot load database");
+			fprintf(im->log, "stallscope import: %s\n", err);
 		return -1;
 	}
-	ss_merge_init(&im->merge, deliver, im);
-	im->summ.db = &im->db;
-	im->summ.max_buckets = o->max_summary_buckets ? o->max_summary_buckets : 2000000;
-	im->max_threads = o->max_threads ? o->max_threads : IMP_MAX_THREADS;
-	im->max_live_tasks = o->max_live_tasks ? o->max_live_tasks : IMP_MAX_LIVE_TASKS;
 	if (!o->no_symbols)
 		im->sym = ss_sym_new(o->debug_dirs, o->n_debug_dirs);
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(im->db.db, "SELECT coalesce(max(rowid), 0) + 1 FROM samples", -1, &s, NULL) == 0) {
-		if (sqlite3_step(s) == SQLITE_ROW)
-			im->first_sample_rowid = sqlite3_column_int64(s, 0);
-		sqlite3_finalize(s);
+	struct ss_sink sink;
+	ss_sqlite_sink(im->store, &sink);
+	struct ss_model_options mo = {
+		.log = im->log, .quiet = o->quiet, .sym = im->sym, .max_threads = o->max_threads,
+		.max_live_tasks = o->max_live_tasks, .max_summary_buckets = o->max_summary_buckets,
+	};
+	im->model = ss_model_new(&mo, &sink, err, sizeof err);
+	if (!im->model) {
+		if (!o->quiet)
+			fprintf(im->log, "stallscope import: %s\n", err);
+		return -1;
 	}
 	return 0;
 }
 
 static void teardown(struct imp *im)
 {
-	imp_recording_end(im);
-	ss_hmap_free(&im->locations);
-	ss_hmap_free(&im->frames);
-	ss_hmap_free(&im->callsites);
-	ss_hmap_free(&im->seg_locs);
-	ss_hmap_free(&im->seg_stacks);
+	if (im->model)
+		ss_model_recording_end(im->model);
+	ss_model_free(im->model);
 	ss_symtab_clear(&im->symtab);
-	ss_merge_free(&im->merge);
 	if (im->sym)
 		ss_sym_free(im->sym);
-	free(im->symres);
-	ss_db_close(&im->db);
+	ss_sqlite_close(im->store);
+	im->model = NULL;
+	im->store = NULL;
 }
 
-/* Indexes, then what needs them: each sample's poll. Then commit. */
+static void phase(void *ctx, const char *what)
+{
+	ss_progress_phase(ctx, what);
+}
+
+/* Ends the recording, then indexes, links and the commit. */
 static int finish(struct imp *im, struct ss_progress *pg)
 {
-	if (im->failed || ss_db_flush(&im->db) != 0)
-		return imp_fail(im);
-	if (im->over_thread_limit && !im->o->quiet)
+	if (ss_model_recording_end(im->model) != 0 || ss_model_failed(im->model))
+		return -1;
+	if (ss_model_over_thread_limit(im->model) && !im->o->quiet)
 		fprintf(im->log, "stallscope import: warning: %llu events of threads past the first %llu of a"
-			" recording were left out\n", (unsigned long long)im->over_thread_limit,
-			(unsigned long long)im->max_threads);
+			" recording were left out\n", (unsigned long long)ss_model_over_thread_limit(im->model),
+			(unsigned long long)ss_model_max_threads(im->model));
 	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
-	double t0 = ss_progress_now();
 	if (timing)
-		fprintf(im->log, "import: records %.2f s\n", t0 - pg->start);
-	ss_progress_phase(pg, "creating indexes");
-	if (ss_db_create_indexes(&im->db) != 0)
-		return imp_fail(im);
-	if (timing)
-		fprintf(im->log, "import: indexes %.2f s\n", ss_progress_now() - t0);
-	t0 = ss_progress_now();
-	ss_progress_phase(pg, "linking samples to polls");
-	char *sql = sqlite3_mprintf(
-		"UPDATE samples SET poll_id = (SELECT id FROM (SELECT id, ts, dur FROM polls p"
-		" WHERE p.worker_id = samples.worker_id AND p.ts <= samples.ts ORDER BY p.ts DESC LIMIT 1)"
-		" WHERE ts + dur > samples.ts) WHERE rowid >= %lld AND worker_id IS NOT NULL",
-		(long long)im->first_sample_rowid);
-	int rc = sql ? ss_db_exec(&im->db, sql) : -1;
-	sqlite3_free(sql);
-	if (rc == 0)
-		rc = ss_db_exec(&im->db, "UPDATE stalls SET poll_id = (SELECT p.id FROM polls p WHERE"
-				" p.worker_id = stalls.worker_id AND p.ts = stalls.ts) WHERE poll_id IS NULL");
-	if (timing)
-		fprintf(im->log, "import: links %.2f s\n", ss_progress_now() - t0);
-	t0 = ss_progress_now();
-	if (rc != 0 || ss_db_exec(&im->db, "COMMIT") != 0)
-		return imp_fail(im);
-	if (timing)
-		fprintf(im->log, "import: commit %.2f s\n", ss_progress_now() - t0);
-	ss_db_exec(&im->db, "PRAGMA optimize");
+		fprintf(im->log, "import: records %.2f s\n", ss_progress_now() - pg->start);
+	if (ss_sqlite_finish(im->store, phase, pg, timing, im->log) != 0) {
+		if (!im->o->quiet)
+			fprintf(im->log, "stallscope import: database write failed: %s\n", ss_sqlite_error(im->store));
+		return -1;
+	}
 	return 0;
 }
 
 /* ---- one segment ---------------------------------------------------------- */
-
-struct seg_row {
-	int64_t id;
-	uint64_t blocks, events;
-	bool sealed;
-};
-
-static bool find_segment(struct imp *im, uint64_t seq, struct seg_row *row)
-{
-	sqlite3_stmt *s;
-	bool found = false;
-	if (ss_db_sync(&im->db) != 0)
-		return false;
-	if (sqlite3_prepare_v2(im->db.db, "SELECT id, blocks, sealed, events FROM segments"
-			       " WHERE recording_id = ? AND seq = ?", -1, &s, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_int64(s, 1, im->rec->id);
-	sqlite3_bind_int64(s, 2, (int64_t)seq);
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		found = true;
-		row->id = sqlite3_column_int64(s, 0);
-		row->blocks = (uint64_t)sqlite3_column_int64(s, 1);
-		row->sealed = sqlite3_column_int64(s, 2) != 0;
-		row->events = (uint64_t)sqlite3_column_int64(s, 3);
-	}
-	sqlite3_finalize(s);
-	return found;
-}
-
-static int write_segment(struct imp *im, const char *path, uint64_t size, int64_t id,
-			 const struct ss_segment_header *h, const struct ss_reader_stats *st,
-			 const struct ss_damage *dmg)
-{
-	sqlite3_stmt *s;
-	if (ss_db_sync(&im->db) != 0)
-		return imp_fail(im);
-	if (sqlite3_prepare_v2(im->db.db,
-			       "INSERT OR REPLACE INTO segments(id, recording_id, file, seq, start_ts, end_ts, sealed,"
-			       " blocks, bytes, intact_bytes, events, damage, damage_offset, damage_block,"
-			       " damage_reason, note) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL))
-		return -1;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_int64(s, 2, im->rec->id);
-	sqlite3_bind_text(s, 3, path, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, (int64_t)h->segment_seq);
-	sqlite3_bind_int64(s, 5, (int64_t)h->start_ts);
-	uint64_t end = st->sealed ? st->footer.end_ts : st->last_event_ts;
-	if (end)
-		sqlite3_bind_int64(s, 6, (int64_t)end);
-	sqlite3_bind_int(s, 7, st->sealed);
-	sqlite3_bind_int64(s, 8, (int64_t)st->blocks);
-	sqlite3_bind_int64(s, 9, (int64_t)size);
-	sqlite3_bind_int64(s, 10, (int64_t)st->intact_end);
-	sqlite3_bind_int64(s, 11, (int64_t)st->events);
-	if (dmg->kind != SS_DAMAGE_NONE) {
-		sqlite3_bind_text(s, 12, ss_damage_kind_name(dmg->kind), -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 13, (int64_t)dmg->offset);
-		if (dmg->block != UINT64_MAX)
-			sqlite3_bind_int64(s, 14, (int64_t)dmg->block);
-		sqlite3_bind_text(s, 15, dmg->reason, -1, SQLITE_STATIC);
-	}
-	if (st->note[0])
-		sqlite3_bind_text(s, 16, st->note, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-	if (rc)
-		snprintf(im->db.err, sizeof im->db.err, "%s", sqlite3_errmsg(im->db.db));
-	sqlite3_finalize(s);
-	return rc ? imp_fail(im) : 0;
-}
-
-static int dispatch(struct imp *im, const struct ss_record *r)
-{
-	switch (r->type) {
-	case SS_REC_LOCATION:
-		return imp_location_def(im, &r->u.location);
-	case SS_REC_THREAD_DEF:
-		return imp_thread_def(im, &r->u.thread_def);
-	case SS_REC_STRING:
-	case SS_REC_THREAD:
-		return 0;
-	default:
-		break;
-	}
-	if (ss_merge_wants(r)) {
-		if (im->skip_events)
-			return 0;
-		if (r->is_event && ss_record_counts_as_event(r->type))
-			im->seg_events++;
-		/* -1 without a failed write: memory ran out; that record is lost. */
-		return ss_merge_push(&im->merge, r);
-	}
-	return imp_sampling_record(im, r);
-}
-
-/* The merge hands records back in time order. Only a failed database write
- * stops it: any other error loses that one record. */
-static int deliver(void *ctx, const struct ss_record *r)
-{
-	struct imp *im = ctx;
-	if (r->is_event)
-		imp_event(im, r);
-	else if (r->type >= 0x60 && r->type <= 0x6f)
-		imp_stall_record(im, r);
-	else
-		imp_sampling_record(im, r);
-	return im->failed ? -1 : 0;
-}
 
 struct src {
 	int fd;
@@ -378,55 +241,43 @@ static void load_symtab(struct imp *im, const char *path, const uint8_t *buf, si
 		close(s.fd);
 }
 
-/* Reads one opened segment (from path, or buf when not NULL) into the database. */
+static void block_done(void *ctx, const struct ss_block_info *b, bool skipped)
+{
+	struct imp *im = ctx;
+	uint64_t end = b->offset + sizeof(struct ss_block_header) + b->payload_len;
+	ss_progress_update(im->pg, end > im->prev_end ? end - im->prev_end : 0, skipped ? 0 : b->record_count);
+	im->prev_end = end;
+}
+
+/* Reads one opened segment (from path, or buf when not NULL) into the store. */
 static int import_segment(struct imp *im, struct ss_reader *rd, const char *path, const uint8_t *buf,
 			  uint64_t size, struct ss_progress *pg)
 {
 	const struct ss_segment_header *h = ss_reader_header(rd);
-	if (!im->rec || im->rec->session_id != h->session_id) {
-		if (imp_recording_end(im) != 0 || imp_recording_begin(im, h) != 0)
-			return -1;
-	}
-	struct seg_row row = { 0 };
-	bool known = find_segment(im, h->segment_seq, &row);
+	struct ss_recording_info info = {
+		h->session_id, h->pid, h->exe, strnlen(h->exe, h->exe_len), h->hostname, h->boot_id,
+		h->anchor_mono_ns, h->anchor_real_ns,
+	};
+	if (ss_model_recording(im->model, &info) != 0)
+		return -1;
+	int64_t rid = ss_model_recording_id(im->model);
+	struct ss_segment_info row = { 0 };
+	bool known = ss_model_recording_known(im->model) && ss_sqlite_segment_find(im->store, rid, h->segment_seq, &row);
 	if (known && row.sealed) {
 		im->res->unchanged++;
 		ss_progress_update(pg, size, 0);
 		return 0;
 	}
-	if (imp_recording_resume(im) != 0)
-		return -1;
 	load_symtab(im, path, buf, (size_t)size, h);
-	im->reader = rd;
-	im->seg_serial++;
-	im->seg_events = 0;
-	ss_hmap_clear(&im->seg_locs);
-	ss_hmap_clear(&im->seg_stacks);
-	struct ss_block_info b;
-	struct ss_record r;
-	uint64_t prev_end = h->header_size, new_blocks = 0;
-	while (!im->failed && ss_reader_next_block(rd, &b)) {
-		im->skip_events = known && b.index < row.blocks;
-		new_blocks += !im->skip_events;
-		while (ss_reader_next_record(rd, &r))
-			if (dispatch(im, &r) != 0 && im->failed)
-				break;
-		if (!im->failed)
-			ss_merge_release(&im->merge);
-		uint64_t end = b.offset + sizeof(struct ss_block_header) + b.payload_len;
-		ss_progress_update(pg, end > prev_end ? end - prev_end : 0, im->skip_events ? 0 : b.record_count);
-		prev_end = end;
-	}
-	im->skip_events = false;
-	/* Definitions the records refer to are this reader's. */
-	if (!im->failed)
-		ss_merge_drain(&im->merge);
-	im->reader = NULL;
-	if (im->failed)
+	im->pg = pg;
+	im->prev_end = h->header_size;
+	struct ss_segment_run run;
+	if (ss_segment_source_run(im->model, rd, &im->symtab, known ? row.blocks : 0, &run,
+				  block_done, im) != 0)
 		return -1;
 	const struct ss_reader_stats *st = ss_reader_stats(rd);
 	const struct ss_damage *dmg = ss_reader_damage(rd);
-	ss_progress_update(pg, size > prev_end ? size - prev_end : 0, 0);
+	ss_progress_update(pg, size > im->prev_end ? size - im->prev_end : 0, 0);
 	if (dmg->kind != SS_DAMAGE_NONE) {
 		im->res->damaged++;
 		if (!im->o->quiet) {
@@ -439,21 +290,40 @@ static int import_segment(struct imp *im, struct ss_reader *rd, const char *path
 				(unsigned long long)st->blocks);
 		}
 	}
-	im->res->events += im->seg_events;
+	im->res->events += run.events;
 	/* Nothing new (or the file even shrank): keep the row as it is, so the blocks
 	 * already imported are never counted as new later. */
-	if (known && new_blocks == 0 && !st->sealed) {
+	if (known && run.new_blocks == 0 && !st->sealed) {
 		im->res->unchanged++;
 		return 0;
 	}
 	im->res->imported++;
-	return write_segment(im, path, size, known ? row.id : ss_db_new_id(&im->db, ID_SEGMENT), h, st, dmg);
+	uint64_t end = st->sealed ? st->footer.end_ts : st->last_event_ts;
+	struct ss_segment_info g = {
+		.id = known ? row.id : ss_model_new_id(im->model, ID_SEGMENT), .recording_id = rid, .file = path,
+		.seq = h->segment_seq, .start_ts = h->start_ts, .end_ts = end, .sealed = st->sealed,
+		.blocks = st->blocks, .bytes = size, .intact_bytes = st->intact_end, .events = st->events,
+		.damage = dmg->kind != SS_DAMAGE_NONE ? ss_damage_kind_name(dmg->kind) : NULL,
+		.damage_offset = dmg->offset, .damage_block = dmg->block != UINT64_MAX ? (int64_t)dmg->block : -1,
+		.damage_reason = dmg->reason, .note = st->note,
+	};
+	if (ss_sqlite_segment_write(im->store, &g) != 0) {
+		if (!im->o->quiet)
+			fprintf(im->log, "stallscope import: database write failed: %s\n", ss_sqlite_error(im->store));
+		return -1;
+	}
+	return 0;
 }
 
 static struct ss_reader_options reader_opts(const struct ss_import_options *o)
 {
 	return (struct ss_reader_options){ .ignore_crc = o->fuzz_ignore_crc,
 					   .max_definition_bytes = o->fuzz_ignore_crc ? 64u << 10 : 0 };
+}
+
+static bool failed(const struct imp *im)
+{
+	return !im->model || ss_model_failed(im->model);
 }
 
 static void report(struct imp *im, struct ss_progress *pg, int rc)
@@ -475,10 +345,10 @@ static void report(struct imp *im, struct ss_progress *pg, int rc)
 		return;
 	}
 	if (res->late)
-		fprintf(im->log, "stallscope import: warning: %llu records came more than %.1f s (or %zu records)"
+		fprintf(im->log, "stallscope import: warning: %llu records came more than %.1f s (or %u records)"
 			" after later ones of other threads: they were taken in file order, and links between"
 			" threads near them (wakes, task ends) may be off\n", (unsigned long long)res->late,
-			(double)im->merge.window_ns / 1e9, im->merge.max_buffered);
+			(double)SS_MERGE_WINDOW_NS / 1e9, SS_MERGE_MAX_BUFFERED);
 	fprintf(im->log, "stallscope import: %llu segment%s imported, %llu unchanged, %llu damaged, "
 		"%llu unreadable; %llu events in %.2f s (%.2fM events/s) -> %s\n",
 		(unsigned long long)res->imported, res->imported == 1 ? "" : "s",
@@ -540,7 +410,7 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 	qsort(in.v, in.n, sizeof *in.v, cmp_input);
 	struct ss_progress pg;
 	ss_progress_start(&pg, im.log, o->progress && !o->quiet, total);
-	for (size_t i = 0; i < in.n && !im.failed; i++) {
+	for (size_t i = 0; i < in.n && !failed(&im); i++) {
 		struct ss_reader *rd;
 		enum ss_damage_kind kind;
 		char err[256];
@@ -555,12 +425,12 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 		free(in.v[i].path);
 	free(in.v);
 	int rc = SS_IMPORT_OK;
-	if (res->imported + res->unchanged == 0 && !im.failed)
+	if (res->imported + res->unchanged == 0 && !failed(&im))
 		rc = SS_IMPORT_NOTHING;
-	else if (imp_recording_end(&im) != 0 || finish(&im, &pg) != 0)
+	else if (failed(&im) || finish(&im, &pg) != 0)
 		rc = SS_IMPORT_OUTPUT;
 	ss_progress_end(&pg);
-	res->late = im.merge.late;
+	res->late = ss_model_late(im.model);
 	teardown(&im);
 	if (rc == SS_IMPORT_OK && ss_target_commit(&tg) != 0) {
 		if (!o->quiet)
@@ -598,9 +468,9 @@ int ss_import_buffer(const struct ss_import_options *o, const void *buf, size_t 
 		import_segment(&im, rd, "<buffer>", buf, len, &pg);
 		ss_reader_close(rd);
 	}
-	if (imp_recording_end(&im) != 0 || finish(&im, &pg) != 0)
+	if (failed(&im) || finish(&im, &pg) != 0)
 		rc = SS_IMPORT_OUTPUT;
-	res->late = im.merge.late;
+	res->late = ss_model_late(im.model);
 	report(&im, &pg, rc);
 	teardown(&im);
 	return rc;

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "db.h"
+#include "sink.h"
 
 /* A sparse bucket needs this many polls and parks begun in it to be written. */
 #define SPARSE_MIN_STARTS 2
@@ -29,16 +29,11 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 			memset(a, 0, sizeof *a);
 		return 0;
 	}
-	struct ss_row *st = ss_row(s->db, ST_UPSERT_SUMMARY);
 	uint64_t size = ss_summary_level_ns[level];
-	ss_bind_i(st, 1, (int64_t)size);
-	ss_bind_i(st, 2, worker_id);
-	ss_bind_i(st, 3, (int64_t)(a->bucket * size));
-	ss_bind_i(st, 4, a->busy - a->w_busy);
-	ss_bind_i(st, 5, a->parked - a->w_parked);
-	ss_bind_i(st, 6, sparse ? 0 : a->offcpu - a->w_offcpu);
-	ss_bind_i(st, 7, a->polls - a->w_polls);
-	ss_bind_i(st, 8, a->max_poll);
+	struct ss_summary_row r = {
+		(int64_t)size, worker_id, (int64_t)(a->bucket * size), a->busy - a->w_busy, a->parked - a->w_parked,
+		sparse ? 0 : a->offcpu - a->w_offcpu, a->polls - a->w_polls, a->max_poll,
+	};
 	if (keep) {
 		a->w_busy = a->busy;
 		a->w_parked = a->parked;
@@ -47,7 +42,7 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 	} else {
 		memset(a, 0, sizeof *a);
 	}
-	return ss_db_step(s->db, ST_UPSERT_SUMMARY);
+	return s->sink->summary(s->sink->ctx, &r);
 }
 
 static inline void add_part(struct ss_summary_acc *a, enum ss_summary_kind kind, int64_t part,

@@ -1,6 +1,6 @@
 /*
- * merge.h - puts the timestamped records of one segment back into time order
- * before they reach the trackers.
+ * merge.h - puts the events of one segment back into time order before they
+ * reach the trackers.
  *
  * A segment holds each thread's events in order, but in per-thread runs: the
  * writer drains one ring after another, and the sampler and the watchdog write
@@ -18,10 +18,10 @@
  * order is always kept, even when timestamps go backwards (hostile input): a
  * record is ordered by the largest time its stream has reached.
  *
- * Records are copied in: what a record points to (a thread name, a stall's
- * reason) is kept by the merge until it is empty again. Definitions referenced
- * by id (strings, locations, stacks) stay the reader's: release everything
- * (ss_merge_drain) before the reader moves to another segment.
+ * Events are copied in: what an event points to (a thread name, a stall's
+ * reason) is kept by the merge until it is empty again. What events refer to
+ * by id (strings, locations, stacks) stays the source's: release everything
+ * (ss_merge_drain) before the source moves to another unit of ids.
  *
  * Not thread-safe; one merge per import.
  */
@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "event.h"
 #include "hmap.h"
-#include "segment_reader.h"
 
 struct ss_merge_entry;
 struct ss_merge_stream;
@@ -43,7 +43,7 @@ struct ss_merge {
 	size_t max_buffered;    /* records held at most */
 	/* what the merge delivers to; a non-zero return stops a release and is
 	 * returned by it */
-	int (*deliver)(void *ctx, const struct ss_record *r);
+	int (*deliver)(void *ctx, const struct ss_event *e);
 	void *ctx;
 
 	struct ss_hmap ids;     /* stream key -> index + 1 */
@@ -67,16 +67,12 @@ struct ss_merge {
 #define SS_MERGE_WINDOW_NS 2000000000ull
 #define SS_MERGE_MAX_BUFFERED 1048576u
 
-void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_record *r), void *ctx);
+void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_event *e), void *ctx);
 void ss_merge_free(struct ss_merge *m);
 
-/* Whether r is a record the merge orders (events, sampling records other than
- * definitions, stall and task-dump records). */
-bool ss_merge_wants(const struct ss_record *r);
-
-/* Takes a copy of r. Returns 0, a deliver() result when the buffer was full and
+/* Takes a copy of e. Returns 0, a deliver() result when the buffer was full and
  * releasing failed, or -1 when memory ran out. */
-int ss_merge_push(struct ss_merge *m, const struct ss_record *r);
+int ss_merge_push(struct ss_merge *m, const struct ss_event *e);
 
 /* Releases what the window allows. */
 int ss_merge_release(struct ss_merge *m);

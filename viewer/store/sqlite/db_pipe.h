@@ -1,5 +1,5 @@
 /*
- * db-pipe.h - the row pipeline between the importer (producer) and the thread
+ * db_pipe.h - the row pipeline between the importer (producer) and the thread
  * that binds and inserts rows into SQLite (consumer). Internal to db.c and
  * db_pipe.c.
  */

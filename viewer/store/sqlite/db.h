@@ -1,8 +1,9 @@
 /*
- * db.h - the importer's side of SQLite: opening a database with bulk-load
+ * db.h - the SQLite store's writing side: opening a database with bulk-load
  * settings, applying the embedded schema, the prepared statement of every row
- * kind, and the id counters (ids are assigned here, not by SQLite, so rows can
- * refer to each other before they are written).
+ * kind, and the pipeline that inserts rows on a second thread. Ids come with the
+ * rows (the model assigns them, so rows can refer to each other before they are
+ * written); ss_db_next_ids says where each kind's free ids begin.
  */
 #ifndef STALLSCOPE_IMPORT_DB_H
 #define STALLSCOPE_IMPORT_DB_H
@@ -12,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "sink.h"
 
 enum ss_stmt {
 	ST_INS_RECORDING, ST_UPD_RECORDING_TS, ST_INS_META,
@@ -26,9 +29,6 @@ enum ss_stmt {
 	ST_COUNT
 };
 
-/* Tables whose ids the importer assigns. */
-enum ss_idkind { ID_RECORDING, ID_THREAD, ID_WORKER, ID_LOCATION, ID_TASK, ID_POLL,
-		 ID_MAPPING, ID_FRAME, ID_CALLSITE, ID_STALL, ID_SEGMENT, ID_COUNT };
 
 /* Rows are not bound into SQLite by the code that produces them: they are
  * serialized into chunks that a second thread binds and inserts, so decoding and
@@ -46,7 +46,6 @@ struct ss_db {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
 	struct ss_batch *batch[ST_COUNT]; /* high-volume tables: rows collect here (db_batch.c) */
-	int64_t next_id[ID_COUNT];
 	bool fresh;          /* the file held no schema before: bulk settings are safe */
 	char err[512];
 	struct ss_row row;
@@ -72,7 +71,8 @@ int ss_db_exec(struct ss_db *d, const char *sql);
 int ss_db_create_indexes(struct ss_db *d);
 void ss_db_close(struct ss_db *d);
 
-static inline int64_t ss_db_new_id(struct ss_db *d, enum ss_idkind k) { return d->next_id[k]++; }
+/* Where the free ids of each kind begin (max + 1, at least 1). */
+int ss_db_next_ids(struct ss_db *d, int64_t next[ID_COUNT]);
 
 /* Building a row: ss_row() starts it, the binds give its parameters (1-based,
  * as in the statement's SQL), ss_db_step() hands it over. Texts are copied. */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "db-pipe.h"
+#include "db_pipe.h"
 
 #define CHUNK_BYTES (256u << 10)
 #define PIPE_DEPTH 8

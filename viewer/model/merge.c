@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+
 struct ss_merge_entry {
 	uint64_t key;      /* ordering time: the stream's running maximum */
 	uint64_t ts;       /* the record's own time */
@@ -27,7 +28,7 @@ struct ss_merge_stream {
 
 enum { CLASS_HOOKS = 0, CLASS_SAMPLER = 1, CLASS_STALLS = 2 };
 
-void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_record *r), void *ctx)
+void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_event *e), void *ctx)
 {
 	memset(m, 0, sizeof *m);
 	m->window_ns = SS_MERGE_WINDOW_NS;
@@ -44,27 +45,9 @@ void ss_merge_free(struct ss_merge *m)
 	free(m->heap);
 	free(m->arena);
 	ss_hmap_free(&m->ids);
-	int (*deliver)(void *, const struct ss_record *) = m->deliver;
+	int (*deliver)(void *, const struct ss_event *) = m->deliver;
 	void *ctx = m->ctx;
 	ss_merge_init(m, deliver, ctx);
-}
-
-bool ss_merge_wants(const struct ss_record *r)
-{
-	if (r->is_event)
-		return true;
-	switch (r->type) {
-	case SS_REC_SAMPLE:
-	case SS_REC_SWITCH:
-	case SS_REC_COMM:
-	case SS_REC_SAMPLER_LOSS:
-	case SS_REC_STALL:
-	case SS_REC_STALL_END:
-	case SS_REC_TASK_DUMP:
-		return true;
-	default:
-		return false;
-	}
 }
 
 /* ---- the heap of streams ----------------------------------------------------- */
@@ -198,119 +181,97 @@ static int arena_put(struct ss_merge *m, const void *p, size_t len, uint64_t *of
 
 /* ---- records in and out ------------------------------------------------------- */
 
-/* Fills the entry's fields from r; returns the stream class and its thread and tid. */
-static int encode(struct ss_merge *m, const struct ss_record *r, struct ss_merge_entry *e,
-		  unsigned *cls, uint64_t *thread, uint64_t *tid)
+/* Fills the entry from e; returns the stream class. Hook events are streams
+ * of their thread; the sampler's and the watchdog's, streams of (thread, tid). */
+static int encode(struct ss_merge *m, const struct ss_event *ev, struct ss_merge_entry *e, unsigned *cls)
 {
 	memset(e, 0, sizeof *e);
-	e->type = r->type;
-	e->ts = e->key = r->ts;
+	e->type = ev->type;
+	e->ts = e->key = ev->ts;
 	*cls = CLASS_HOOKS;
-	*thread = r->thread;
-	*tid = 0;
-	if (r->is_event) {
-		switch (r->type) {
-		case SS_REC_POLL_BEGIN:
-			e->f[0] = r->u.poll_begin.task;
-			e->f[1] = r->u.poll_begin.location;
-			break;
-		case SS_REC_SPAWN:
-			e->f[0] = r->u.spawn.task;
-			e->f[1] = r->u.spawn.location;
-			break;
-		case SS_REC_TERMINATE:
-			e->f[0] = r->u.terminate.task;
-			break;
-		case SS_REC_WAKE:
-			e->f[0] = r->u.wake.task;
-			break;
-		case SS_REC_QUEUE:
-			e->f[0] = r->u.queue.local;
-			e->f[1] = r->u.queue.global;
-			break;
-		case SS_REC_MARK:
-			e->f[0] = r->u.mark.name;
-			e->f[1] = (uint64_t)r->u.mark.value;
-			break;
-		case SS_REC_SPAN_BEGIN:
-		case SS_REC_SPAN_END:
-			e->f[0] = r->u.span.name;
-			break;
-		case SS_REC_WORKER_BEGIN:
-			e->f[0] = r->u.worker_begin.runtime;
-			e->f[1] = r->u.worker_begin.index;
-			break;
-		case SS_REC_LOSS:
-			e->f[0] = r->u.loss.count;
-			e->f[1] = r->u.loss.span;
-			e->f[2] = r->u.loss.reason;
-			break;
-		default:
-			break;
-		}
+	switch (ev->type) {
+	case SS_EV_POLL_BEGIN:
+	case SS_EV_SPAWN:
+		e->f[0] = ev->u.poll_begin.task;
+		e->f[1] = ev->u.poll_begin.location;
 		return 0;
-	}
-	switch (r->type) {
-	case SS_REC_SAMPLE:
-		*cls = CLASS_SAMPLER;
-		*thread = r->u.sample.thread;
-		*tid = r->u.sample.tid;
-		e->f[0] = r->u.sample.cpu;
-		e->f[1] = r->u.sample.weight;
-		e->f[2] = r->u.sample.kind;
-		e->f[3] = r->u.sample.stack;
+	case SS_EV_TERMINATE:
+	case SS_EV_WAKE:
+		e->f[0] = ev->u.wake.task;
 		return 0;
-	case SS_REC_SWITCH:
-		*cls = CLASS_SAMPLER;
-		*thread = r->u.switch_rec.thread;
-		*tid = r->u.switch_rec.tid;
-		e->f[0] = r->u.switch_rec.cpu;
-		e->f[1] = r->u.switch_rec.flags;
+	case SS_EV_QUEUE:
+		e->f[0] = ev->u.queue.local;
+		e->f[1] = ev->u.queue.global;
 		return 0;
-	case SS_REC_COMM:
-		*cls = CLASS_SAMPLER;
-		*thread = r->u.comm.thread;
-		*tid = r->u.comm.tid;
-		e->f[1] = r->u.comm.name_len;
-		return arena_put(m, r->u.comm.name, r->u.comm.name_len, &e->f[0]);
-	case SS_REC_SAMPLER_LOSS:
-		*cls = CLASS_SAMPLER;
-		*thread = 0;
-		*tid = r->u.sampler_loss.tid;
-		e->f[0] = r->u.sampler_loss.span;
-		e->f[1] = r->u.sampler_loss.count;
-		e->f[2] = r->u.sampler_loss.reason;
+	case SS_EV_MARK:
+		e->f[0] = ev->u.mark.name;
+		e->f[1] = (uint64_t)ev->u.mark.value;
 		return 0;
-	case SS_REC_STALL: {
+	case SS_EV_SPAN_BEGIN:
+	case SS_EV_SPAN_END:
+		e->f[0] = ev->u.span.name;
+		return 0;
+	case SS_EV_WORKER_BEGIN:
+		e->f[0] = ev->u.worker_begin.runtime;
+		e->f[1] = ev->u.worker_begin.index;
+		return 0;
+	case SS_EV_LOSS:
+		e->f[0] = ev->u.loss.count;
+		e->f[1] = ev->u.loss.span;
+		e->f[2] = ev->u.loss.reason;
+		return 0;
+	case SS_EV_POLL_END:
+	case SS_EV_PARK:
+	case SS_EV_UNPARK:
+	case SS_EV_WORKER_END:
+	case SS_EV_THREAD_EXIT:
+		return 0;
+	case SS_EV_SAMPLE:
+		*cls = CLASS_SAMPLER;
+		e->f[0] = ev->u.sample.cpu1;
+		e->f[1] = ev->u.sample.weight;
+		e->f[2] = ev->u.sample.kind;
+		e->f[3] = ev->u.sample.stack;
+		return 0;
+	case SS_EV_SWITCH:
+		*cls = CLASS_SAMPLER;
+		e->f[0] = ev->u.switch_ev.cpu1;
+		e->f[1] = ev->u.switch_ev.flags;
+		return 0;
+	case SS_EV_COMM:
+		*cls = CLASS_SAMPLER;
+		e->f[1] = ev->u.comm.len;
+		return arena_put(m, ev->u.comm.name, ev->u.comm.len, &e->f[0]);
+	case SS_EV_SAMPLER_LOSS:
+		*cls = CLASS_SAMPLER;
+		e->f[0] = ev->u.sampler_loss.span;
+		e->f[1] = ev->u.sampler_loss.count;
+		e->f[2] = ev->u.sampler_loss.reason;
+		return 0;
+	case SS_EV_STALL: {
 		*cls = CLASS_STALLS;
-		*thread = r->u.stall.thread;
-		*tid = r->u.stall.tid;
-		/* The whole record, then its reason. */
+		/* The whole event, then its reason. */
 		uint64_t roff;
-		if (arena_put(m, r, sizeof *r, &e->f[0]) != 0 ||
-		    arena_put(m, r->u.stall.reason, r->u.stall.reason_len, &roff) != 0)
+		if (arena_put(m, ev, sizeof *ev, &e->f[0]) != 0 ||
+		    arena_put(m, ev->u.stall.reason, ev->u.stall.reason_len, &roff) != 0)
 			return -1;
 		e->f[1] = roff;
 		return 0;
 	}
-	case SS_REC_STALL_END:
+	case SS_EV_STALL_END:
 		*cls = CLASS_STALLS;
-		*thread = r->u.stall_end.thread;
-		*tid = r->u.stall_end.tid;
-		e->f[0] = r->u.stall_end.task;
-		e->f[1] = r->u.stall_end.poll_ts;
-		e->f[2] = r->u.stall_end.captures;
+		e->f[0] = ev->u.stall_end.task;
+		e->f[1] = ev->u.stall_end.poll_ts;
+		e->f[2] = ev->u.stall_end.captures;
 		return 0;
-	case SS_REC_TASK_DUMP:
+	case SS_EV_TASK_DUMP:
 		/* At the yield, inside the task's poll: the task is alive there, and
 		 * the dump was written long after it. */
 		*cls = CLASS_STALLS;
-		*thread = r->u.task_dump.thread;
-		*tid = r->u.task_dump.tid;
-		e->f[0] = r->u.task_dump.task;
-		e->f[1] = r->u.task_dump.location;
-		e->f[2] = r->u.task_dump.idle_ns;
-		e->f[3] = r->u.task_dump.stack;
+		e->f[0] = ev->u.task_dump.task;
+		e->f[1] = ev->u.task_dump.location;
+		e->f[2] = ev->u.task_dump.idle_ns;
+		e->f[3] = ev->u.task_dump.stack;
 		return 0;
 	default:
 		return -1;
@@ -318,82 +279,78 @@ static int encode(struct ss_merge *m, const struct ss_record *r, struct ss_merge
 }
 
 static void decode(const struct ss_merge *m, const struct ss_merge_stream *s,
-		   const struct ss_merge_entry *e, struct ss_record *r)
+		   const struct ss_merge_entry *e, struct ss_event *ev)
 {
-	if (e->type == SS_REC_STALL) {
-		memcpy(r, m->arena + e->f[0], sizeof *r);
-		r->u.stall.reason = m->arena + e->f[1];
+	if (e->type == SS_EV_STALL) {
+		memcpy(ev, m->arena + e->f[0], sizeof *ev);
+		ev->u.stall.reason = m->arena + e->f[1];
 		return;
 	}
-	memset(r, 0, sizeof *r);
-	r->type = e->type;
-	r->ts = e->ts;
-	r->is_event = e->type >= 0x10 && e->type <= 0x3f;
-	uint64_t tid = s->tid & ((1ull << 62) - 1);
-	if (r->is_event) {
-		r->thread = s->thread;
-		switch (e->type) {
-		case SS_REC_POLL_BEGIN:
-			r->u.poll_begin.task = e->f[0];
-			r->u.poll_begin.location = e->f[1];
-			break;
-		case SS_REC_SPAWN:
-			r->u.spawn.task = e->f[0];
-			r->u.spawn.location = e->f[1];
-			break;
-		case SS_REC_TERMINATE:
-			r->u.terminate.task = e->f[0];
-			break;
-		case SS_REC_WAKE:
-			r->u.wake.task = e->f[0];
-			break;
-		case SS_REC_QUEUE:
-			r->u.queue.local = e->f[0];
-			r->u.queue.global = e->f[1];
-			break;
-		case SS_REC_MARK:
-			r->u.mark.name = e->f[0];
-			r->u.mark.value = (int64_t)e->f[1];
-			break;
-		case SS_REC_SPAN_BEGIN:
-		case SS_REC_SPAN_END:
-			r->u.span.name = e->f[0];
-			break;
-		case SS_REC_WORKER_BEGIN:
-			r->u.worker_begin.runtime = e->f[0];
-			r->u.worker_begin.index = e->f[1];
-			break;
-		case SS_REC_LOSS:
-			r->u.loss.count = e->f[0];
-			r->u.loss.span = e->f[1];
-			r->u.loss.reason = e->f[2];
-			break;
-		default:
-			break;
-		}
-		return;
-	}
+	memset(ev, 0, sizeof *ev);
+	ev->type = e->type;
+	ev->ts = e->ts;
+	ev->thread = s->thread;
+	ev->tid = s->tid & ((1ull << 62) - 1);
 	switch (e->type) {
-	case SS_REC_SAMPLE:
-		r->u.sample = (__typeof__(r->u.sample)){ s->thread, tid, e->f[0], e->f[1], e->f[2], e->f[3] };
+	case SS_EV_POLL_BEGIN:
+	case SS_EV_SPAWN:
+		ev->u.poll_begin.task = e->f[0];
+		ev->u.poll_begin.location = e->f[1];
 		break;
-	case SS_REC_SWITCH:
-		r->u.switch_rec = (__typeof__(r->u.switch_rec)){ s->thread, tid, e->f[0], e->f[1] };
+	case SS_EV_TERMINATE:
+	case SS_EV_WAKE:
+		ev->u.wake.task = e->f[0];
 		break;
-	case SS_REC_COMM:
-		r->u.comm.thread = s->thread;
-		r->u.comm.tid = tid;
-		r->u.comm.name = m->arena + e->f[0];
-		r->u.comm.name_len = (size_t)e->f[1];
+	case SS_EV_QUEUE:
+		ev->u.queue.local = e->f[0];
+		ev->u.queue.global = e->f[1];
 		break;
-	case SS_REC_SAMPLER_LOSS:
-		r->u.sampler_loss = (__typeof__(r->u.sampler_loss)){ tid, e->f[0], e->f[1], e->f[2] };
+	case SS_EV_MARK:
+		ev->u.mark.name = e->f[0];
+		ev->u.mark.value = (int64_t)e->f[1];
 		break;
-	case SS_REC_STALL_END:
-		r->u.stall_end = (__typeof__(r->u.stall_end)){ s->thread, tid, e->f[0], e->f[1], e->f[2] };
+	case SS_EV_SPAN_BEGIN:
+	case SS_EV_SPAN_END:
+		ev->u.span.name = e->f[0];
 		break;
-	case SS_REC_TASK_DUMP:
-		r->u.task_dump = (__typeof__(r->u.task_dump)){ e->f[0], s->thread, tid, e->f[1], e->f[2], e->f[3] };
+	case SS_EV_WORKER_BEGIN:
+		ev->u.worker_begin.runtime = e->f[0];
+		ev->u.worker_begin.index = e->f[1];
+		break;
+	case SS_EV_LOSS:
+		ev->u.loss.count = e->f[0];
+		ev->u.loss.span = e->f[1];
+		ev->u.loss.reason = e->f[2];
+		break;
+	case SS_EV_SAMPLE:
+		ev->u.sample.cpu1 = e->f[0];
+		ev->u.sample.weight = e->f[1];
+		ev->u.sample.kind = e->f[2];
+		ev->u.sample.stack = e->f[3];
+		break;
+	case SS_EV_SWITCH:
+		ev->u.switch_ev.cpu1 = e->f[0];
+		ev->u.switch_ev.flags = e->f[1];
+		break;
+	case SS_EV_COMM:
+		ev->u.comm.name = m->arena + e->f[0];
+		ev->u.comm.len = (size_t)e->f[1];
+		break;
+	case SS_EV_SAMPLER_LOSS:
+		ev->u.sampler_loss.span = e->f[0];
+		ev->u.sampler_loss.count = e->f[1];
+		ev->u.sampler_loss.reason = e->f[2];
+		break;
+	case SS_EV_STALL_END:
+		ev->u.stall_end.task = e->f[0];
+		ev->u.stall_end.poll_ts = e->f[1];
+		ev->u.stall_end.captures = e->f[2];
+		break;
+	case SS_EV_TASK_DUMP:
+		ev->u.task_dump.task = e->f[0];
+		ev->u.task_dump.location = e->f[1];
+		ev->u.task_dump.idle_ns = e->f[2];
+		ev->u.task_dump.stack = e->f[3];
 		break;
 	default:
 		break;
@@ -420,21 +377,21 @@ static int release_one(struct ss_merge *m)
 	}
 	m->released_key = e.key;
 	m->released_any = true;
-	struct ss_record r;
-	decode(m, s, &e, &r);
-	int rc = m->deliver(m->ctx, &r);
+	struct ss_event ev;
+	decode(m, s, &e, &ev);
+	int rc = m->deliver(m->ctx, &ev);
 	if (!m->buffered)
 		m->arena_len = 0; /* nothing points into it any more */
 	return rc;
 }
 
-int ss_merge_push(struct ss_merge *m, const struct ss_record *r)
+int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 {
 	struct ss_merge_entry e;
 	unsigned cls;
-	uint64_t thread, tid;
 	uint32_t si;
-	if (encode(m, r, &e, &cls, &thread, &tid) != 0 || stream_of(m, cls, thread, tid, &si) != 0)
+	if (encode(m, ev, &e, &cls) != 0 ||
+	    stream_of(m, cls, ev->thread, cls == CLASS_HOOKS ? 0 : ev->tid, &si) != 0)
 		return -1;
 	struct ss_merge_stream *s = &m->streams[si];
 	size_t at = s->n;

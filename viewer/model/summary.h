@@ -25,7 +25,7 @@
 
 #include "summary_levels.h"
 
-struct ss_db;
+struct ss_sink;
 
 enum ss_summary_kind { SS_SUM_BUSY, SS_SUM_PARKED, SS_SUM_OFFCPU };
 
@@ -44,7 +44,7 @@ struct ss_summary_worker {
 };
 
 struct ss_summary {
-	struct ss_db *db;
+	const struct ss_sink *sink;
 	uint64_t max_buckets;
 };
 

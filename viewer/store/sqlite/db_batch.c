@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db-pipe.h"
+#include "db_pipe.h"
 
 #define BATCH_ROWS 2048
 #define MAX_COLS 16

@@ -1,15 +1,16 @@
 /*
  * db.c - see db.h. All inserts of one import run inside one transaction with
  * prepared statements; a fresh database also gets journal_mode=OFF and
- * synchronous=OFF, because a crash during a first import only loses a file that
- * can be imported again, while an existing database keeps its rollback journal.
+ * synchronous=OFF: it is built under a temporary name and renamed into place
+ * when complete (viewer/importer/target.c), so a crash only loses a file that
+ * nobody sees, while an existing database keeps its rollback journal.
  */
 #include "db.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "db-pipe.h"
+#include "db_pipe.h"
 #include "schema_sql.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -161,12 +162,19 @@ int ss_db_open(struct ss_db *d, const char *path)
 		return -1;
 	if (d->fresh && ss_db_exec(d, "INSERT INTO schema_info(version) VALUES(1)") != 0)
 		return -1;
+	return 0;
+}
+
+int ss_db_next_ids(struct ss_db *d, int64_t next[ID_COUNT])
+{
+	if (ss_db_sync(d) != 0)
+		return -1;
 	for (int k = 0; k < ID_COUNT; k++) {
 		char sql[128];
 		snprintf(sql, sizeof sql, "SELECT coalesce(max(id), 0) + 1 FROM %s", id_table[k]);
-		d->next_id[k] = query_int(d, sql);
-		if (d->next_id[k] < 1)
-			d->next_id[k] = 1;
+		next[k] = query_int(d, sql);
+		if (next[k] < 1)
+			next[k] = 1;
 	}
 	return 0;
 }

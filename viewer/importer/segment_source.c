@@ -1,0 +1,221 @@
+/*
+ * segment_source.c - stallscope's segments as a source of the model: every
+ * record of an opened segment (viewer/reader/) turned into the model's
+ * definitions and events. The segment's strings stay the reader's; the model
+ * resolves them through ss_source while the segment is open.
+ */
+#include "segment_source.h"
+
+#include "model.h"
+
+static const char *seg_string(void *ctx, uint64_t id, size_t *len)
+{
+	const struct ss_string_def *s = ss_reader_string(ctx, id);
+	if (!s)
+		return NULL;
+	*len = s->len;
+	return s->data;
+}
+
+static uint8_t event_type(uint8_t rec)
+{
+	switch (rec) {
+	case SS_REC_POLL_BEGIN: return SS_EV_POLL_BEGIN;
+	case SS_REC_POLL_END: return SS_EV_POLL_END;
+	case SS_REC_PARK: return SS_EV_PARK;
+	case SS_REC_UNPARK: return SS_EV_UNPARK;
+	case SS_REC_SPAWN: return SS_EV_SPAWN;
+	case SS_REC_TERMINATE: return SS_EV_TERMINATE;
+	case SS_REC_WAKE: return SS_EV_WAKE;
+	case SS_REC_QUEUE: return SS_EV_QUEUE;
+	case SS_REC_MARK: return SS_EV_MARK;
+	case SS_REC_SPAN_BEGIN: return SS_EV_SPAN_BEGIN;
+	case SS_REC_SPAN_END: return SS_EV_SPAN_END;
+	case SS_REC_WORKER_BEGIN: return SS_EV_WORKER_BEGIN;
+	case SS_REC_WORKER_END: return SS_EV_WORKER_END;
+	case SS_REC_THREAD_EXIT: return SS_EV_THREAD_EXIT;
+	case SS_REC_LOSS: return SS_EV_LOSS;
+	case SS_REC_SAMPLE: return SS_EV_SAMPLE;
+	case SS_REC_SWITCH: return SS_EV_SWITCH;
+	case SS_REC_COMM: return SS_EV_COMM;
+	case SS_REC_SAMPLER_LOSS: return SS_EV_SAMPLER_LOSS;
+	case SS_REC_STALL: return SS_EV_STALL;
+	case SS_REC_STALL_END: return SS_EV_STALL_END;
+	case SS_REC_TASK_DUMP: return SS_EV_TASK_DUMP;
+	default: return 0;
+	}
+}
+
+/* The model's event for a timestamped record; false for a record that is not one. */
+static bool to_event(const struct ss_record *r, struct ss_event *e)
+{
+	memset(e, 0, sizeof *e);
+	e->type = event_type(r->type);
+	if (!e->type)
+		return false;
+	e->ts = r->ts;
+	e->thread = r->thread;
+	switch (r->type) {
+	case SS_REC_POLL_BEGIN:
+		e->u.poll_begin.task = r->u.poll_begin.task;
+		e->u.poll_begin.location = r->u.poll_begin.location;
+		break;
+	case SS_REC_SPAWN:
+		e->u.spawn.task = r->u.spawn.task;
+		e->u.spawn.location = r->u.spawn.location;
+		break;
+	case SS_REC_TERMINATE:
+		e->u.terminate.task = r->u.terminate.task;
+		break;
+	case SS_REC_WAKE:
+		e->u.wake.task = r->u.wake.task;
+		break;
+	case SS_REC_QUEUE:
+		e->u.queue.local = r->u.queue.local;
+		e->u.queue.global = r->u.queue.global;
+		break;
+	case SS_REC_MARK:
+		e->u.mark.name = r->u.mark.name;
+		e->u.mark.value = r->u.mark.value;
+		break;
+	case SS_REC_SPAN_BEGIN:
+	case SS_REC_SPAN_END:
+		e->u.span.name = r->u.span.name;
+		break;
+	case SS_REC_WORKER_BEGIN:
+		e->u.worker_begin.runtime = r->u.worker_begin.runtime;
+		e->u.worker_begin.index = r->u.worker_begin.index;
+		break;
+	case SS_REC_LOSS:
+		e->u.loss.count = r->u.loss.count;
+		e->u.loss.span = r->u.loss.span;
+		e->u.loss.reason = r->u.loss.reason;
+		break;
+	case SS_REC_SAMPLE:
+		e->thread = r->u.sample.thread;
+		e->tid = r->u.sample.tid;
+		e->u.sample.cpu1 = r->u.sample.cpu;
+		e->u.sample.weight = r->u.sample.weight;
+		e->u.sample.kind = r->u.sample.kind;
+		e->u.sample.stack = r->u.sample.stack;
+		break;
+	case SS_REC_SWITCH:
+		e->thread = r->u.switch_rec.thread;
+		e->tid = r->u.switch_rec.tid;
+		e->u.switch_ev.cpu1 = r->u.switch_rec.cpu;
+		e->u.switch_ev.flags = r->u.switch_rec.flags;
+		break;
+	case SS_REC_COMM:
+		e->thread = r->u.comm.thread;
+		e->tid = r->u.comm.tid;
+		e->u.comm.name = r->u.comm.name;
+		e->u.comm.len = r->u.comm.name_len;
+		break;
+	case SS_REC_SAMPLER_LOSS:
+		e->thread = 0;
+		e->tid = r->u.sampler_loss.tid;
+		e->u.sampler_loss.span = r->u.sampler_loss.span;
+		e->u.sampler_loss.count = r->u.sampler_loss.count;
+		e->u.sampler_loss.reason = r->u.sampler_loss.reason;
+		break;
+	case SS_REC_STALL:
+		e->thread = r->u.stall.thread;
+		e->tid = r->u.stall.tid;
+		e->u.stall.task = r->u.stall.task;
+		e->u.stall.location = r->u.stall.location;
+		e->u.stall.poll_ts = r->u.stall.poll_ts;
+		e->u.stall.index = r->u.stall.index;
+		e->u.stall.kind = r->u.stall.kind;
+		e->u.stall.syscall1 = r->u.stall.syscall1;
+		e->u.stall.stack = r->u.stall.stack;
+		e->u.stall.reason = r->u.stall.reason;
+		e->u.stall.reason_len = r->u.stall.reason_len;
+		break;
+	case SS_REC_STALL_END:
+		e->thread = r->u.stall_end.thread;
+		e->tid = r->u.stall_end.tid;
+		e->u.stall_end.task = r->u.stall_end.task;
+		e->u.stall_end.poll_ts = r->u.stall_end.poll_ts;
+		e->u.stall_end.captures = r->u.stall_end.captures;
+		break;
+	case SS_REC_TASK_DUMP:
+		e->thread = r->u.task_dump.thread;
+		e->tid = r->u.task_dump.tid;
+		e->u.task_dump.task = r->u.task_dump.task;
+		e->u.task_dump.location = r->u.task_dump.location;
+		e->u.task_dump.idle_ns = r->u.task_dump.idle_ns;
+		e->u.task_dump.stack = r->u.task_dump.stack;
+		break;
+	default:
+		break;
+	}
+	return true;
+}
+
+static int definition(struct ss_model *m, struct ss_reader *rd, const struct ss_record *r)
+{
+	size_t fl = 0, nl = 0;
+	const char *file, *fn;
+	switch (r->type) {
+	case SS_REC_LOCATION:
+		file = r->u.location.file ? seg_string(rd, r->u.location.file, &fl) : NULL;
+		fn = r->u.location.function ? seg_string(rd, r->u.location.function, &nl) : NULL;
+		return ss_model_location(m, r->u.location.id, file, file ? fl : 0, r->u.location.line, fn,
+					 fn ? nl : 0);
+	case SS_REC_THREAD_DEF: {
+		const struct ss_thread_def *d = &r->u.thread_def;
+		struct ss_model_thread_def t = {
+			d->thread, d->tid, d->name, d->name_len, d->runtime, d->worker_index,
+			(d->flags & SS_THREAD_F_WORKER) != 0, d->open_task, d->open_location, d->open_since,
+			d->parked_since,
+		};
+		return ss_model_thread_def(m, &t);
+	}
+	case SS_REC_STACK: {
+		uint64_t pcs[SS_MAX_STACK_FRAMES];
+		size_t n = ss_stack_frames(r, pcs, SS_MAX_STACK_FRAMES);
+		return ss_model_stack(m, r->u.stack.id, pcs, n, (size_t)(r->u.stack.nkernel < n ? r->u.stack.nkernel : n));
+	}
+	case SS_REC_MAPPING:
+		return ss_model_mapping(m, r->u.mapping.start, r->u.mapping.end, r->u.mapping.pgoff, r->u.mapping.path,
+					r->u.mapping.path_len, r->u.mapping.build_id, r->u.mapping.build_id_len);
+	case SS_REC_META:
+		return ss_model_meta(m, r->u.meta.key, r->u.meta.key_len, r->u.meta.value, r->u.meta.value_len);
+	default:
+		return 0; /* strings (the reader keeps them), THREAD, unknown types */
+	}
+}
+
+int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
+			  uint64_t skip_blocks, struct ss_segment_run *out,
+			  void (*block_done)(void *ctx, const struct ss_block_info *b, bool skipped), void *ctx)
+{
+	memset(out, 0, sizeof *out);
+	struct ss_source src = { rd, seg_string };
+	if (ss_model_segment_begin(m, &src, symtab) != 0)
+		return -1;
+	struct ss_block_info b;
+	struct ss_record r;
+	struct ss_event e;
+	while (!ss_model_failed(m) && ss_reader_next_block(rd, &b)) {
+		bool skip = b.index < skip_blocks;
+		ss_model_skip_events(m, skip);
+		out->new_blocks += !skip;
+		while (ss_reader_next_record(rd, &r)) {
+			if (to_event(&r, &e)) {
+				if (skip)
+					continue;
+				if (r.is_event && ss_record_counts_as_event(r.type))
+					out->events++;
+				ss_model_event(m, &e);
+			} else if (definition(m, rd, &r) != 0 && ss_model_failed(m)) {
+				break;
+			}
+		}
+		if (!ss_model_failed(m))
+			ss_model_release(m);
+		if (block_done)
+			block_done(ctx, &b, skip);
+	}
+	return ss_model_segment_end(m);
+}
