@@ -22,7 +22,8 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 1 for this file
+  version INTEGER NOT NULL          -- 2 for this file (an older database gets the
+                                    -- columns added since at its next import)
 );
 
 -- One row per recorded process run (a recording = a session_id of the segment
@@ -37,7 +38,9 @@ CREATE TABLE IF NOT EXISTS recordings (
   anchor_mono_ns INTEGER,           -- a CLOCK_MONOTONIC reading (ns) ...
   anchor_real_ns INTEGER,           -- ... and the CLOCK_REALTIME reading (ns since 1970) taken with it
   first_ts INTEGER,                 -- earliest event imported (ns), NULL before any
-  last_ts INTEGER                   -- latest event imported (ns)
+  last_ts INTEGER,                  -- latest event imported (ns)
+  arch TEXT                         -- the recording machine's architecture ('x86_64', 'aarch64'),
+                                    -- NULL when the segments did not say (older recorders)
 );
 
 -- Session metadata (META records): configuration, versions, sampler mode and why
@@ -245,7 +248,10 @@ CREATE TABLE IF NOT EXISTS stall_captures (
   syscall INTEGER,                  -- system call number the thread was in, NULL if none or unknown
   callsite_id INTEGER REFERENCES callsites(id), -- its stack (leaf), NULL when none
   idx INTEGER,                      -- 0 for the capture at the threshold, 1 at 2T, 2 at 4T ...
-  reason TEXT                       -- the recorder's evidence for kind, and how the stack was taken
+  reason TEXT,                      -- the recorder's evidence for kind, and how the stack was taken
+  syscall_name TEXT                 -- syscall's name on the recording's architecture ('read',
+                                    -- 'futex'), NULL when none or unknown; for recordings that
+                                    -- do not name their architecture, the importing machine's
 );
 
 -- Task dumps: where an idle task was waiting (its stack at the yield point where
@@ -401,6 +407,87 @@ SELECT walk.callsite_id AS callsite_id, walk.depth AS depth,
   JOIN callsites c ON c.id = walk.cs
   JOIN frames f ON f.id = c.frame_id
   JOIN mappings m ON m.id = f.mapping_id;
+
+-- ---- Views for the joins everyone writes ----------------------------------------
+-- The stack of a callsite as one line, leaf first: "cpu_spin <- culprit_spin <- ...".
+-- Unknown functions show as "?".
+CREATE VIEW IF NOT EXISTS callsite_text AS
+SELECT c.id AS callsite_id,
+       (SELECT group_concat(fn, ' <- ') FROM
+          (SELECT coalesce(f.function, '?') AS fn FROM callsite_frames f
+            WHERE f.callsite_id = c.id ORDER BY f.depth)) AS stack
+  FROM callsites c;
+
+-- A poll with its worker, task, location and how it spent its time: on a CPU,
+-- blocked (off CPU, not runnable) or preempted (off CPU, runnable), from the
+-- thread's cpu_intervals (NULL when the thread has none), and the report's
+-- verdict (viewer/analysis/verdict.h): computing when at most 20% blocked and
+-- at least 80% on a CPU; waiting for a CPU when at most 20% blocked and at most
+-- 20% on a CPU; blocked when at least 80% blocked.
+CREATE VIEW IF NOT EXISTS poll_view AS
+WITH p0 AS (
+  SELECT p.id AS poll_id, p.ts, p.dur, p.incomplete, w.recording_id, p.worker_id,
+         coalesce(w.runtime, '?') || '#' || w.idx AS worker, w.thread_id,
+         t.task, p.task_id, p.location_id,
+         l.function || ' (' || l.file || ':' || l.line || ')' AS location,
+         -- the thread's interval open when the poll began, by a seek back on
+         -- cpu_intervals_by_thread (its intervals do not overlap)
+         coalesce((SELECT max(c.ts) FROM cpu_intervals c WHERE c.thread_id = w.thread_id
+                    AND c.ts <= p.ts), p.ts) AS lo
+    FROM polls p JOIN workers w ON w.id = p.worker_id
+    LEFT JOIN tasks t ON t.id = p.task_id
+    LEFT JOIN locations l ON l.id = p.location_id),
+r AS (
+  SELECT p0.*,
+         EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = p0.thread_id) AS has_cpu,
+         (SELECT coalesce(sum(min(c.ts + c.dur, p0.ts + p0.dur) - max(c.ts, p0.ts)), 0) FROM cpu_intervals c
+           WHERE c.thread_id = p0.thread_id AND c.state = 'on-cpu' AND c.ts >= p0.lo
+             AND c.ts < p0.ts + p0.dur AND c.ts + c.dur > p0.ts) AS on_cpu,
+         (SELECT coalesce(sum(min(c.ts + c.dur, p0.ts + p0.dur) - max(c.ts, p0.ts)), 0) FROM cpu_intervals c
+           WHERE c.thread_id = p0.thread_id AND c.state = 'blocked' AND c.ts >= p0.lo
+             AND c.ts < p0.ts + p0.dur AND c.ts + c.dur > p0.ts) AS blocked,
+         (SELECT coalesce(sum(min(c.ts + c.dur, p0.ts + p0.dur) - max(c.ts, p0.ts)), 0) FROM cpu_intervals c
+           WHERE c.thread_id = p0.thread_id AND c.state = 'preempted' AND c.ts >= p0.lo
+             AND c.ts < p0.ts + p0.dur AND c.ts + c.dur > p0.ts) AS preempted
+    FROM p0)
+SELECT poll_id, ts, dur, incomplete, recording_id, worker_id, worker, thread_id, task, task_id,
+       location_id, location,
+       CASE WHEN has_cpu THEN on_cpu END AS on_cpu_ns,
+       CASE WHEN has_cpu THEN blocked END AS blocked_ns,
+       CASE WHEN has_cpu THEN preempted END AS preempted_ns,
+       CASE WHEN NOT has_cpu THEN NULL
+            WHEN blocked * 5 <= dur THEN
+              CASE WHEN on_cpu * 5 >= dur * 4 THEN 'computing'
+                   WHEN on_cpu * 5 <= dur THEN 'waiting for a CPU'
+                   ELSE 'computing, but preempted part of the time' END
+            WHEN blocked * 5 >= dur * 4 THEN 'blocked'
+            ELSE 'partly blocked' END AS verdict
+  FROM r;
+
+-- A stalled poll with its worker, task, location, the number of captures, and
+-- its first capture's kind, system call, evidence and stack as text.
+CREATE VIEW IF NOT EXISTS stall_view AS
+SELECT s.id AS stall_id, s.poll_id, s.ts, s.dur, s.kind, w.recording_id, s.worker_id,
+       coalesce(w.runtime, '?') || '#' || w.idx AS worker, t.task, s.task_id, s.location_id,
+       l.function || ' (' || l.file || ':' || l.line || ')' AS location,
+       (SELECT count(*) FROM stall_captures c WHERE c.stall_id = s.id) AS captures,
+       c.syscall_name, c.reason, ct.stack
+  FROM stalls s LEFT JOIN workers w ON w.id = s.worker_id
+  LEFT JOIN tasks t ON t.id = s.task_id
+  LEFT JOIN locations l ON l.id = s.location_id
+  LEFT JOIN stall_captures c ON c.rowid = (SELECT c2.rowid FROM stall_captures c2 WHERE c2.stall_id = s.id
+                                           ORDER BY c2.callsite_id IS NULL, c2.idx LIMIT 1)
+  LEFT JOIN callsite_text ct ON ct.callsite_id = c.callsite_id;
+
+-- A CPU sample (kind 'cpu') or off-CPU sample ('offcpu') with its thread,
+-- worker, poll and stack as text.
+CREATE VIEW IF NOT EXISTS sample_view AS
+SELECT s.rowid AS sample_id, s.ts, s.kind, s.thread_id, th.name AS thread, s.worker_id,
+       coalesce(w.runtime, '?') || '#' || w.idx AS worker, s.poll_id, s.weight, s.cpu, s.callsite_id,
+       ct.stack
+  FROM samples s JOIN threads th ON th.id = s.thread_id
+  LEFT JOIN workers w ON w.id = s.worker_id
+  LEFT JOIN callsite_text ct ON ct.callsite_id = s.callsite_id;
 
 -- @indexes: the importer runs the statements below this line after bulk loading,
 -- because building an index once is much cheaper than maintaining it per row.

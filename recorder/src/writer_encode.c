@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 /* Room for n more bytes; definitions can be long, so the buffer grows for them. */
@@ -79,6 +80,11 @@ SS_INTERNAL void put_session_meta(void)
 {
 	const struct stallscope_config *c = wr.cfg.user;
 	put_meta("recorder", "libstallscope 0.1.0");
+	/* Stall captures name system calls by number: the importer needs the
+	 * architecture to name them. */
+	struct utsname un;
+	if (uname(&un) == 0)
+		put_meta("arch", "%s", un.machine);
 	put_meta("clock", "CLOCK_MONOTONIC");
 	put_meta("max_file_size", "%llu", (unsigned long long)c->max_file_size);
 	put_meta("rotation_count", "%u", c->rotation_count);

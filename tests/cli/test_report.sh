@@ -32,7 +32,7 @@ sed -n '/longest polls/,/^stalls/p' "$tmp/bl.txt" | grep -q 'blocked in read' \
 "$cli" report "$tmp/lp.db" --json > "$tmp/lp.json"
 python3 - "$tmp/lp.json" <<'PY'
 import json, sys
-top = json.load(open(sys.argv[1]))["long_polls"]["longest"][0]
+top = json.load(open(sys.argv[1]))["summary"]["long_polls"]["longest"][0]
 assert top["verdict"] == "computing", top
 assert top["on_cpu_fraction"] >= 0.8 and top["blocked_fraction"] <= 0.2, top
 PY
@@ -42,7 +42,7 @@ sed -n '/longest polls/,/^stalls/p' "$tmp/lp.txt" | sed -n 2,3p | grep -q 'of it
 "$cli" report "$tmp/bl.db" --json > "$tmp/bl.json"
 python3 - "$tmp/bl.json" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[1]))["summary"]
 top = r["long_polls"]["longest"][0]
 assert top["verdict"] == "blocked", top
 assert "culprit_blocking_syscall" in (top["stack"] or ""), top
@@ -69,7 +69,7 @@ import json, sqlite3, sys
 d = sqlite3.connect(sys.argv[1])
 q = lambda sql: d.execute(sql).fetchall()
 for path in sys.argv[2:]:
-    r = json.load(open(path))
+    r = json.load(open(path))["summary"]
     for w in r["workers"]:
         wid = q(f"SELECT id FROM workers WHERE runtime IS '{w['runtime']}' AND idx = {w['index']} AND recording_id = {w['recording']}")[0][0]
         polls, busy, longest = q(f"SELECT count(*), coalesce(sum(dur), 0), coalesce(max(dur), 0) FROM polls WHERE worker_id = {wid}")[0]
@@ -99,7 +99,7 @@ sql = m.group(1)
 for db, js in ((sys.argv[2], sys.argv[3]), (sys.argv[4], sys.argv[5])):
     d = sqlite3.connect(db)
     rows = {f"{fn} ({at})": ms for fn, at, ms in d.execute(sql)}
-    worst = json.load(open(js))["wake_to_poll"]["worst_locations"]
+    worst = json.load(open(js))["summary"]["wake_to_poll"]["worst_locations"]
     assert worst, db
     for w in worst:
         assert w["location"] in rows, (w, rows)

@@ -140,6 +140,8 @@ int ss_model_restore_pending_wake(struct ss_model *m, uint64_t task, const struc
 int ss_model_restore_open_poll(struct ss_model *m, int64_t thread_id, int64_t poll_id, int64_t ts,
 			       int64_t task_id, int64_t location_id);
 int ss_model_restore_open_park(struct ss_model *m, int64_t thread_id, int64_t ts);
+/* The recording machine's architecture, as a unit's META "arch" said. */
+int ss_model_restore_arch(struct ss_model *m, const char *arch);
 /* A mapping of the recording; path "[kernel]" and "[unknown]" are the special ones. */
 int ss_model_restore_mapping(struct ss_model *m, int64_t id, const char *path, size_t path_len,
 			     const char *build_hex, int64_t start, int64_t end, int64_t offset);

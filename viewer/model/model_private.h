@@ -122,6 +122,7 @@ struct mdl_recording {
 	struct mdl_map *maps;
 	size_t n_maps, cap_maps;
 	uint64_t first_ts, last_ts;
+	char arch[16];           /* the recording machine's, "" until a unit says */
 };
 
 struct ss_model {

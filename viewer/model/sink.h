@@ -125,6 +125,7 @@ struct ss_stall_capture_row {
 	int64_t syscall;              /* < 0: NULL */
 	int64_t callsite_id, idx;     /* callsite 0: NULL */
 	struct ss_text reason;
+	const char *syscall_name;     /* NULL: none or unknown */
 };
 struct ss_task_dump_row {
 	int64_t task_id, ts, idle, callsite_id, thread_id, location_id; /* callsite, location 0: NULL */
@@ -189,6 +190,7 @@ struct ss_sink {
 
 	int (*recording)(void *ctx, const struct ss_recording_row *r);
 	int (*recording_span)(void *ctx, int64_t id, int64_t first_ts, int64_t last_ts);
+	int (*recording_arch)(void *ctx, int64_t id, const char *arch);
 	int (*meta)(void *ctx, int64_t recording_id, struct ss_text key, struct ss_text value);
 	int (*thread)(void *ctx, const struct ss_thread_row *r);
 	int (*thread_name)(void *ctx, int64_t id, struct ss_text name, uint64_t tid);

@@ -329,10 +329,23 @@ static int sampler_loss(struct ss_model *m, const struct ss_event *e)
 			ss_sampler_loss_reason_name(e->u.sampler_loss.reason));
 }
 
+int ss_model_restore_arch(struct ss_model *m, const char *arch)
+{
+	snprintf(m->rec->arch, sizeof m->rec->arch, "%s", arch ? arch : "");
+	return 0;
+}
+
 int ss_model_meta(struct ss_model *m, const char *key, size_t key_len, const char *value, size_t value_len)
 {
 	if (m->failed || !m->rec)
 		return -1;
+	/* The architecture names the system calls of stall captures. */
+	if (key_len == 4 && !memcmp(key, "arch", 4) && value_len < sizeof m->rec->arch &&
+	    strncmp(m->rec->arch, value, value_len) != 0) {
+		snprintf(m->rec->arch, sizeof m->rec->arch, "%.*s", (int)value_len, value);
+		if (MDL_SINK(m, recording_arch, m->rec->id, m->rec->arch) != 0)
+			return -1;
+	}
 	if (m->skip_events)
 		return 0;
 	return MDL_SINK(m, meta, m->rec->id, mdl_text(key, key_len), mdl_text(value, value_len));

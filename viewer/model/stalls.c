@@ -5,6 +5,7 @@
  */
 #include "model_private.h"
 #include "segment_reader.h" /* names of stall kinds */
+#include "syscalls.h"
 
 static int stall(struct ss_model *m, const struct ss_event *e)
 {
@@ -25,10 +26,12 @@ static int stall(struct ss_model *m, const struct ss_event *e)
 		if (ss_hmap_put(&m->rec->stalls, (uint64_t)t->id, e->u.stall.poll_ts, sid) != 0)
 			return mdl_fail(m);
 	}
+	int64_t nr = e->u.stall.syscall1 ? (int64_t)e->u.stall.syscall1 - 1 : -1;
+	/* Segments of recorders before 0.2 do not say: taken to be this machine's. */
+	const char *arch = m->rec->arch[0] ? m->rec->arch : SS_HOST_ARCH;
 	struct ss_stall_capture_row c = {
-		(int64_t)sid, (int64_t)e->ts, kind, e->u.stall.syscall1 ? (int64_t)e->u.stall.syscall1 - 1 : -1,
-		mdl_stack_of(m, e->u.stall.stack), (int64_t)e->u.stall.index,
-		mdl_text(e->u.stall.reason, e->u.stall.reason_len),
+		(int64_t)sid, (int64_t)e->ts, kind, nr, mdl_stack_of(m, e->u.stall.stack), (int64_t)e->u.stall.index,
+		mdl_text(e->u.stall.reason, e->u.stall.reason_len), ss_syscall_name(arch, nr),
 	};
 	return MDL_SINK(m, stall_capture, &c);
 }

@@ -54,7 +54,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" detected_ts) VALUES(?,?,?,?,?,?,?,?)",
 	[ST_UPD_STALL_END] = "UPDATE stalls SET dur = ?2 WHERE id = ?1",
 	[ST_INS_STALL_CAPTURE] = "INSERT INTO stall_captures(stall_id, ts, kind, syscall, callsite_id,"
-		" idx, reason) VALUES(?,?,?,?,?,?,?)",
+		" idx, reason, syscall_name) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_RECORDING_ARCH] = "UPDATE recordings SET arch = ?2 WHERE id = ?1",
 	[ST_INS_TASK_DUMP] = "INSERT INTO task_dumps(task_id, ts, idle, callsite_id, thread_id, location_id)"
 		" VALUES(?,?,?,?,?,?)",
 	[ST_UPSERT_SUMMARY] = "INSERT INTO worker_summaries(bucket_ns, worker_id, ts, busy_ns, parked_ns,"
@@ -63,6 +64,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" busy_ns = busy_ns + excluded.busy_ns, parked_ns = parked_ns + excluded.parked_ns,"
 		" offcpu_ns = offcpu_ns + excluded.offcpu_ns, polls = polls + excluded.polls,"
 		" max_poll_ns = max(max_poll_ns, excluded.max_poll_ns)",
+};
+
+/* What each schema version added, for databases written by an older one
+ * (schema/stallscope.sql has the whole current schema). */
+const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
+	[2] = "ALTER TABLE recordings ADD COLUMN arch TEXT;"
+	      "ALTER TABLE stall_captures ADD COLUMN syscall_name TEXT;",
 };
 
 static const char *const id_table[ID_COUNT] = {
@@ -127,9 +135,10 @@ int ss_db_open(struct ss_db *d, const char *path)
 		had = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	d->fresh = had == 0;
-	if (!d->fresh && query_int(d, "SELECT max(version) FROM schema_info") > SS_SCHEMA_VERSION) {
+	int64_t version = d->fresh ? SS_SCHEMA_VERSION : query_int(d, "SELECT max(version) FROM schema_info");
+	if (version > SS_SCHEMA_VERSION) {
 		snprintf(d->err, sizeof d->err, "%s was written by a newer stallscope (schema version %lld)",
-			 path, (long long)query_int(d, "SELECT max(version) FROM schema_info"));
+			 path, (long long)version);
 		return -1;
 	}
 	/* Big pages: fewer B-tree splits and cells per page lookup for append-only
@@ -148,6 +157,11 @@ int ss_db_open(struct ss_db *d, const char *path)
 		return -1;
 	if (ss_db_exec(d, "BEGIN") != 0)
 		return -1;
+	/* A database of an older schema gets what was added since, before the
+	 * schema below (its views may use the new columns). */
+	for (int64_t v = version + 1; v <= SS_SCHEMA_VERSION; v++)
+		if (ss_schema_migrations[v] && ss_db_exec(d, ss_schema_migrations[v]) != 0)
+			return -1;
 	/* Only the table part of the schema: indexes come after the bulk insert. */
 	const char *mark = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER);
 	size_t n = mark ? (size_t)(mark - ss_schema_sql) : strlen(ss_schema_sql);
@@ -160,8 +174,12 @@ int ss_db_open(struct ss_db *d, const char *path)
 	sqlite3_free(tables);
 	if (rc != 0)
 		return -1;
-	if (d->fresh && ss_db_exec(d, "INSERT INTO schema_info(version) VALUES(1)") != 0)
-		return -1;
+	if (version < SS_SCHEMA_VERSION || d->fresh) {
+		char sql[96];
+		snprintf(sql, sizeof sql, "INSERT INTO schema_info(version) VALUES(%d)", SS_SCHEMA_VERSION);
+		if (ss_db_exec(d, sql) != 0)
+			return -1;
+	}
 	return 0;
 }
 

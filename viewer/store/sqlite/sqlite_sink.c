@@ -78,6 +78,15 @@ static int s_recording_span(void *ctx, int64_t id, int64_t first, int64_t last)
 	return step(s, ST_UPD_RECORDING_TS);
 }
 
+static int s_recording_arch(void *ctx, int64_t id, const char *arch)
+{
+	struct ss_sqlite_store *s = ctx;
+	struct ss_row *r = ss_row(&s->db, ST_UPD_RECORDING_ARCH);
+	ss_bind_i(r, 1, id);
+	ss_bind_st(r, 2, arch);
+	return step(s, ST_UPD_RECORDING_ARCH);
+}
+
 static int s_meta(void *ctx, int64_t recording_id, struct ss_text key, struct ss_text value)
 {
 	struct ss_sqlite_store *s = ctx;
@@ -387,6 +396,7 @@ static int s_stall_capture(void *ctx, const struct ss_stall_capture_row *x)
 	ss_bind_z(r, 5, x->callsite_id);
 	ss_bind_i(r, 6, x->idx);
 	bind_text(r, 7, x->reason);
+	ss_bind_st(r, 8, x->syscall_name);
 	return step(s, ST_INS_STALL_CAPTURE);
 }
 
@@ -716,6 +726,11 @@ static int row_open_park(struct ss_model *m, sqlite3_stmt *st)
 	return ss_model_restore_open_park(m, col(st, 0), col(st, 2));
 }
 
+static int row_arch(struct ss_model *m, sqlite3_stmt *st)
+{
+	return ss_model_restore_arch(m, (const char *)sqlite3_column_text(st, 0));
+}
+
 static int row_mapping(struct ss_model *m, sqlite3_stmt *st)
 {
 	return ss_model_restore_mapping(m, col(st, 0), (const char *)sqlite3_column_text(st, 1),
@@ -776,6 +791,8 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 			      " AND p.ts = (SELECT max(ts) FROM parks q WHERE q.worker_id = p.worker_id)", rid,
 			      row_open_park, m);
 	if (!rc)
+		rc = each_row(s, "SELECT arch FROM recordings WHERE id = ?1 AND arch IS NOT NULL", rid, row_arch, m);
+	if (!rc)
 		rc = each_row(s, "SELECT id, path, build_id, start, \"offset\", \"end\" FROM mappings"
 			      " WHERE recording_id = ?1", rid, row_mapping, m);
 	if (rc)
@@ -810,7 +827,7 @@ void ss_sqlite_sink(struct ss_sqlite_store *s, struct ss_sink *o)
 	*o = (struct ss_sink){
 		.ctx = s, .error = sink_error, .next_ids = s_next_ids, .find_recording = s_find_recording,
 		.load_known = s_load_known, .resume = s_resume, .recording = s_recording,
-		.recording_span = s_recording_span, .meta = s_meta, .thread = s_thread,
+		.recording_span = s_recording_span, .recording_arch = s_recording_arch, .meta = s_meta, .thread = s_thread,
 		.thread_name = s_thread_name, .thread_exit = s_thread_exit, .worker = s_worker,
 		.worker_end = s_worker_end, .worker_runtime = s_worker_runtime, .location = s_location,
 		.task = s_task, .task_end = s_task_end, .poll = s_poll, .park = s_park, .wake = s_wake,

@@ -1,0 +1,105 @@
+/*
+ * scan.h - the figures of a trace that need every poll, park, wake, CPU
+ * interval or task, computed in one pass over each table instead of one SQL
+ * query per figure (on a 20M-event trace the queries took 20 s, mostly sorting
+ * delays for percentiles). The checks and the report's summary read them.
+ *
+ * Percentiles are exact, by the nearest-rank definition that the README's SQL
+ * uses too: the p-quantile of n values is the value at rank ceil(p * n) in
+ * ascending order (1-based), the smallest value with at least a fraction p of
+ * the values at or below it. The values are kept (8 bytes each, twice: overall
+ * and per location) and sorted when a quantile is asked for.
+ *
+ * Everything is limited to a scope (scope.h): polls, parks and CPU intervals
+ * overlapping its window (their time clipped to it), wakes inside it.
+ */
+#ifndef STALLSCOPE_SCAN_H
+#define STALLSCOPE_SCAN_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hmap.h"
+#include "scope.h"
+
+struct ss_hist {
+	uint64_t n;
+	uint64_t max;
+	uint64_t *v;   /* the n values */
+	size_t cap;
+	bool sorted;
+};
+
+struct ss_scan_worker {
+	int64_t id, recording_id, thread_id;
+	uint64_t polls, busy, parked, longest;
+	/* The worker thread's time by CPU state (cpu_intervals), in the window. */
+	bool has_cpu;
+	uint64_t on_cpu, blocked, preempted;
+	uint64_t preempted_n;  /* preempted intervals overlapping the window */
+};
+
+struct ss_scan_location {
+	int64_t id;    /* polls.location_id, 0 when NULL */
+	struct ss_hist h;
+	/* The wake with the longest delay that led to a poll here. */
+	int64_t worst_wake_ts, worst_poll_id;
+};
+
+/* A poll as the scan keeps it (the long ones, and the top list). */
+struct ss_scan_poll {
+	int64_t id, ts, dur, worker_id, task_id, location_id;
+	bool incomplete;
+};
+
+#define SS_SCAN_LIVE_BUCKETS 100
+
+struct ss_scan {
+	struct ss_scan_worker *workers;   /* sorted by id */
+	size_t n_workers;
+	uint64_t polls;
+	uint64_t over[3];                 /* polls over the long-poll info, warning, critical levels */
+	struct ss_hist delays;            /* every wake that led to a poll */
+	struct ss_scan_location *locs;    /* by the location of the poll the wake led to */
+	size_t n_locs, cap_locs;
+	struct ss_hmap loc_index;         /* location id -> index in locs */
+	uint64_t max_delay;
+	/* Polls longer than the shortest level any poll check grades (the
+	 * longest first), at most SS_SCAN_MAX_LONG of them; long_total counts
+	 * them all. */
+	struct ss_scan_poll *long_polls;
+	size_t n_long, cap_long;
+	uint64_t long_total;
+	int64_t long_min_ns;
+	/* The top polls by duration, longest first. */
+	struct ss_scan_poll *top;
+	size_t n_top, want_top;
+	/* Tasks alive at the end of the window, and those of them that were
+	 * idle there: polled, not running, and not woken since their last poll
+	 * (a task waiting in a run queue is runnable, not leaked). */
+	uint64_t alive_at_end, idle_at_end;
+	int64_t *idle_tasks;              /* ids of the idle ones, ascending */
+	/* Live tasks at SS_SCAN_LIVE_BUCKETS + 1 evenly spaced times from the
+	 * window's start to its end (the last event's time when open). */
+	int64_t live[SS_SCAN_LIVE_BUCKETS + 1];
+	int64_t live_at[SS_SCAN_LIVE_BUCKETS + 1]; /* the times of live[] */
+	uint64_t tasks_seen;
+};
+
+#define SS_SCAN_MAX_LONG 100000
+
+/* Scans the scope's polls, parks, wakes, CPU intervals and tasks; keeps the
+ * top `top` polls and those over long_min_ns. Returns 0, or -1 with a
+ * message in err. */
+int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t long_min_ns, struct ss_scan *s,
+		char *err, size_t errlen);
+/* The nearest-rank quantile: the value at rank ceil(pct * n / 100), pct in
+ * 1..100 (as "ORDER BY v LIMIT 1 OFFSET rank - 1" would give); -1 when empty.
+ * Sorts the values on first use. */
+double ss_hist_quantile(struct ss_hist *h, unsigned pct);
+const struct ss_scan_worker *ss_scan_worker(const struct ss_scan *s, int64_t id);
+void ss_scan_free(struct ss_scan *s);
+
+#endif /* STALLSCOPE_SCAN_H */

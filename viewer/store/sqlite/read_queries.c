@@ -1,0 +1,134 @@
+/*
+ * read_queries.c - see read_queries.h. The statements read what the importer
+ * wrote (schema/stallscope.sql); the indexes they rely on are named next to
+ * them. Time ranges use "ts < to AND ts + dur >= from" for intervals, so a
+ * zero-length one at from still counts, and "ts >= from AND ts < to" for
+ * instants.
+ */
+#include "read_queries.h"
+
+#include <stddef.h>
+
+/* Recording filters. */
+#define REC_OF(col) "(?1 = 0 OR " col " = ?1)"
+#define THREAD_IN_REC(col) "(?1 = 0 OR " col " IN (SELECT id FROM threads WHERE recording_id = ?1))"
+#define TASK_IN_REC(col) "(?1 = 0 OR " col " IN (SELECT id FROM tasks WHERE recording_id = ?1))"
+#define LOC_TEXT(l) "coalesce(" l ".function, '?') || ' (' || coalesce(" l ".file, '?') || ':' || " \
+	"coalesce(" l ".line, 0) || ')'"
+
+static const char *const sql[SS_Q_COUNT] = {
+	[SS_Q_SCOPE_SPAN] = "SELECT count(*), min(first_ts), max(last_ts) FROM recordings WHERE " REC_OF("id"),
+
+	[SS_Q_SCAN_WORKERS] = "SELECT id, recording_id, thread_id FROM workers WHERE " REC_OF("recording_id")
+			      " ORDER BY id",
+	[SS_Q_SCAN_CPU] = "SELECT thread_id, state, ts, dur FROM cpu_intervals WHERE ts < ?3 AND ts + dur >= ?2"
+			  " AND thread_id IN (SELECT thread_id FROM workers WHERE " REC_OF("recording_id") ")",
+	[SS_Q_SCAN_TASKS] = "SELECT id, spawn_ts, end_ts FROM tasks WHERE " REC_OF("recording_id")
+			    " AND (spawn_ts IS NULL OR spawn_ts < ?3) AND (end_ts IS NULL OR end_ts >= ?2)",
+	/* The recording is the worker's, looked up by the scan. */
+	[SS_Q_SCAN_POLLS] = "SELECT id, coalesce(location_id, 0), worker_id, dur, coalesce(task_id, 0), ts,"
+			    " incomplete FROM polls WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1 ORDER BY id",
+	[SS_Q_SCAN_WAKES] = "SELECT poll_id, delay, task_id, ts FROM wakes WHERE ts >= ?2 AND ts < ?3 AND "
+			    TASK_IN_REC("task_id") " ORDER BY rowid",
+	[SS_Q_SCAN_PARKS] = "SELECT worker_id, ts, dur FROM parks WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1",
+	[SS_Q_SCAN_DELAYS_JOIN] = "SELECT coalesce(p.location_id, 0), w.delay, w.ts, w.poll_id FROM wakes w"
+				  " JOIN polls p ON p.id = w.poll_id WHERE w.delay IS NOT NULL AND w.ts >= ?2"
+				  " AND w.ts < ?3 AND p.ts < ?3 AND p.ts + p.dur >= ?2 AND " TASK_IN_REC("w.task_id")
+				  " ORDER BY w.rowid",
+	[SS_Q_STALL_POLLS] = "SELECT poll_id, id FROM stalls WHERE poll_id IS NOT NULL",
+
+	[SS_Q_SUM_RECORDINGS] =
+		"SELECT r.id, r.executable, r.host, r.pid, r.anchor_real_ns - r.anchor_mono_ns, "
+		"  r.first_ts, r.last_ts, "
+		"  (SELECT count(*) FROM segments s WHERE s.recording_id = r.id), "
+		"  (SELECT count(*) FROM segments s WHERE s.recording_id = r.id AND s.sealed), "
+		"  (SELECT count(*) FROM segments s WHERE s.recording_id = r.id AND s.damage IS NOT NULL "
+		"     AND s.damage <> 'truncated'), "
+		"  (SELECT coalesce(sum(events), 0) FROM segments s WHERE s.recording_id = r.id), "
+		"  (SELECT group_concat(value, '; ') FROM metadata m WHERE m.recording_id = r.id "
+		"     AND m.key = 'sampler'), r.arch "
+		"FROM recordings r WHERE " REC_OF("r.id") " ORDER BY r.id",
+	[SS_Q_SUM_COUNT_RECORDINGS] = "SELECT count(*) FROM recordings",
+	[SS_Q_SUM_WORKERS] = "SELECT w.id, coalesce(w.runtime, '?'), w.idx, coalesce(t.name, ''), w.recording_id "
+			     "FROM workers w LEFT JOIN threads t ON t.id = w.thread_id WHERE " REC_OF("w.recording_id")
+			     " ORDER BY w.recording_id, w.runtime, w.idx, w.id",
+	[SS_Q_SUM_STALL_KINDS] = "SELECT coalesce(s.kind, 'unknown'), count(*) FROM stalls s"
+				 " LEFT JOIN workers w ON w.id = s.worker_id WHERE " REC_OF("w.recording_id")
+				 " AND s.ts < ?3 AND s.ts + coalesce(s.dur, 0) >= ?2 GROUP BY 1 ORDER BY 2 DESC, 1",
+	[SS_Q_SUM_STALL_LOCATIONS] =
+		"SELECT " LOC_TEXT("l") ", count(*), max(s.dur), group_concat(DISTINCT coalesce(s.kind, 'unknown')), "
+		"  (SELECT sc.callsite_id FROM stall_captures sc JOIN stalls s2 ON s2.id = sc.stall_id "
+		"     WHERE s2.location_id IS s.location_id AND sc.callsite_id IS NOT NULL "
+		"     ORDER BY s2.dur DESC, sc.idx LIMIT 1) "
+		"FROM stalls s LEFT JOIN locations l ON l.id = s.location_id LEFT JOIN workers w ON w.id = s.worker_id "
+		"WHERE " REC_OF("w.recording_id") " AND s.ts < ?3 AND s.ts + coalesce(s.dur, 0) >= ?2 "
+		"GROUP BY s.location_id ORDER BY count(*) DESC, s.location_id LIMIT ?4",
+	[SS_Q_SUM_COUNTS] =
+		"SELECT q.g, q.l, q.n, "
+		"  (SELECT count(*) FROM tasks WHERE spawn_ts >= ?2 AND spawn_ts < ?3 AND " REC_OF("recording_id") "), "
+		"  (SELECT count(*) FROM tasks WHERE end_ts >= ?2 AND end_ts < ?3 AND " REC_OF("recording_id") "), "
+		"  (SELECT coalesce(sum(count), 0) FROM loss WHERE source = 'events' AND ts < ?3 AND ts + dur >= ?2 "
+		"     AND " REC_OF("recording_id") "), "
+		"  (SELECT coalesce(sum(count), 0) FROM loss WHERE source = 'samples' AND ts < ?3 AND ts + dur >= ?2 "
+		"     AND " REC_OF("recording_id") "), "
+		"  (SELECT count(*) FROM task_dumps d WHERE d.ts >= ?2 AND d.ts < ?3 AND " TASK_IN_REC("d.task_id") ") "
+		"FROM (SELECT max(global) AS g, max(local) AS l, count(*) AS n FROM queue_depths "
+		"      WHERE ts >= ?2 AND ts < ?3 AND " THREAD_IN_REC("thread_id") ") q",
+	[SS_Q_SUM_LOCATION] = "SELECT function, file, line FROM locations WHERE id = ?1",
+
+	[SS_Q_POLL] = "SELECT p.ts, p.dur, p.worker_id, coalesce(w.runtime, '?') || '#' || w.idx, w.thread_id, t.task,"
+		      " p.task_id, p.location_id, CASE WHEN l.id IS NULL THEN NULL ELSE " LOC_TEXT("l") " END,"
+		      " w.recording_id, p.incomplete FROM polls p JOIN workers w ON w.id = p.worker_id"
+		      " LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN locations l ON l.id = p.location_id"
+		      " WHERE p.id = ?1",
+	/* cpu_intervals_by_thread: the interval open at ?2 by a seek back, then
+	 * those starting before ?3 (a thread's intervals do not overlap). */
+	[SS_Q_POLL_CPU] = "SELECT state, ts, dur FROM cpu_intervals WHERE thread_id = ?1 AND ts >= coalesce("
+			  "(SELECT max(ts) FROM cpu_intervals WHERE thread_id = ?1 AND ts <= ?2), ?2) AND ts < ?3",
+	[SS_Q_POLL_STALL] = "SELECT s.kind, c.callsite_id, c.syscall_name, c.reason FROM stalls s"
+			    " LEFT JOIN stall_captures c ON c.rowid = (SELECT c2.rowid FROM stall_captures c2"
+			    " WHERE c2.stall_id = s.id ORDER BY c2.callsite_id IS NULL, c2.idx LIMIT 1) WHERE s.id = ?1",
+	[SS_Q_POLL_SAMPLES] = "SELECT kind, callsite_id, weight FROM samples WHERE thread_id = ?1 AND ts >= ?2"
+			      " AND ts < ?3",
+	[SS_Q_HAS_CPU] = "SELECT EXISTS (SELECT 1 FROM cpu_intervals WHERE thread_id = ?1)",
+
+	/* polls_by_worker; a worker's polls do not overlap, so only the one
+	 * begun last at or before ?2 can reach into the range from before. */
+	[SS_Q_WORKER_POLLS_IN] = "SELECT id, ts, dur FROM polls WHERE worker_id = ?1 AND ts < ?3 AND ts >= coalesce("
+				 "(SELECT max(ts) FROM polls WHERE worker_id = ?1 AND ts <= ?2), ?2)",
+	[SS_Q_QUEUE_PEAKS] = "SELECT t.recording_id, max(q.global), q.ts FROM queue_depths q JOIN threads t ON"
+			     " t.id = q.thread_id WHERE q.ts >= ?2 AND q.ts < ?3 AND " REC_OF("t.recording_id")
+			     " AND q.global IS NOT NULL GROUP BY t.recording_id ORDER BY t.recording_id",
+	[SS_Q_QUEUE_FIRST_OVER] = "SELECT min(q.ts), count(*) FROM queue_depths q JOIN threads t ON t.id = q.thread_id"
+				  " WHERE t.recording_id = ?1 AND q.global > ?4 AND q.ts >= ?2 AND q.ts < ?3",
+	[SS_Q_SPAWNS_NEAR] = "SELECT location_id, count(*) FROM tasks WHERE recording_id = ?1 AND spawn_ts >= ?2"
+			     " AND spawn_ts < ?3 AND location_id IS NOT NULL GROUP BY location_id ORDER BY 2 DESC,"
+			     " location_id LIMIT 1",
+	[SS_Q_TASK_DUMPS] = "SELECT d.task_id, d.callsite_id, coalesce(d.location_id, t.location_id) FROM task_dumps d"
+			    " LEFT JOIN tasks t ON t.id = d.task_id WHERE d.task_id IS NOT NULL ORDER BY d.rowid",
+	[SS_Q_LOSS] = "SELECT l.recording_id, l.source, group_concat(DISTINCT l.reason), sum(l.count), min(l.ts),"
+		      " max(l.ts + l.dur), count(*), CASE l.source WHEN 'events' THEN (SELECT coalesce(sum(events), 0)"
+		      " FROM segments s WHERE s.recording_id = l.recording_id) ELSE (SELECT count(*) FROM samples sm"
+		      " JOIN threads th ON th.id = sm.thread_id WHERE th.recording_id = l.recording_id) END"
+		      " FROM loss l WHERE " REC_OF("l.recording_id") " AND l.ts < ?3 AND l.ts + l.dur >= ?2"
+		      " GROUP BY l.recording_id, l.source ORDER BY 1, 2",
+	[SS_Q_DAMAGED] = "SELECT recording_id, count(*), group_concat(file, ', ') FROM segments WHERE "
+			 REC_OF("recording_id") " AND damage IS NOT NULL AND damage <> 'truncated' AND ?2 = ?2"
+			 " AND ?3 = ?3 GROUP BY recording_id ORDER BY recording_id",
+};
+
+const char *ss_read_sql(enum ss_read_query q)
+{
+	return (unsigned)q < SS_Q_COUNT ? sql[q] : NULL;
+}
+
+sqlite3_stmt *ss_read_prepare(sqlite3 *db, enum ss_read_query q)
+{
+	sqlite3_stmt *st = NULL;
+	const char *text = ss_read_sql(q);
+	if (!text || sqlite3_prepare_v2(db, text, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
