@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "tl-db.h"
-#include "tl-render.h"
-#include "tl-scene.h"
-#include "tl-view.h"
+#include "tl_db.h"
+#include "tl_render.h"
+#include "tl_scene.h"
+#include "tl_view.h"
 
 #include "bench_util.h"
 
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 		}
 		printf("generated %s in %.1f s\n", dbp, (now_ms() - g0) / 1000);
 	}
-	g_type_ensure(gsk_color_node_get_type());   /* see tl-png.c: no gtk_init */
+	g_type_ensure(gsk_color_node_get_type());   /* see tl_png.c: no gtk_init */
 
 	const int W = 1600, H = 900;
 	double t_first0 = now_ms();

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "ss-app.h"
-#include "ss-window.h"
+#include "ss_app.h"
+#include "ss_window.h"
 #include "soft_check.h"
 
 static const char *outdir;

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ss-app.h"
-#include "ss-source.h"
-#include "tl-db.h"
-#include "tl-png.h"
+#include "ss_app.h"
+#include "ss_source.h"
+#include "tl_db.h"
+#include "tl_png.h"
 
 static void usage(FILE *out)
 {

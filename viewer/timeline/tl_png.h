@@ -1,5 +1,5 @@
 /*
- * tl-png.h - headless rendering of a timeline to a PNG file: no display, no
+ * tl_png.h - headless rendering of a timeline to a PNG file: no display, no
  * Wayland, no GTK initialisation. The snapshot built by tl_render() becomes a
  * GskRenderNode that is drawn onto a cairo image surface.
  */
@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tl-db.h"
-#include "tl-scene.h"
-#include "tl-view.h"
+#include "tl_db.h"
+#include "tl_scene.h"
+#include "tl_view.h"
 
 struct tl_png_options {
 	int width, height;          /* height 0: tall enough for every lane */

@@ -1,8 +1,8 @@
 /*
- * ss-style.c - see ss-style.h. Asynchronous throughout: a missing session bus
+ * ss_style.c - see ss_style.h. Asynchronous throughout: a missing session bus
  * or portal only means the setting is not followed, never a delay at startup.
  */
-#include "ss-style.h"
+#include "ss_style.h"
 
 #include <gtk/gtk.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * tl-scene.h - the visible window of a trace, fetched from SQLite and reduced to
+ * tl_scene.h - the visible window of a trace, fetched from SQLite and reduced to
  * what can be seen at this zoom: pixel-space boxes, spans, columns and ticks per
  * visible lane. The renderer draws a scene; the window hit-tests it.
  *
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tl-view.h"
+#include "tl_view.h"
 
 struct tl_db;
 

@@ -1,5 +1,5 @@
 /*
- * tl-canvas.c - see tl-canvas.h.
+ * tl_canvas.c - see tl_canvas.h.
  *
  * The buffer is opaque RGB, three bytes a pixel (GDK_MEMORY_R8G8B8): the lanes
  * sit on the window background, and of the formats GTK 4.8's cairo renderer can
@@ -7,7 +7,7 @@
  * for a 1600x900 window on this machine, against 14 ms for premultiplied BGRA
  * and 10 ms for a cairo node holding an image surface).
  */
-#include "tl-canvas.h"
+#include "tl_canvas.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,19 +1,19 @@
 /*
- * ss-timeline.c - the timeline widget; see ss-timeline.h.
+ * ss_timeline.c - the timeline widget; see ss_timeline.h.
  *
  * The scene (what the database returned for this window) is cached and only
  * rebuilt when the window, the size or the scroll position change, so hover,
  * selection and theme changes redraw without a query.
  */
-#include "ss-timeline.h"
+#include "ss_timeline.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "tl-query.h"
-#include "tl-render.h"
-#include "tl-scene.h"
-#include "tl-ticks.h"
+#include "tl_query.h"
+#include "tl_render.h"
+#include "tl_scene.h"
+#include "tl_ticks.h"
 
 struct hist {
 	int64_t t0, t1;

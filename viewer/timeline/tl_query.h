@@ -1,5 +1,5 @@
 /*
- * tl-query.h - the text behind the tooltip and the side panel: a poll's task,
+ * tl_query.h - the text behind the tooltip and the side panel: a poll's task,
  * location, times, the wake that led to it, the samples inside it as symbolized
  * stacks; a stall's captures with their backtraces; a time range's per-worker
  * busy / parked / blocked time and its top locations. Each function appends
@@ -11,7 +11,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "tl-db.h"
+#include "tl_db.h"
 
 /* Short, for a tooltip (n > 1: the box folds n polls). */
 void tl_query_poll_tooltip(struct tl_db *db, int64_t poll_id, uint32_t n, GString *out);

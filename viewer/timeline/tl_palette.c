@@ -1,10 +1,10 @@
 /*
- * tl-palette.c - theme colours and the location / duration palettes.
+ * tl_palette.c - theme colours and the location / duration palettes.
  *
  * The location palette has no red: red means "stall" everywhere in the viewer,
  * and a poll must never be mistaken for a stall marker.
  */
-#include "tl-palette.h"
+#include "tl_palette.h"
 
 static GdkRGBA rgb(unsigned hex)
 {

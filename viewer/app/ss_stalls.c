@@ -1,13 +1,13 @@
 /*
- * ss-stalls.c - the stalls table; see ss-stalls.h. Rows are small GObjects
+ * ss_stalls.c - the stalls table; see ss_stalls.h. Rows are small GObjects
  * holding an index into tl_db.stalls (loaded at open), so sorting never
  * touches the database.
  */
-#include "ss-stalls.h"
+#include "ss_stalls.h"
 
 #include <stdio.h>
 
-#include "tl-ticks.h"
+#include "tl_ticks.h"
 
 /* ---- row item ---- */
 

@@ -1,15 +1,15 @@
 /*
- * tl-scene.c - fetching the visible window with level of detail (see
- * tl-scene.h for the rules) and hit testing on the result.
+ * tl_scene.c - fetching the visible window with level of detail (see
+ * tl_scene.h for the rules) and hit testing on the result.
  */
-#include "tl-scene.h"
+#include "tl_scene.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tl-db.h"
+#include "tl_db.h"
 
 /* Rows read inside one pixel column before the query seeks to the next one. */
 #define TL_DENSE_ROWS 4

@@ -1,16 +1,16 @@
 /*
- * ss-window.c - the main window; see ss-window.h.
+ * ss_window.c - the main window; see ss_window.h.
  *
  * Import runs in a GTask thread (it can take seconds on a large recording);
  * progress is marshalled to the main loop with g_idle_add. The window owns the
  * tl_db and gives it to the timeline and the stalls panel.
  */
-#include "ss-window.h"
+#include "ss_window.h"
 
 #include <stdio.h>
 
-#include "ss-source.h"
-#include "tl-query.h"
+#include "ss_source.h"
+#include "tl_query.h"
 
 struct _SsWindow {
 	GtkApplicationWindow parent;

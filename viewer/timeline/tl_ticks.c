@@ -1,8 +1,8 @@
 /*
- * tl-ticks.c - 1-2-5 tick ladder and time formatting for the ruler, tooltips and
+ * tl_ticks.c - 1-2-5 tick ladder and time formatting for the ruler, tooltips and
  * panels. Pure functions, unit-tested in tests/viewer/test_ticks.c.
  */
-#include "tl-ticks.h"
+#include "tl_ticks.h"
 
 #include <inttypes.h>
 #include <math.h>

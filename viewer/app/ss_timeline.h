@@ -1,5 +1,5 @@
 /*
- * ss-timeline.h - SsTimeline, the timeline widget: draws with tl_render() in
+ * ss_timeline.h - SsTimeline, the timeline widget: draws with tl_render() in
  * snapshot(), zooms (Ctrl+wheel, pinch, keys) around the pointer, pans (drag,
  * wheel, keys), selects a poll (click) or a range (Shift+drag), shows a tooltip
  * for what is under the pointer, and keeps a back/forward history of views.
@@ -12,8 +12,8 @@
 
 #include <gtk/gtk.h>
 
-#include "tl-db.h"
-#include "tl-view.h"
+#include "tl_db.h"
+#include "tl_view.h"
 
 G_BEGIN_DECLS
 

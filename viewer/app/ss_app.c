@@ -1,16 +1,16 @@
 /*
- * ss-app.c - the GtkApplication: accelerators, the about dialog, the shortcuts
+ * ss_app.c - the GtkApplication: accelerators, the about dialog, the shortcuts
  * window, open-recent, and one window per command-line/open request.
  *
  * NON_UNIQUE: every invocation is its own process, so opening a trace never
  * depends on a session bus (the tests run under a bare Xvfb).
  */
-#include "ss-app.h"
+#include "ss_app.h"
 
 #include <gtk/gtk.h>
 
-#include "ss-style.h"
-#include "ss-window.h"
+#include "ss_style.h"
+#include "ss_window.h"
 
 static const char shortcuts_ui[] =
 	"<interface>"

@@ -1,5 +1,5 @@
 /*
- * ss-stalls.h - SsStalls, the stalls panel: every stall of the trace in a
+ * ss_stalls.h - SsStalls, the stalls panel: every stall of the trace in a
  * sortable table (start, duration, lane, kind, location). Selecting a row emits
  * "stall-selected" (gint64 stall id); the window moves the timeline there and
  * shows the stall's backtraces.
@@ -9,7 +9,7 @@
 
 #include <gtk/gtk.h>
 
-#include "tl-db.h"
+#include "tl_db.h"
 
 G_BEGIN_DECLS
 

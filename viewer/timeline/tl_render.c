@@ -1,24 +1,24 @@
 /*
- * tl-render.c - the timeline's drawing: ruler, lanes (polls, parks, on/off-CPU
+ * tl_render.c - the timeline's drawing: ruler, lanes (polls, parks, on/off-CPU
  * strip, sample ticks), stall markers, lost-data hatching, selection, labels and
  * legend, as GskRenderNodes appended to a GtkSnapshot.
  *
  * The lanes' rectangles (polls, parks, CPU strip, sample ticks, zoomed-out
- * columns) are filled into one canvas (tl-canvas.c) that becomes a single
+ * columns) are filled into one canvas (tl_canvas.c) that becomes a single
  * texture node: tens of thousands of colour nodes would cost more than the
  * rest of the frame. Everything drawn over the lanes (box labels and outlines,
  * grid, stalls, losses, selection, labels) and the ruler and legend are
  * ordinary GSK nodes.
  */
-#include "tl-render.h"
+#include "tl_render.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tl-canvas.h"
-#include "tl-palette.h"
-#include "tl-ticks.h"
+#include "tl_canvas.h"
+#include "tl_palette.h"
+#include "tl_ticks.h"
 
 /* Above this many lane rectangles a frame draws them into a canvas. Measured
  * here: a colour node costs about 1.5 us to build and rasterise, the canvas

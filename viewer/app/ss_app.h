@@ -1,5 +1,5 @@
 /*
- * ss-app.h - the GtkApplication (io.github.stallscope.Viewer): application
+ * ss_app.h - the GtkApplication (io.github.stallscope.Viewer): application
  * actions (open, quit, shortcuts, about), recent files, and one window per
  * opened trace.
  */

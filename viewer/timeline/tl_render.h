@@ -1,5 +1,5 @@
 /*
- * tl-render.h - draws a timeline scene into a GtkSnapshot. The window's
+ * tl_render.h - draws a timeline scene into a GtkSnapshot. The window's
  * snapshot() and the headless --render-png path both call tl_render(), so a PNG
  * shows exactly what the window shows.
  */
@@ -8,9 +8,9 @@
 
 #include <gtk/gtk.h>
 
-#include "tl-db.h"
-#include "tl-scene.h"
-#include "tl-view.h"
+#include "tl_db.h"
+#include "tl_scene.h"
+#include "tl_view.h"
 
 /* The font every timeline text uses, fixed so PNGs look the same everywhere. */
 #define TL_FONT "Sans 9"

@@ -1,5 +1,5 @@
 /*
- * tl-view.h - what part of a trace is shown and where things go on screen: the
+ * tl_view.h - what part of a trace is shown and where things go on screen: the
  * visible time window and size (struct tl_view, the only state the drawing
  * depends on besides the database), the vertical layout of groups and lanes, and
  * the conversions between time and x.
@@ -14,7 +14,7 @@
 struct tl_db;
 
 enum tl_color_mode { TL_COLOR_LOCATION, TL_COLOR_DURATION };
-/* How lane rectangles become pixels (tl-render.c): a canvas when a frame has
+/* How lane rectangles become pixels (tl_render.c): a canvas when a frame has
  * many, colour nodes otherwise; the tests force each way. */
 enum tl_raster { TL_RASTER_AUTO, TL_RASTER_CANVAS, TL_RASTER_NODES };
 

@@ -1,11 +1,11 @@
 /*
- * tl-db.c - opening an imported database for viewing: validation, the small
+ * tl_db.c - opening an imported database for viewing: validation, the small
  * tables loaded at open, and the prepared range queries.
  *
  * The database is opened read-only (the viewer never changes a user's trace)
  * and immutable-safe: all statements are prepared once and reused per frame.
  */
-#include "tl-db.h"
+#include "tl_db.h"
 
 #include <stdio.h>
 #include <stdlib.h>

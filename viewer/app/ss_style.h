@@ -1,5 +1,5 @@
 /*
- * ss-style.h - dark or light following the desktop: the freedesktop
+ * ss_style.h - dark or light following the desktop: the freedesktop
  * portal's org.freedesktop.appearance color-scheme (what GNOME and KDE set),
  * read at startup and followed when it changes. Without a portal, GTK's own
  * settings stay in charge.

@@ -1,5 +1,5 @@
 /*
- * tl-db.h - the viewer's read-only view of an imported database: what is loaded
+ * tl_db.h - the viewer's read-only view of an imported database: what is loaded
  * once at open (time bounds, the wall-clock anchor, the lanes, the stalls and the
  * lost-data ranges, all small) and the prepared range queries through which
  * everything else is fetched for the visible window only.

@@ -1,16 +1,16 @@
 /*
- * tl-png.c - the --render-png path. GtkSnapshot and GSK render nodes work
+ * tl_png.c - the --render-png path. GtkSnapshot and GSK render nodes work
  * without a GdkDisplay; text goes through PangoCairo's font map directly, so
  * this runs on a server or in CI with neither X11 nor Wayland.
  */
-#include "tl-png.h"
+#include "tl_png.h"
 
 #include <gtk/gtk.h>
 #include <pango/pangocairo.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tl-render.h"
+#include "tl_render.h"
 
 void tl_png_view(struct tl_db *db, const struct tl_png_options *o, struct tl_view *v,
 		 const struct tl_layout *l)

@@ -1,5 +1,5 @@
 /*
- * ss-window.h - SsWindow, one trace per window: header bar (open, history,
+ * ss_window.h - SsWindow, one trace per window: header bar (open, history,
  * fit, zoom to selection, colour mode, menu), the timeline, and a side panel
  * with the details of the selection and the stalls table. Opening segment files
  * imports them in a worker thread with a progress bar.
@@ -9,8 +9,8 @@
 
 #include <gtk/gtk.h>
 
-#include "ss-stalls.h"
-#include "ss-timeline.h"
+#include "ss_stalls.h"
+#include "ss_timeline.h"
 
 G_BEGIN_DECLS
 

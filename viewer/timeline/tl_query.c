@@ -1,5 +1,5 @@
 /*
- * tl-query.c - panel and tooltip text; see tl-query.h.
+ * tl_query.c - panel and tooltip text; see tl_query.h.
  *
  * These run on a click or a hover, not per frame, but still only through
  * indexed lookups: rowid (polls, tasks, threads), (thread_id, ts) for samples
@@ -7,13 +7,13 @@
  * captures. A poll's wake is found by a binary search on the wakes' rowid: the
  * importer stores them in the order of the polls they led to (schema).
  */
-#include "tl-query.h"
+#include "tl_query.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tl-ticks.h"
+#include "tl_ticks.h"
 
 static sqlite3_stmt *prep(struct tl_db *db, const char *sql)
 {

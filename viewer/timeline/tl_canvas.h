@@ -1,5 +1,5 @@
 /*
- * tl-canvas.h - a software raster for the lanes' rectangles.
+ * tl_canvas.h - a software raster for the lanes' rectangles.
  *
  * A zoomed-out frame has tens of thousands of one-pixel rectangles (a column
  * per pixel per lane for busy, parked and CPU state). As GSK colour nodes each

@@ -1,13 +1,13 @@
 /*
- * tl-view.c - lane layout and view navigation (zoom around a point, pan, fit),
+ * tl_view.c - lane layout and view navigation (zoom around a point, pan, fit),
  * shared by the window and the headless renderer so both show the same thing.
  */
-#include "tl-view.h"
+#include "tl_view.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "tl-db.h"
+#include "tl_db.h"
 
 void tl_layout_compute(struct tl_layout *l, const struct tl_db *db)
 {

@@ -1,5 +1,5 @@
 /*
- * tl-palette.h - the timeline's colours: a light and a dark theme, a stable
+ * tl_palette.h - the timeline's colours: a light and a dark theme, a stable
  * palette for spawn locations (hashed from the location id, so a location keeps
  * its colour across zoom levels, sessions and screenshots) and the duration
  * classes of dial9 (<1 ms, 1-10 ms, 10-50 ms, >50 ms).

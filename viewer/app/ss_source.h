@@ -1,5 +1,5 @@
 /*
- * ss-source.h - turns what the user gave (a database, a segment directory, or
+ * ss_source.h - turns what the user gave (a database, a segment directory, or
  * segment files) into a database the timeline can open. Segments are imported
  * with the importer's C API (viewer/importer/import.h) into a database in the
  * user's cache directory (the GUI: reopening the same recording only imports

@@ -1,11 +1,11 @@
 /*
- * ss-source.c - database or segments: see ss-source.h.
+ * ss_source.c - database or segments: see ss_source.h.
  *
  * The importer reports progress as a text line on its log stream; a
  * fopencookie() stream parses the percentage out of it, so the GUI's progress
  * bar needs no change to the importer's interface.
  */
-#include "ss-source.h"
+#include "ss_source.h"
 
 #include <glib.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "import.h"
-#include "tl-db.h"
+#include "tl_db.h"
 
 bool ss_source_is_database(const char *const *paths, size_t n)
 {

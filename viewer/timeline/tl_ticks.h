@@ -1,5 +1,5 @@
 /*
- * tl-ticks.h - the time ruler's arithmetic: tick spacing on a 1-2-5 ladder for
+ * tl_ticks.h - the time ruler's arithmetic: tick spacing on a 1-2-5 ladder for
  * any zoom level (1 ns to hours, computed, never a hand-written table with gaps)
  * and the formatting of relative times, durations and wall-clock times.
  */
