@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "ss_panels.h"
 #include "tl_ticks.h"
 
 /* ---- row item ---- */
@@ -44,6 +45,8 @@ enum { COL_START, COL_DUR, COL_LANE, COL_KIND, COL_LOC, N_COLS };
 
 struct _SsStalls {
 	GtkBox parent;
+	SsSession *session;
+	gulong on_db, on_sel;
 	struct tl_db *db;
 	GListStore *store;
 	GtkSingleSelection *sel;
@@ -52,8 +55,6 @@ struct _SsStalls {
 };
 
 G_DEFINE_FINAL_TYPE(SsStalls, ss_stalls, GTK_TYPE_BOX)
-
-static guint sig_selected;
 
 static void cell_text(SsStalls *self, int col, const struct tl_stall *st, char *buf, size_t n)
 {
@@ -129,13 +130,55 @@ static void on_selected(GtkSingleSelection *sel, GParamSpec *ps, gpointer data)
 	SsStalls *self = data;
 	gpointer item = gtk_single_selection_get_selected_item(sel);
 	if (item && self->db)
-		g_signal_emit(self, sig_selected, 0, (gint64)item_stall(item)->id);
+		ss_session_select(self->session, SS_SEL_STALL, item_stall(item)->id, 0);
+}
+
+/* The row of the stall selected anywhere, or none. */
+static void on_session_selection(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsStalls *self = data;
+	const struct ss_selection *s = ss_session_get_selection(self->session);
+	GListModel *rows = G_LIST_MODEL(self->sel);
+	guint want = GTK_INVALID_LIST_POSITION;
+	for (guint i = 0; s->kind == SS_SEL_STALL && i < g_list_model_get_n_items(rows); i++) {
+		SsStallItem *it = g_list_model_get_item(rows, i);
+		bool hit = item_stall(it)->id == s->id;
+		g_object_unref(it);
+		if (hit) {
+			want = i;
+			break;
+		}
+	}
+	if (gtk_single_selection_get_selected(self->sel) != want)
+		gtk_single_selection_set_selected(self->sel, want);
+}
+
+static void set_db(SsStalls *self, struct tl_db *db);
+
+static void on_db(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsStalls *self = data;
+	set_db(self, ss_session_get_db(self->session));
+}
+
+static void dispose(GObject *o)
+{
+	SsStalls *self = SS_STALLS(o);
+	if (self->session) {
+		g_clear_signal_handler(&self->on_db, self->session);
+		g_clear_signal_handler(&self->on_sel, self->session);
+		g_clear_object(&self->session);
+	}
+	G_OBJECT_CLASS(ss_stalls_parent_class)->dispose(o);
 }
 
 static void ss_stalls_class_init(SsStallsClass *k)
 {
-	sig_selected = g_signal_new("stall-selected", G_TYPE_FROM_CLASS(k), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-				    G_TYPE_NONE, 1, G_TYPE_INT64);
+	G_OBJECT_CLASS(k)->dispose = dispose;
 }
 
 static void ss_stalls_init(SsStalls *self)
@@ -181,12 +224,17 @@ static void ss_stalls_init(SsStalls *self)
 	gtk_box_append(GTK_BOX(self), sw);
 }
 
-GtkWidget *ss_stalls_new(void)
+GtkWidget *ss_stalls_new(SsSession *session)
 {
-	return g_object_new(SS_TYPE_STALLS, NULL);
+	SsStalls *self = g_object_new(SS_TYPE_STALLS, NULL);
+	self->session = g_object_ref(session);
+	self->on_db = g_signal_connect(session, "notify::db", G_CALLBACK(on_db), self);
+	self->on_sel = g_signal_connect(session, "notify::selection", G_CALLBACK(on_session_selection), self);
+	set_db(self, ss_session_get_db(session));
+	return GTK_WIDGET(self);
 }
 
-void ss_stalls_set_db(SsStalls *self, struct tl_db *db)
+static void set_db(SsStalls *self, struct tl_db *db)
 {
 	self->db = db;
 	g_list_store_remove_all(self->store);
@@ -218,3 +266,5 @@ guint ss_stalls_count(SsStalls *self)
 {
 	return g_list_model_get_n_items(G_LIST_MODEL(self->store));
 }
+
+const struct ss_panel ss_panel_stalls = { "stalls", "Stalls", ss_stalls_new, NULL };

@@ -1,30 +1,49 @@
 /*
  * ss_timeline.c - the timeline widget; see ss_timeline.h.
  *
- * The scene (what the database returned for this window) is cached and only
- * rebuilt when the window, the size or the scroll position change, so hover,
- * selection and theme changes redraw without a query.
+ * The scene (what the database returned for a window) is fetched by the query
+ * worker (ss_scene_fetch.c) only when the window, the size or the scroll
+ * position change, so hover, selection and theme changes redraw without a
+ * query, and a pan or zoom redraws at once from the last scene, stretched,
+ * until the new one arrives. Tooltip text is fetched the same way and shown
+ * when it arrives, if the pointer is still on the same poll.
+ *
+ * The view (struct tl_view) is this widget's drawing state; the session holds
+ * what others may see or change (the selection, the visible range, the range
+ * selection), and the notify handlers below copy it into the view.
  */
 #include "ss_timeline.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "ss_scene_fetch.h"
 #include "tl_query.h"
 #include "tl_render.h"
-#include "tl_scene.h"
 #include "tl_ticks.h"
 
 struct hist {
 	int64_t t0, t1;
 };
 
+/* The tooltip text of one poll box, fetched on hover. */
+struct tip {
+	int64_t poll_id;
+	uint32_t n;
+	char *text;                  /* NULL while being fetched */
+	bool requested;
+};
+
 struct _SsTimeline {
 	GtkWidget parent;
-	struct tl_db *db;
+	SsSession *session;
+	gulong session_handlers[4];
+	struct tl_db *db;            /* the session's; metadata only */
 	struct tl_layout layout;
-	struct tl_scene scene;
+	struct ss_scene_fetch fetch;
+	struct tl_scene empty;       /* drawn before the first scene arrives */
 	struct tl_view view;
+	struct tip tip;
 	GArray *back, *fwd;          /* of struct hist */
 	double ptr_x, ptr_y;         /* last pointer position, widget coords */
 	bool ptr_in;
@@ -40,9 +59,6 @@ struct _SsTimeline {
 };
 
 G_DEFINE_FINAL_TYPE(SsTimeline, ss_timeline, GTK_TYPE_WIDGET)
-
-enum { SIG_POLL_SELECTED, SIG_RANGE_SELECTED, SIG_VIEW_CHANGED, N_SIGNALS };
-static guint signals[N_SIGNALS];
 
 static bool widget_is_dark(GtkWidget *w)
 {
@@ -67,11 +83,48 @@ static void clamp_scroll(SsTimeline *self)
 		self->view.scroll_y = 0;
 }
 
+static void want_scene(SsTimeline *self)
+{
+	if (self->db && self->view.width > TL_LABEL_W && self->view.height > TL_RULER_H)
+		ss_scene_fetch_want(&self->fetch, &self->layout, &self->view);
+}
+
 static void view_changed(SsTimeline *self)
 {
 	clamp_scroll(self);
 	gtk_widget_queue_draw(GTK_WIDGET(self));
-	g_signal_emit(self, signals[SIG_VIEW_CHANGED], 0);
+	want_scene(self);
+	if (self->db)
+		ss_session_set_visible_range(self->session, self->view.t0, self->view.t1);
+}
+
+static void scene_arrived(void *user)
+{
+	SsTimeline *self = user;
+	gtk_widget_queue_draw(GTK_WIDGET(self));
+	want_scene(self);   /* the view may have moved on meanwhile */
+}
+
+static const struct tl_scene *drawn_scene(SsTimeline *self)
+{
+	return self->fetch.ready ? self->fetch.ready : &self->empty;
+}
+
+/* Plot x of the view -> x of the scene drawn, for hit testing (*k: scene px
+ * per view px). */
+static double scene_x(SsTimeline *self, double plot_x, double *k)
+{
+	double sk, off;
+	tl_scene_map(drawn_scene(self), &self->view, &sk, &off);
+	*k = sk;
+	return (plot_x - off) / sk;
+}
+
+static const struct tl_box *box_at(SsTimeline *self, int lane, double plot_x)
+{
+	double k;
+	double x = scene_x(self, plot_x, &k);
+	return tl_scene_box_at(drawn_scene(self), lane, x, 2 / k);
 }
 
 static void history_push(SsTimeline *self)
@@ -99,8 +152,9 @@ static void snapshot(GtkWidget *w, GtkSnapshot *s)
 	if (!self->db || self->view.width <= TL_LABEL_W || self->view.height <= TL_RULER_H)
 		return;
 	clamp_scroll(self);
-	tl_scene_update(&self->scene, self->db, &self->layout, &self->view);
-	tl_render(s, gtk_widget_get_pango_context(w), self->db, &self->layout, &self->scene, &self->view);
+	/* A new size or the first frame: ask for the scene, draw what there is. */
+	want_scene(self);
+	tl_render(s, gtk_widget_get_pango_context(w), self->db, &self->layout, drawn_scene(self), &self->view);
 	self->frames++;
 }
 
@@ -214,7 +268,7 @@ static void on_drag_end(GtkGestureDrag *g, double dx, double dy, gpointer data)
 	(void)dy;
 	SsTimeline *self = data;
 	if (self->drag_select && self->drag_moved && self->view.sel_t1 > self->view.sel_t0)
-		g_signal_emit(self, signals[SIG_RANGE_SELECTED], 0, (gint64)self->view.sel_t0, (gint64)self->view.sel_t1);
+		ss_session_set_range_selection(self->session, self->view.sel_t0, self->view.sel_t1);
 }
 
 static void on_click(GtkGestureClick *g, int n, double x, double y, gpointer data)
@@ -225,7 +279,13 @@ static void on_click(GtkGestureClick *g, int n, double x, double y, gpointer dat
 	if (!self->db || self->drag_moved)
 		return;
 	int lane = tl_view_lane_at(&self->view, &self->layout, y);
-	const struct tl_box *b = tl_scene_box_at(&self->scene, lane, plot_x(x), 2);
+	if (x < TL_LABEL_W) {
+		/* A worker's label selects the worker. */
+		int64_t worker = lane >= 0 ? self->db->lanes[lane].worker_id : 0;
+		ss_session_select(self->session, worker ? SS_SEL_WORKER : SS_SEL_NONE, worker, 0);
+		return;
+	}
+	const struct tl_box *b = box_at(self, lane, plot_x(x));
 	if (b) {
 		ss_timeline_select_poll(self, b->poll_id, b->task_id);
 	} else {
@@ -258,6 +318,67 @@ static void on_zoom_scale(GtkGestureZoom *g, double scale, gpointer data)
 	zoom(self, scale, plot_x(cx));
 }
 
+/* ---- tooltip text, fetched ---- */
+
+struct tip_job {
+	int64_t poll_id;
+	uint32_t n;
+	GString *text;
+};
+
+static void tip_job_free(void *p)
+{
+	struct tip_job *j = p;
+	g_string_free(j->text, TRUE);
+	g_free(j);
+}
+
+static void tip_job_run(struct tl_db *db, void *p)
+{
+	struct tip_job *j = p;
+	tl_query_poll_tooltip(db, j->poll_id, j->n, j->text);
+}
+
+static void tip_job_done(void *p, void *user)
+{
+	struct tip_job *j = p;
+	SsTimeline *self = user;
+	if (j->poll_id != self->tip.poll_id || j->n != self->tip.n)
+		return;
+	g_free(self->tip.text);
+	self->tip.text = g_strdup(j->text->str);
+	/* Shown now if the pointer is still there: GTK asks again. */
+	gtk_widget_trigger_tooltip_query(GTK_WIDGET(self));
+}
+
+static bool tip_ready(SsTimeline *self, const struct tl_box *b)
+{
+	return self->tip.text && self->tip.poll_id == b->poll_id && self->tip.n == b->n;
+}
+
+static void tip_request(SsTimeline *self, const struct tl_box *b)
+{
+	if (self->tip.requested && self->tip.poll_id == b->poll_id && self->tip.n == b->n)
+		return;
+	g_clear_pointer(&self->tip.text, g_free);
+	self->tip.poll_id = b->poll_id;
+	self->tip.n = b->n;
+	self->tip.requested = true;
+	struct tip_job *j = g_new0(struct tip_job, 1);
+	j->poll_id = b->poll_id;
+	j->n = b->n;
+	j->text = g_string_new(NULL);
+	ss_session_submit(self->session, &self->tip, tip_job_run, tip_job_done, j, tip_job_free, self);
+}
+
+static void tip_reset(SsTimeline *self)
+{
+	ss_session_cancel(self->session, &self->tip);
+	g_clear_pointer(&self->tip.text, g_free);
+	self->tip.requested = false;
+	self->tip.poll_id = 0;
+}
+
 static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkTooltip *tip, gpointer data)
 {
 	(void)w;
@@ -283,12 +404,16 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
 			break;
 		}
 	}
-	const struct tl_box *b = tl_scene_box_at(&self->scene, lane, plot_x(x), 2);
+	const struct tl_box *b = box_at(self, lane, plot_x(x));
 	int dy = y - tl_view_lane_screen_y(&self->view, &self->layout, lane);
-	if (b && dy < TL_CPU_Y)
-		tl_query_poll_tooltip(self->db, b->poll_id, b->n, s);
-	else if (dy >= TL_CPU_Y) {
-		const struct tl_span *sp = tl_scene_cpu_at(&self->scene, lane, plot_x(x));
+	if (b && dy < TL_CPU_Y) {
+		if (tip_ready(self, b))
+			g_string_append(s, self->tip.text);
+		else
+			tip_request(self, b);
+	} else if (dy >= TL_CPU_Y) {
+		double k;
+		const struct tl_span *sp = tl_scene_cpu_at(drawn_scene(self), lane, scene_x(self, plot_x(x), &k));
 		if (sp)
 			g_string_append(s, sp->kind == TL_SPAN_BLOCKED ? "off CPU: blocked" :
 					   sp->kind == TL_SPAN_PREEMPTED ? "off CPU: preempted (runnable)" : "on CPU");
@@ -366,8 +491,8 @@ static void act_clear(GSimpleAction *a, GVariant *p, gpointer data)
 	(void)p;
 	SsTimeline *self = data;
 	self->view.sel_t0 = self->view.sel_t1 = 0;
-	ss_timeline_select_poll(self, 0, 0);
-	self->view.selected_stall = 0;
+	ss_session_set_range_selection(self->session, 0, 0);
+	ss_session_select(self->session, SS_SEL_NONE, 0, 0);
 	gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
@@ -392,12 +517,104 @@ static const GActionEntry action_entries[] = {
 	{ "color-by", act_color, "s", "'location'", NULL, { 0 } },
 };
 
+/* ---- the session ---- */
+
+static void on_db(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsTimeline *self = data;
+	tip_reset(self);
+	ss_scene_fetch_reset(&self->fetch);
+	tl_layout_free(&self->layout);
+	self->db = ss_session_get_db(self->session);
+	g_array_set_size(self->back, 0);
+	g_array_set_size(self->fwd, 0);
+	enum tl_color_mode mode = self->view.color;
+	memset(&self->view, 0, sizeof self->view);
+	self->view.color = mode;
+	if (self->db) {
+		tl_layout_compute(&self->layout, self->db);
+		self->view.width = MAX(gtk_widget_get_width(GTK_WIDGET(self)), 800);
+		self->view.height = gtk_widget_get_height(GTK_WIDGET(self));
+		self->view.legend = true;
+		tl_view_fit(&self->view, self->db);
+	}
+	view_changed(self);
+}
+
+/* Shows a stall with half its length of context on each side, its lane in view. */
+static void show_stall(SsTimeline *self, int64_t stall_id)
+{
+	for (size_t i = 0; i < self->db->n_stalls; i++) {
+		const struct tl_stall *st = &self->db->stalls[i];
+		if (st->id != stall_id)
+			continue;
+		int64_t pad = MAX(st->dur / 2, 1000000);
+		ss_timeline_show_range(self, st->ts - pad, st->ts + st->dur + pad);
+		if (st->lane >= 0) {
+			int y = self->layout.lane_y[st->lane];
+			int visible = tl_view_plot_bottom(&self->view) - TL_RULER_H;
+			if (y < self->view.scroll_y || y + TL_LANE_H > self->view.scroll_y + visible)
+				self->view.scroll_y = y - visible / 3;
+		}
+		self->view.selected_poll = st->poll_id;
+		view_changed(self);
+		break;
+	}
+}
+
+static void on_selection(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsTimeline *self = data;
+	const struct ss_selection *sel = ss_session_get_selection(self->session);
+	struct tl_view *v = &self->view;
+	v->selected_poll = sel->kind == SS_SEL_POLL ? sel->id : 0;
+	v->highlight_task = sel->kind == SS_SEL_POLL ? sel->task_id : sel->kind == SS_SEL_TASK ? sel->id : 0;
+	v->selected_stall = sel->kind == SS_SEL_STALL ? sel->id : 0;
+	v->selected_worker = sel->kind == SS_SEL_WORKER ? sel->id : 0;
+	if (self->db && sel->kind == SS_SEL_STALL)
+		show_stall(self, sel->id);
+	gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+static void on_visible_range(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsTimeline *self = data;
+	const struct ss_range *r = ss_session_get_visible_range(self->session);
+	/* Ours, echoed back; or someone else's: then it is a move like any other. */
+	if (!self->db || r->t1 <= r->t0 || (r->t0 == self->view.t0 && r->t1 == self->view.t1))
+		return;
+	ss_timeline_show_range(self, r->t0, r->t1);
+}
+
+static void on_range_selection(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsTimeline *self = data;
+	const struct ss_range *r = ss_session_get_range_selection(self->session);
+	self->view.sel_t0 = r->t0;
+	self->view.sel_t1 = r->t1;
+	gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
 /* ---- object ---- */
 
 static void dispose(GObject *o)
 {
 	SsTimeline *self = SS_TIMELINE(o);
-	tl_scene_free(&self->scene);
+	if (self->session) {
+		for (size_t i = 0; i < G_N_ELEMENTS(self->session_handlers); i++)
+			g_clear_signal_handler(&self->session_handlers[i], self->session);
+		tip_reset(self);
+		ss_scene_fetch_reset(&self->fetch);
+		g_clear_object(&self->session);
+	}
 	tl_layout_free(&self->layout);
 	g_clear_pointer(&self->back, g_array_unref);
 	g_clear_pointer(&self->fwd, g_array_unref);
@@ -411,18 +628,12 @@ static void ss_timeline_class_init(SsTimelineClass *klass)
 	G_OBJECT_CLASS(klass)->dispose = dispose;
 	wc->snapshot = snapshot;
 	gtk_widget_class_set_css_name(wc, "sstimeline");
-	signals[SIG_POLL_SELECTED] = g_signal_new("poll-selected", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
-						  NULL, NULL, G_TYPE_NONE, 1, G_TYPE_INT64);
-	signals[SIG_RANGE_SELECTED] = g_signal_new("range-selected", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
-						   NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_INT64, G_TYPE_INT64);
-	signals[SIG_VIEW_CHANGED] = g_signal_new("view-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
-						 NULL, NULL, G_TYPE_NONE, 0);
 }
 
 static void ss_timeline_init(SsTimeline *self)
 {
 	GtkWidget *w = GTK_WIDGET(self);
-	tl_scene_init(&self->scene);
+	tl_scene_init(&self->empty);
 	self->back = g_array_new(FALSE, FALSE, sizeof(struct hist));
 	self->fwd = g_array_new(FALSE, FALSE, sizeof(struct hist));
 	gtk_widget_set_focusable(w, TRUE);
@@ -456,27 +667,20 @@ static void ss_timeline_init(SsTimeline *self)
 	gtk_widget_insert_action_group(w, "tl", G_ACTION_GROUP(self->actions));
 }
 
-GtkWidget *ss_timeline_new(void)
+GtkWidget *ss_timeline_new(SsSession *session)
 {
-	return g_object_new(SS_TYPE_TIMELINE, NULL);
-}
-
-void ss_timeline_set_db(SsTimeline *self, struct tl_db *db)
-{
-	self->db = db;
-	tl_scene_free(&self->scene);
-	tl_layout_free(&self->layout);
-	g_array_set_size(self->back, 0);
-	g_array_set_size(self->fwd, 0);
-	enum tl_color_mode mode = self->view.color;
-	memset(&self->view, 0, sizeof self->view);
-	self->view.color = mode;
-	if (db) {
-		tl_layout_compute(&self->layout, db);
-		self->view.width = MAX(gtk_widget_get_width(GTK_WIDGET(self)), 800);
-		tl_view_fit(&self->view, db);
-	}
-	view_changed(self);
+	SsTimeline *self = g_object_new(SS_TYPE_TIMELINE, NULL);
+	self->session = g_object_ref(session);
+	ss_scene_fetch_init(&self->fetch, session, scene_arrived, self);
+	self->session_handlers[0] = g_signal_connect(session, "notify::db", G_CALLBACK(on_db), self);
+	self->session_handlers[1] = g_signal_connect(session, "notify::selection", G_CALLBACK(on_selection), self);
+	self->session_handlers[2] =
+		g_signal_connect(session, "notify::visible-range", G_CALLBACK(on_visible_range), self);
+	self->session_handlers[3] =
+		g_signal_connect(session, "notify::range-selection", G_CALLBACK(on_range_selection), self);
+	if (ss_session_get_db(session))
+		on_db(G_OBJECT(session), NULL, self);
+	return GTK_WIDGET(self);
 }
 
 struct tl_db *ss_timeline_get_db(SsTimeline *self)
@@ -500,36 +704,17 @@ void ss_timeline_show_range(SsTimeline *self, int64_t t0, int64_t t1)
 
 void ss_timeline_select_poll(SsTimeline *self, int64_t poll_id, int64_t task_id)
 {
-	self->view.selected_poll = poll_id;
-	self->view.highlight_task = task_id;
-	gtk_widget_queue_draw(GTK_WIDGET(self));
-	g_signal_emit(self, signals[SIG_POLL_SELECTED], 0, (gint64)poll_id);
+	if (poll_id)
+		ss_session_select(self->session, SS_SEL_POLL, poll_id, task_id);
+	else
+		ss_session_select(self->session, SS_SEL_NONE, 0, 0);
 }
 
-void ss_timeline_select_stall(SsTimeline *self, int64_t stall_id)
+void ss_timeline_select_range(SsTimeline *self, int64_t t0, int64_t t1)
 {
-	self->view.selected_stall = stall_id;
-	if (self->db && stall_id) {
-		/* Show the stall with half its length of context on each side; make
-		 * its lane visible. */
-		for (size_t i = 0; i < self->db->n_stalls; i++) {
-			const struct tl_stall *st = &self->db->stalls[i];
-			if (st->id != stall_id)
-				continue;
-			int64_t pad = MAX(st->dur / 2, 1000000);
-			ss_timeline_show_range(self, st->ts - pad, st->ts + st->dur + pad);
-			if (st->lane >= 0) {
-				int y = self->layout.lane_y[st->lane];
-				int visible = tl_view_plot_bottom(&self->view) - TL_RULER_H;
-				if (y < self->view.scroll_y || y + TL_LANE_H > self->view.scroll_y + visible)
-					self->view.scroll_y = y - visible / 3;
-			}
-			self->view.selected_poll = st->poll_id;
-			self->view.highlight_task = 0;
-			view_changed(self);
-			break;
-		}
-	}
+	self->view.sel_t0 = t0;
+	self->view.sel_t1 = t1;
+	ss_session_set_range_selection(self->session, t0, t1);
 	gtk_widget_queue_draw(GTK_WIDGET(self));
 }
 
@@ -547,4 +732,20 @@ GActionGroup *ss_timeline_actions(SsTimeline *self)
 guint ss_timeline_frames(SsTimeline *self)
 {
 	return self->frames;
+}
+
+const struct tl_scene *ss_timeline_get_scene(SsTimeline *self)
+{
+	return self->fetch.ready;
+}
+
+bool ss_timeline_scene_pending(SsTimeline *self)
+{
+	return self->fetch.inflight;
+}
+
+void ss_timeline_scene_counts(SsTimeline *self, guint *requested, guint *received)
+{
+	*requested = self->fetch.requested;
+	*received = self->fetch.received;
 }

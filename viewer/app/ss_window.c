@@ -1,40 +1,36 @@
 /*
  * ss_window.c - the main window; see ss_window.h.
  *
- * Import runs in a GTask thread (it can take seconds on a large recording);
- * progress is marshalled to the main loop with g_idle_add. The window owns the
- * tl_db and gives it to the timeline and the stalls panel.
+ * Opening runs in a GTask thread: an import can take seconds on a large
+ * recording (progress is marshalled to the main loop with g_idle_add), and
+ * opening a database reads its lanes, stalls and locations. The opened tl_db
+ * goes to the session, whose query worker owns its connection from then on.
  */
 #include "ss_window.h"
 
 #include <stdio.h>
+#include <string.h>
 
+#include "ss_panels.h"
 #include "ss_source.h"
-#include "tl_query.h"
 
 struct _SsWindow {
 	GtkApplicationWindow parent;
-	struct tl_db *db;
+	SsSession *session;
 	SsTimeline *timeline;
-	SsStalls *stalls;
-	GtkLabel *details;
+	GtkWidget **panels;          /* one per registered panel, in table order */
 	GtkNotebook *side;
 	GtkStack *main_stack;        /* "empty" or "trace" */
 	GtkLabel *empty_label;
 	GtkRevealer *progress_rev;
 	GtkProgressBar *progress;
 	char *error;
-	bool importing;
+	bool opening;
 };
 
 G_DEFINE_FINAL_TYPE(SsWindow, ss_window, GTK_TYPE_APPLICATION_WINDOW)
 
 static guint sig_opened;
-
-static void set_details(SsWindow *self, const char *text)
-{
-	gtk_label_set_text(self->details, text);
-}
 
 static void show_error(SsWindow *self, const char *msg)
 {
@@ -43,31 +39,20 @@ static void show_error(SsWindow *self, const char *msg)
 	char *t = g_strdup_printf("Could not open the trace:\n\n%s", msg);
 	gtk_label_set_text(self->empty_label, t);
 	g_free(t);
-	if (!self->db)
+	if (!ss_session_get_db(self->session))
 		gtk_stack_set_visible_child_name(self->main_stack, "empty");
 	g_signal_emit(self, sig_opened, 0, FALSE);
 }
 
 static void set_db(SsWindow *self, struct tl_db *db, const char *title_path)
 {
-	ss_timeline_set_db(self->timeline, NULL);
-	ss_stalls_set_db(self->stalls, NULL);
-	tl_db_close(self->db);
-	self->db = db;
-	ss_timeline_set_db(self->timeline, db);
-	ss_stalls_set_db(self->stalls, db);
+	ss_session_set_db(self->session, db);
+	gtk_notebook_set_current_page(self->side, 0);
 	char *base = g_path_get_basename(title_path);
 	char *title = g_strdup_printf("%s — stallscope", base);
 	gtk_window_set_title(GTK_WINDOW(self), title);
 	g_free(title);
 	g_free(base);
-	GString *s = g_string_new(NULL);
-	g_string_append_printf(s, "%zu lanes, %zu stalls, %zu lost-data ranges\n\n", db->n_lanes, db->n_stalls,
-			       db->n_losses);
-	g_string_append(s, "Click a poll for its task, wake and samples.\nShift+drag to summarise a range.\n"
-			   "Ctrl+wheel zooms around the pointer; drag pans.");
-	set_details(self, s->str);
-	g_string_free(s, TRUE);
 	gtk_stack_set_visible_child_name(self->main_stack, "trace");
 	char *uri = g_filename_to_uri(title_path, NULL, NULL);
 	if (uri) {
@@ -78,23 +63,14 @@ static void set_db(SsWindow *self, struct tl_db *db, const char *title_path)
 	g_signal_emit(self, sig_opened, 0, TRUE);
 }
 
-static void open_db(SsWindow *self, const char *db_path, const char *title_path)
-{
-	char err[1024];
-	struct tl_db *db = tl_db_open(db_path, err, sizeof err);
-	if (!db) {
-		show_error(self, err);
-		return;
-	}
-	set_db(self, db, title_path);
-}
+/* ---- opening (and importing first) in a thread ---- */
 
-/* ---- import in a worker thread ---- */
-
-struct import_job {
+struct open_job {
 	SsWindow *self;              /* a reference */
 	char **paths;
 	char *db_path;
+	bool import;                 /* segments: imported into db_path first */
+	struct tl_db *db;            /* the result */
 	char err[2048];
 };
 
@@ -107,7 +83,9 @@ struct progress_msg {
 static gboolean progress_idle(gpointer data)
 {
 	struct progress_msg *m = data;
-	if (m->frac >= 0) {
+	if (!m->self->session) {
+		/* closed meanwhile */
+	} else if (m->frac >= 0) {
 		gtk_progress_bar_set_fraction(m->self->progress, m->frac);
 		char t[160];
 		snprintf(t, sizeof t, "Importing… %.0f%%", m->frac * 100);
@@ -130,60 +108,70 @@ static void progress_cb(double frac, const char *phase, void *user)
 	g_idle_add(progress_idle, m);
 }
 
-static void import_thread(GTask *task, gpointer src, gpointer data, GCancellable *c)
+static void open_thread(GTask *task, gpointer src, gpointer data, GCancellable *c)
 {
 	(void)src;
 	(void)c;
-	struct import_job *j = data;
-	int rc = ss_source_import((const char *const *)j->paths, g_strv_length(j->paths), j->db_path, progress_cb,
-				  j->self, j->err, sizeof j->err);
-	g_task_return_boolean(task, rc == 0);
+	struct open_job *j = data;
+	if (j->import && ss_source_import((const char *const *)j->paths, g_strv_length(j->paths), j->db_path,
+					  progress_cb, j->self, j->err, sizeof j->err) != 0) {
+		g_task_return_boolean(task, FALSE);
+		return;
+	}
+	j->db = tl_db_open(j->db_path, j->err, sizeof j->err);
+	g_task_return_boolean(task, j->db != NULL);
 }
 
-static void import_job_free(gpointer p)
+static void open_job_free(gpointer p)
 {
-	struct import_job *j = p;
+	struct open_job *j = p;
+	tl_db_close(j->db);   /* when nobody took it */
 	g_strfreev(j->paths);
 	g_free(j->db_path);
 	g_object_unref(j->self);
 	g_free(j);
 }
 
-static void import_done(GObject *src, GAsyncResult *res, gpointer data)
+static void open_done(GObject *src, GAsyncResult *res, gpointer data)
 {
 	(void)data;
 	SsWindow *self = SS_WINDOW(src);
-	struct import_job *j = g_task_get_task_data(G_TASK(res));
-	self->importing = false;
+	struct open_job *j = g_task_get_task_data(G_TASK(res));
+	bool ok = g_task_propagate_boolean(G_TASK(res), NULL);
+	self->opening = false;
+	if (!self->session)
+		return;   /* closed meanwhile */
 	gtk_revealer_set_reveal_child(self->progress_rev, FALSE);
-	if (g_task_propagate_boolean(G_TASK(res), NULL))
-		open_db(self, j->db_path, j->paths[0]);
-	else
+	if (ok) {
+		struct tl_db *db = j->db;
+		j->db = NULL;
+		set_db(self, db, j->paths[0]);
+	} else {
 		show_error(self, j->err);
+	}
 }
 
 void ss_window_open_paths(SsWindow *self, const char *const *paths, gsize n)
 {
-	if (n == 0 || self->importing)
+	if (n == 0 || self->opening)
 		return;
-	if (ss_source_is_database(paths, n)) {
-		open_db(self, paths[0], paths[0]);
-		return;
-	}
-	struct import_job *j = g_new0(struct import_job, 1);
+	struct open_job *j = g_new0(struct open_job, 1);
 	j->self = g_object_ref(self);
 	j->paths = g_new0(char *, n + 1);
 	for (gsize i = 0; i < n; i++)
 		j->paths[i] = g_strdup(paths[i]);
+	j->import = !ss_source_is_database(paths, n);
 	/* A cache database per set of inputs: reopening imports only what grew. */
-	j->db_path = ss_source_cache_db(paths, n);
-	self->importing = true;
-	gtk_progress_bar_set_fraction(self->progress, 0);
-	gtk_progress_bar_set_text(self->progress, "Importing…");
-	gtk_revealer_set_reveal_child(self->progress_rev, TRUE);
-	GTask *t = g_task_new(self, NULL, import_done, NULL);
-	g_task_set_task_data(t, j, import_job_free);
-	g_task_run_in_thread(t, import_thread);
+	j->db_path = j->import ? ss_source_cache_db(paths, n) : g_strdup(paths[0]);
+	self->opening = true;
+	if (j->import) {
+		gtk_progress_bar_set_fraction(self->progress, 0);
+		gtk_progress_bar_set_text(self->progress, "Importing…");
+		gtk_revealer_set_reveal_child(self->progress_rev, TRUE);
+	}
+	GTask *t = g_task_new(self, NULL, open_done, NULL);
+	g_task_set_task_data(t, j, open_job_free);
+	g_task_run_in_thread(t, open_thread);
 	g_object_unref(t);
 }
 
@@ -286,51 +274,23 @@ static gboolean on_drop(GtkDropTarget *t, const GValue *v, double x, double y, g
 	return TRUE;
 }
 
-/* ---- selection -> side panel ---- */
+/* ---- panels ---- */
 
-static void on_poll_selected(SsTimeline *tl, gint64 poll_id, gpointer data)
+static int panel_index(const char *id)
 {
-	(void)tl;
-	SsWindow *self = data;
-	if (!self->db || !poll_id)
-		return;
-	GString *s = g_string_new(NULL);
-	tl_query_poll_details(self->db, poll_id, s);
-	set_details(self, s->str);
-	g_string_free(s, TRUE);
-	gtk_notebook_set_current_page(self->side, 0);
+	for (size_t i = 0; i < ss_panel_count(); i++)
+		if (strcmp(ss_panel_at(i)->id, id) == 0)
+			return (int)i;
+	return -1;
 }
 
-static void on_range_selected(SsTimeline *tl, gint64 t0, gint64 t1, gpointer data)
+static void on_raise_panel(SsSession *session, const char *id, gpointer data)
 {
-	(void)tl;
+	(void)session;
 	SsWindow *self = data;
-	if (!self->db)
-		return;
-	GString *s = g_string_new(NULL);
-	tl_query_range_summary(self->db, t0, t1, s);
-	g_string_append(s, "\nZ zooms to the selection, Escape clears it.");
-	set_details(self, s->str);
-	g_string_free(s, TRUE);
-	gtk_notebook_set_current_page(self->side, 0);
-}
-
-static void on_stall_selected(SsStalls *st, gint64 id, gpointer data)
-{
-	(void)st;
-	SsWindow *self = data;
-	if (!self->db)
-		return;
-	for (size_t i = 0; i < self->db->n_stalls; i++) {
-		if (self->db->stalls[i].id != id)
-			continue;
-		ss_timeline_select_stall(self->timeline, id);
-		GString *s = g_string_new(NULL);
-		tl_query_stall_details(self->db, &self->db->stalls[i], s);
-		set_details(self, s->str);
-		g_string_free(s, TRUE);
-		break;
-	}
+	int i = panel_index(id);
+	if (i >= 0)
+		gtk_notebook_set_current_page(self->side, gtk_notebook_page_num(self->side, self->panels[i]));
 }
 
 /* ---- construction ---- */
@@ -338,12 +298,14 @@ static void on_stall_selected(SsStalls *st, gint64 id, gpointer data)
 static void dispose(GObject *o)
 {
 	SsWindow *self = SS_WINDOW(o);
-	if (self->timeline)
-		ss_timeline_set_db(self->timeline, NULL);
-	if (self->stalls)
-		ss_stalls_set_db(self->stalls, NULL);
-	tl_db_close(self->db);
-	self->db = NULL;
+	if (self->session) {
+		/* Now, not when the last panel lets go of the session: a query that
+		 * runs is interrupted and the trace closed as the window closes. */
+		g_signal_handlers_disconnect_by_data(self->session, self);
+		ss_session_set_db(self->session, NULL);
+		g_clear_object(&self->session);
+	}
+	g_clear_pointer(&self->panels, g_free);
 	g_clear_pointer(&self->error, g_free);
 	G_OBJECT_CLASS(ss_window_parent_class)->dispose(o);
 }
@@ -433,33 +395,20 @@ static void ss_window_init(SsWindow *self)
 	gtk_header_bar_pack_end(GTK_HEADER_BAR(hb), menu);
 	gtk_window_set_titlebar(GTK_WINDOW(self), hb);
 
-	self->timeline = SS_TIMELINE(ss_timeline_new());
+	self->session = ss_session_new();
+	g_signal_connect(self->session, "raise-panel", G_CALLBACK(on_raise_panel), self);
+	self->timeline = SS_TIMELINE(ss_timeline_new(self->session));
 	/* The timeline's actions also on the window, so header buttons and
 	 * accelerators reach them wherever the focus is. */
 	gtk_widget_insert_action_group(GTK_WIDGET(self), "tl", ss_timeline_actions(self->timeline));
-	g_signal_connect(self->timeline, "poll-selected", G_CALLBACK(on_poll_selected), self);
-	g_signal_connect(self->timeline, "range-selected", G_CALLBACK(on_range_selected), self);
-
-	self->details = GTK_LABEL(gtk_label_new(NULL));
-	gtk_label_set_selectable(self->details, TRUE);   /* backtraces are copyable */
-	gtk_label_set_xalign(self->details, 0);
-	gtk_label_set_yalign(self->details, 0);
-	gtk_label_set_wrap(self->details, TRUE);
-	gtk_label_set_wrap_mode(self->details, PANGO_WRAP_WORD_CHAR);
-	gtk_widget_add_css_class(GTK_WIDGET(self->details), "monospace");
-	gtk_widget_set_margin_start(GTK_WIDGET(self->details), 8);
-	gtk_widget_set_margin_end(GTK_WIDGET(self->details), 8);
-	gtk_widget_set_margin_top(GTK_WIDGET(self->details), 8);
-	GtkWidget *dsw = gtk_scrolled_window_new();
-	gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(dsw), GTK_WIDGET(self->details));
-	gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(dsw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
-
-	self->stalls = SS_STALLS(ss_stalls_new());
-	g_signal_connect(self->stalls, "stall-selected", G_CALLBACK(on_stall_selected), self);
 
 	self->side = GTK_NOTEBOOK(gtk_notebook_new());
-	gtk_notebook_append_page(self->side, dsw, gtk_label_new("Details"));
-	gtk_notebook_append_page(self->side, GTK_WIDGET(self->stalls), gtk_label_new("Stalls"));
+	self->panels = g_new0(GtkWidget *, ss_panel_count());
+	for (size_t i = 0; i < ss_panel_count(); i++) {
+		const struct ss_panel *p = ss_panel_at(i);
+		self->panels[i] = p->create(self->session);
+		gtk_notebook_append_page(self->side, self->panels[i], gtk_label_new(p->title));
+	}
 	gtk_widget_set_size_request(GTK_WIDGET(self->side), 340, -1);
 
 	GtkWidget *paned = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
@@ -506,19 +455,42 @@ SsWindow *ss_window_new(GtkApplication *app)
 	return g_object_new(SS_TYPE_WINDOW, "application", app, NULL);
 }
 
+SsSession *ss_window_get_session(SsWindow *self)
+{
+	return self->session;
+}
+
 SsTimeline *ss_window_get_timeline(SsWindow *self)
 {
 	return self->timeline;
 }
 
-SsStalls *ss_window_get_stalls(SsWindow *self)
+GtkWidget *ss_window_get_panel(SsWindow *self, const char *id)
 {
-	return self->stalls;
+	int i = panel_index(id);
+	return i >= 0 ? self->panels[i] : NULL;
 }
 
-char *ss_window_get_details_text(SsWindow *self)
+SsStalls *ss_window_get_stalls(SsWindow *self)
 {
-	return g_strdup(gtk_label_get_text(self->details));
+	GtkWidget *w = ss_window_get_panel(self, "stalls");
+	return w ? SS_STALLS(w) : NULL;
+}
+
+char *ss_window_get_panel_text(SsWindow *self, const char *id)
+{
+	const struct ss_panel *p = ss_panel_find(id);
+	GtkWidget *w = ss_window_get_panel(self, id);
+	return p && w && p->text ? p->text(w) : NULL;
+}
+
+const char *ss_window_get_front_panel(SsWindow *self)
+{
+	GtkWidget *front = gtk_notebook_get_nth_page(self->side, gtk_notebook_get_current_page(self->side));
+	for (size_t i = 0; i < ss_panel_count(); i++)
+		if (self->panels[i] == front)
+			return ss_panel_at(i)->id;
+	return NULL;
 }
 
 const char *ss_window_get_error(SsWindow *self)

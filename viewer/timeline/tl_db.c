@@ -407,6 +407,12 @@ sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which)
 	return s;
 }
 
+void tl_db_reset_all(struct tl_db *d)
+{
+	for (int i = 0; i < TL_STMT_COUNT; i++)
+		sqlite3_reset(d->st[i]);
+}
+
 int64_t tl_db_wall(const struct tl_db *d, int64_t ts)
 {
 	if (!d->anchor_real)

@@ -6,6 +6,12 @@
  *
  * Nothing here loads a table whole: polls, parks, CPU intervals and samples are
  * only ever read through indexed (worker or thread, ts) range queries.
+ *
+ * Threads: what tl_db_open loads is read-only afterwards and may be read from
+ * any thread. The connection, its statements and the budget belong to one
+ * thread at a time: the window's query worker (viewer/app/ss_worker.c), or the
+ * only thread of --render-png and the tests. The window's main thread never
+ * steps a statement.
  */
 #ifndef STALLSCOPE_TL_DB_H
 #define STALLSCOPE_TL_DB_H
@@ -135,6 +141,10 @@ bool tl_db_expired(const struct tl_db *d);
 
 /* A prepared statement, reset and with its bindings cleared. */
 sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which);
+/* Resets every prepared statement, so none stays active between two pieces of
+ * work (an interrupt aimed at one must not outlive it: SQLite clears the flag
+ * when a statement starts while no other is active). */
+void tl_db_reset_all(struct tl_db *d);
 
 /* A location's names, NULL when unknown. */
 const struct tl_location *tl_db_location(const struct tl_db *d, int64_t id);

@@ -311,6 +311,109 @@ void tl_query_stall_details(struct tl_db *db, const struct tl_stall *st, GString
 	sqlite3_finalize(s);
 }
 
+void tl_query_task_details(struct tl_db *db, int64_t task_id, GString *out)
+{
+	sqlite3_stmt *s = prep(db, "SELECT t.task, coalesce(t.location_id, 0), p.task, t.spawn_ts, t.end_ts,"
+				   " th.name, t.recording_id FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_task_id"
+				   " LEFT JOIN threads th ON th.id = t.spawn_thread_id WHERE t.id = ?1");
+	if (!s)
+		return;
+	sqlite3_bind_int64(s, 1, task_id);
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		g_string_append(out, "task not found\n");
+		sqlite3_finalize(s);
+		return;
+	}
+	char a[96];
+	g_string_append_printf(out, "TASK %lld\n\nlocation   %s\n", (long long)sqlite3_column_int64(s, 0),
+			       loc_name(db, sqlite3_column_int64(s, 1)));
+	if (sqlite3_column_type(s, 2) != SQLITE_NULL)
+		g_string_append_printf(out, "parent     task %lld\n", (long long)sqlite3_column_int64(s, 2));
+	if (sqlite3_column_type(s, 3) != SQLITE_NULL) {
+		at(db, a, sizeof a, tl_col_time(s, 3));
+		g_string_append_printf(out, "spawned    %s", a);
+		const char *th = (const char *)sqlite3_column_text(s, 5);
+		if (th)
+			g_string_append_printf(out, " on '%s'", th);
+		g_string_append_c(out, '\n');
+	} else {
+		g_string_append(out, "spawned    before the data\n");
+	}
+	if (sqlite3_column_type(s, 4) != SQLITE_NULL) {
+		at(db, a, sizeof a, tl_col_time(s, 4));
+		g_string_append_printf(out, "ended      %s\n", a);
+		if (sqlite3_column_type(s, 3) != SQLITE_NULL) {
+			char d[48];
+			dur(d, sizeof d, tl_clamp_dur(tl_col_time(s, 4) - tl_col_time(s, 3)));
+			g_string_append_printf(out, "lifetime   %s\n", d);
+		}
+	} else {
+		g_string_append(out, "ended      not in the data (alive at the end)\n");
+	}
+	g_string_append(out, "\nIts polls are outlined on the timeline.\n");
+	sqlite3_finalize(s);
+}
+
+/* The coarsest full summary level, 0 when none (an older database). */
+static int64_t coarsest_full_level(const struct tl_db *db)
+{
+	for (size_t i = db->n_levels; i-- > 0;)
+		if (!db->level_parent[i])
+			return db->levels[i];
+	return 0;
+}
+
+void tl_query_worker_details(struct tl_db *db, int64_t worker_id, GString *out)
+{
+	sqlite3_stmt *s = prep(db, "SELECT coalesce(w.runtime, '?'), coalesce(w.idx, -1), coalesce(t.name, ''),"
+				   " coalesce(t.tid, 0), w.begin_ts, w.end_ts FROM workers w"
+				   " JOIN threads t ON t.id = w.thread_id WHERE w.id = ?1");
+	if (!s)
+		return;
+	sqlite3_bind_int64(s, 1, worker_id);
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		g_string_append(out, "worker not found\n");
+		sqlite3_finalize(s);
+		return;
+	}
+	g_string_append_printf(out, "WORKER %s w%lld\n\nthread     '%s' (tid %lld)\n",
+			       (const char *)sqlite3_column_text(s, 0), (long long)sqlite3_column_int64(s, 1),
+			       (const char *)sqlite3_column_text(s, 2), (long long)sqlite3_column_int64(s, 3));
+	char a[96];
+	if (sqlite3_column_type(s, 4) != SQLITE_NULL) {
+		at(db, a, sizeof a, tl_col_time(s, 4));
+		g_string_append_printf(out, "began      %s\n", a);
+	}
+	if (sqlite3_column_type(s, 5) != SQLITE_NULL) {
+		at(db, a, sizeof a, tl_col_time(s, 5));
+		g_string_append_printf(out, "ended      %s\n", a);
+	}
+	sqlite3_finalize(s);
+
+	size_t stalls = 0;
+	for (size_t i = 0; i < db->n_stalls; i++)
+		stalls += db->stalls[i].worker_id == worker_id;
+	int64_t level = coarsest_full_level(db);
+	s = level ? prep(db, "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns), sum(polls), max(max_poll_ns)"
+			     " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2") : NULL;
+	if (s) {
+		sqlite3_bind_int64(s, 1, level);
+		sqlite3_bind_int64(s, 2, worker_id);
+		if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 3) != SQLITE_NULL) {
+			double span = (double)(db->last_ts - db->first_ts);
+			char longest[48];
+			dur(longest, sizeof longest, tl_col_dur(s, 4));
+			g_string_append_printf(out, "\nOVER THE WHOLE TRACE\npolls      %lld, the longest %s\n"
+					       "busy       %.1f%%\nparked     %.1f%%\noff-CPU    %.1f%%\n",
+					       (long long)sqlite3_column_int64(s, 3), longest,
+					       100.0 * (double)tl_col_dur(s, 0) / span, 100.0 * (double)tl_col_dur(s, 1) / span,
+					       100.0 * (double)tl_col_dur(s, 2) / span);
+		}
+		sqlite3_finalize(s);
+	}
+	g_string_append_printf(out, "stalls     %zu%s\n", stalls, stalls ? " (the Stalls tab lists them)" : "");
+}
+
 /* Time of [t0, t1) covered by rows of a (key, ts) indexed interval table,
  * with an optional state filter for cpu_intervals. The interval open at t0 is
  * found with the "last row before" query, the rest by range. */

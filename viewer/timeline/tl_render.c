@@ -9,6 +9,11 @@
  * rest of the frame. Everything drawn over the lanes (box labels and outlines,
  * grid, stalls, losses, selection, labels) and the ruler and legend are
  * ordinary GSK nodes.
+ *
+ * The scene may have been built for another window than v (the window draws
+ * the last scene it has while the next one is fetched): every x taken from it
+ * goes through sx(), which stretches and shifts it onto v. For a scene built
+ * for v the map is exactly x -> x, so the pixels are those of a fresh scene.
  */
 #include "tl_render.h"
 
@@ -34,8 +39,22 @@ struct rc {
 	const struct tl_view *v;
 	struct tl_theme th;
 	int plot_w, plot_bottom;
+	double k, off;             /* scene plot x -> view plot x (tl_scene_map) */
+	int sc_plot_w;             /* columns of the scene's summary lanes */
 	struct tl_canvas cv;       /* the lanes' raster; no buffer: colour nodes */
 };
+
+/* Screen x of a scene x. */
+static double sx(const struct rc *r, double x)
+{
+	return TL_LABEL_W + r->off + x * r->k;
+}
+
+/* The scene's lane i, NULL when the scene has none (not built yet). */
+static const struct tl_lane_scene *scene_lane(const struct rc *r, size_t i)
+{
+	return i < r->sc->n_lanes ? &r->sc->lanes[i] : NULL;
+}
 
 static void rect(struct rc *r, const GdkRGBA *c, double x, double y, double w, double h)
 {
@@ -211,7 +230,7 @@ static void draw_ruler(struct rc *r)
 /* Clipped screen extent of a box; false when it is off the plot. */
 static bool box_x(struct rc *r, const struct tl_box *b, double *x0, double *w)
 {
-	double a = TL_LABEL_W + b->x0, z = TL_LABEL_W + b->x1;
+	double a = sx(r, b->x0), z = sx(r, b->x1);
 	if (z < TL_LABEL_W || a > r->v->width)
 		return false;
 	a = fmax(a, TL_LABEL_W);
@@ -246,7 +265,7 @@ static void draw_box_overlays(struct rc *r, const struct tl_lane_scene *ls, doub
 		const struct tl_box *b = &ls->boxes[i];
 		bool hl = r->v->highlight_task && b->task_id == r->v->highlight_task;
 		bool sel = r->v->selected_poll && b->poll_id == r->v->selected_poll;
-		if (!hl && !sel && (b->x1 - b->x0 < 70 || b->n != 1))
+		if (!hl && !sel && ((b->x1 - b->x0) * r->k < 70 || b->n != 1))
 			continue;
 		double x0, w;
 		if (!box_x(r, b, &x0, &w))
@@ -276,8 +295,8 @@ static const GdkRGBA *cpu_color(struct rc *r, int kind)
 static void draw_spans(struct rc *r, const struct tl_span *sp, size_t n, double y, double h)
 {
 	for (size_t i = 0; i < n; i++) {
-		double x0 = fmax(TL_LABEL_W + sp[i].x0, TL_LABEL_W);
-		double x1 = fmin(TL_LABEL_W + sp[i].x1, r->v->width);
+		double x0 = fmax(sx(r, sp[i].x0), TL_LABEL_W);
+		double x1 = fmin(sx(r, sp[i].x1), r->v->width);
 		if (x1 <= x0)
 			continue;
 		const GdkRGBA *c = sp[i].kind == TL_SPAN_PARK ? &r->th.park : cpu_color(r, sp[i].kind);
@@ -287,9 +306,19 @@ static void draw_spans(struct rc *r, const struct tl_span *sp, size_t n, double 
 
 /* Zoomed out: a bar per pixel column whose height is the busy fraction, runs of
  * equal columns joined into one node. */
+/* Columns [c, e) of the scene on screen, clipped to the plot; false when off it. */
+static bool cols_x(const struct rc *r, int c, int e, double *x0, double *w)
+{
+	double a = fmax(sx(r, c), TL_LABEL_W), z = fmin(sx(r, e), r->v->width);
+	*x0 = a;
+	*w = z - a;
+	return z > a;
+}
+
 static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const struct tl_lane *lane, double y)
 {
-	int w = r->plot_w;
+	int w = r->sc_plot_w;
+	double x, cw;
 	for (int c = 0; c < w;) {
 		const struct tl_col *col = &ls->cols[c];
 		int hb = col->busy > 0 || col->polls ? (int)fmax(2, lround(col->busy * TL_POLL_H)) : 0;
@@ -302,30 +331,32 @@ static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const str
 				break;
 			e++;
 		}
-		if (hb) {
+		if (hb && cols_x(r, c, e, &x, &cw)) {
 			GdkRGBA bc = r->v->color == TL_COLOR_DURATION ? tl_duration_color(cls) : r->th.busy_summary;
-			lrect(r, &bc, TL_LABEL_W + c, y + TL_POLL_Y + TL_POLL_H - hb, e - c, hb);
+			lrect(r, &bc, x, y + TL_POLL_Y + TL_POLL_H - hb, cw, hb);
 		}
 		c = e;
 	}
 	for (int c = 0; c < w; c++) {
 		const struct tl_col *col = &ls->cols[c];
+		if (!cols_x(r, c, c + 1, &x, &cw))
+			continue;
 		if (col->parked > 0.02f) {
 			GdkRGBA pc = with_alpha(r->th.park, 0.3f + 0.7f * col->parked);
-			lrect(r, &pc, TL_LABEL_W + c, y + TL_PARK_Y, 1, TL_PARK_H);
+			lrect(r, &pc, x, y + TL_PARK_Y, cw, TL_PARK_H);
 		}
 		if (lane->has_cpu && (col->busy > 0 || col->offcpu > 0)) {
 			/* Off-CPU share shows as the blocked colour, else on-CPU. */
 			GdkRGBA cc = col->offcpu > 0.05f ? with_alpha(r->th.blocked, 0.35f + 0.65f * col->offcpu)
 							 : with_alpha(r->th.on_cpu, 0.35f + 0.65f * col->busy);
-			lrect(r, &cc, TL_LABEL_W + c, y + TL_CPU_Y, 1, TL_CPU_H);
+			lrect(r, &cc, x, y + TL_CPU_Y, cw, TL_CPU_H);
 		}
 	}
 }
 
 static void draw_lane(struct rc *r, size_t i)
 {
-	const struct tl_lane_scene *ls = &r->sc->lanes[i];
+	const struct tl_lane_scene *ls = scene_lane(r, i);
 	const struct tl_lane *lane = &r->db->lanes[i];
 	double y = tl_view_lane_screen_y(r->v, r->l, (int)i);
 	if (i % 2) {
@@ -337,7 +368,7 @@ static void draw_lane(struct rc *r, size_t i)
 		lrect(r, r->cv.px ? &alt : a, TL_LABEL_W, y, r->plot_w, TL_LANE_H);
 	}
 	lrect(r, &r->th.separator, TL_LABEL_W, y + TL_LANE_H - 1, r->plot_w, 1);
-	if (!ls->fetched)
+	if (!ls || !ls->fetched)
 		return;
 	if (ls->summary) {
 		draw_columns(r, ls, lane, y);
@@ -348,14 +379,17 @@ static void draw_lane(struct rc *r, size_t i)
 		draw_boxes(r, ls, y);
 		draw_spans(r, ls->cpu, ls->n_cpu, y + TL_CPU_Y, TL_CPU_H);
 	}
-	for (size_t k = 0; k < ls->n_ticks; k++)
-		lrect(r, &r->th.sample, floor(TL_LABEL_W + ls->ticks[k]), y + TL_SAMPLE_Y, 1, TL_SAMPLE_H);
+	for (size_t k = 0; k < ls->n_ticks; k++) {
+		double tx = floor(sx(r, ls->ticks[k]));
+		if (tx >= TL_LABEL_W && tx < r->v->width)
+			lrect(r, &r->th.sample, tx, y + TL_SAMPLE_Y, 1, TL_SAMPLE_H);
+	}
 }
 
 static void draw_lane_overlays(struct rc *r, size_t i)
 {
-	const struct tl_lane_scene *ls = &r->sc->lanes[i];
-	if (ls->fetched && !ls->summary)
+	const struct tl_lane_scene *ls = scene_lane(r, i);
+	if (ls && ls->fetched && !ls->summary)
 		draw_box_overlays(r, ls, tl_view_lane_screen_y(r->v, r->l, (int)i));
 }
 
@@ -379,7 +413,7 @@ static void draw_losses(struct rc *r)
 			const struct tl_lane *lane = &r->db->lanes[k];
 			if (lo->lane >= 0 ? (size_t)lo->lane != k : lane->recording_id != lo->recording_id)
 				continue;
-			if (!r->sc->lanes[k].fetched)
+			if (!tl_view_lane_visible(r->v, r->l, (int)k))
 				continue;
 			double y = tl_view_lane_screen_y(r->v, r->l, (int)k);
 			hatch(r, &r->th.loss, &r->th.loss_bg, x0, y + 1, x1 - x0, TL_LANE_H - 3);
@@ -411,7 +445,8 @@ static void draw_stalls(struct rc *r)
 		const struct tl_stall *st = &db->stalls[i];
 		if (st->ts > r->v->t1)
 			break;
-		if (st->lane < 0 || st->ts + st->dur < r->v->t0 || !r->sc->lanes[st->lane].fetched)
+		if (st->lane < 0 || (size_t)st->lane >= db->n_lanes || st->ts + st->dur < r->v->t0 ||
+		    !tl_view_lane_visible(r->v, r->l, st->lane))
 			continue;
 		double y = tl_view_lane_screen_y(r->v, r->l, st->lane);
 		double x0 = px(r, st->ts), x1 = px(r, st->ts + st->dur);
@@ -473,6 +508,10 @@ static void draw_labels(struct rc *r)
 			continue;
 		double y = tl_view_lane_screen_y(r->v, r->l, (int)i);
 		const struct tl_lane *lane = &r->db->lanes[i];
+		if (r->v->selected_worker && lane->worker_id == r->v->selected_worker) {
+			rect(r, &r->th.selection, 0, y, TL_LABEL_W - 1, TL_LANE_H - 1);
+			rect(r, &r->th.highlight, 0, y, 3, TL_LANE_H - 1);
+		}
 		rect(r, &r->th.separator, 0, y + TL_LANE_H - 1, TL_LABEL_W, 1);
 		text(r, lane->label, 10, y + 5, &r->th.fg, TL_LABEL_W - 16);
 		text(r, lane->detail, 10, y + 21, &r->th.fg_dim, TL_LABEL_W - 16);
@@ -548,6 +587,8 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 	tl_theme_init(&r.th, v->dark);
 	r.plot_w = tl_view_plot_w(v);
 	r.plot_bottom = tl_view_plot_bottom(v);
+	tl_scene_map(sc, v, &r.k, &r.off);
+	r.sc_plot_w = tl_scene_plot_w(sc);
 	r.layout = pango_layout_new(pc);
 	PangoFontDescription *fd = pango_font_description_from_string(TL_FONT);
 	pango_layout_set_font_description(r.layout, fd);
@@ -574,11 +615,11 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 	if (bottom > top &&
 	    (v->raster == TL_RASTER_CANVAS || (v->raster == TL_RASTER_AUTO && rects > TL_CANVAS_MIN_RECTS)))
 		tl_canvas_init(&r.cv, TL_LABEL_W, top, r.plot_w, bottom - top, v->scale, &r.th.bg);
-	for (size_t i = 0; i < db->n_lanes && i < sc->n_lanes; i++)
+	for (size_t i = 0; i < db->n_lanes; i++)
 		if (tl_view_lane_visible(v, l, (int)i))
 			draw_lane(&r, i);
 	tl_canvas_append(&r.cv, s);
-	for (size_t i = 0; i < db->n_lanes && i < sc->n_lanes; i++)
+	for (size_t i = 0; i < db->n_lanes; i++)
 		if (tl_view_lane_visible(v, l, (int)i))
 			draw_lane_overlays(&r, i);
 	draw_grid(&r);

@@ -565,6 +565,33 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 	}
 }
 
+bool tl_scene_matches(const struct tl_scene *sc, const struct tl_view *v)
+{
+	return sc->width == v->width && sc->t0 == v->t0 && sc->t1 == v->t1 && sc->height == v->height &&
+	       sc->scroll_y == v->scroll_y;
+}
+
+int tl_scene_plot_w(const struct tl_scene *sc)
+{
+	struct tl_view built = { .width = sc->width };
+	return tl_view_plot_w(&built);
+}
+
+bool tl_scene_map(const struct tl_scene *sc, const struct tl_view *v, double *k, double *off)
+{
+	*k = 1;
+	*off = 0;
+	if (sc->width < 0 || sc->t1 <= sc->t0)
+		return false;
+	if (sc->t0 == v->t0 && sc->t1 == v->t1 && sc->width == v->width)
+		return true;   /* exactly 1 and 0: the same pixels as a fresh scene */
+	double npp_sc = (double)(sc->t1 - sc->t0) / tl_scene_plot_w(sc);
+	double npp_v = tl_view_ns_per_px(v);
+	*k = npp_sc / npp_v;
+	*off = (double)(sc->t0 - v->t0) / npp_v;
+	return true;
+}
+
 const struct tl_box *tl_scene_box_at(const struct tl_scene *sc, int lane, double x, double slop)
 {
 	if (lane < 0 || (size_t)lane >= sc->n_lanes)

@@ -80,8 +80,20 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 		     const struct tl_view *v);
 /* Forces the next update to rebuild. */
 void tl_scene_invalidate(struct tl_scene *sc);
+/* Whether sc was built for exactly the window, size and scroll position of v. */
+bool tl_scene_matches(const struct tl_scene *sc, const struct tl_view *v);
 
-/* The box at plot x in a lane (within slop pixels), or NULL. Binary search. */
+/* A scene built for another window can still be drawn for v, stretched and
+ * shifted (the window keeps drawing the last scene it has while a new one is
+ * fetched): plot x of v = off + k * plot x of the scene. k = 1, off = 0 when
+ * the scene was built for v's window and width; false (k = 1, off = 0) when sc
+ * was never built. */
+bool tl_scene_map(const struct tl_scene *sc, const struct tl_view *v, double *k, double *off);
+/* Pixel columns of the scene's summary lanes (cols entries). */
+int tl_scene_plot_w(const struct tl_scene *sc);
+
+/* The box at plot x in a lane (within slop pixels), or NULL. Binary search.
+ * x and slop are in the scene's pixels (see tl_scene_map). */
 const struct tl_box *tl_scene_box_at(const struct tl_scene *sc, int lane, double x, double slop);
 /* The CPU span at plot x, or NULL. */
 const struct tl_span *tl_scene_cpu_at(const struct tl_scene *sc, int lane, double x);

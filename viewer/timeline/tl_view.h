@@ -29,6 +29,7 @@ struct tl_view {
 	int64_t selected_poll;     /* 0: none */
 	int64_t highlight_task;    /* polls of this task are outlined; 0: none */
 	int64_t selected_stall;    /* 0: none */
+	int64_t selected_worker;   /* its lane's label is highlighted; 0: none */
 	int scale;                 /* device pixels per px (HiDPI); 0 means 1 */
 	enum tl_raster raster;
 };
