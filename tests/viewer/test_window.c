@@ -3,8 +3,9 @@
  * opens the trace through the application's "open" path, zooms, pans and walks
  * the view history through the actions (as the keyboard and header bar do),
  * selects a stall in the stalls panel and checks that the timeline moved there
- * and that the Details panel shows its backtraces; selects a poll, a task, a
- * worker and a range and checks their panels; saves screenshots of the window.
+ * and that the Details panel shows its backtraces; checks a poll's tooltip;
+ * selects a poll, a task, a worker and a range and checks their panels; saves
+ * screenshots of the window.
  *
  * Then the query worker: while a deliberately slow query holds it, the window
  * keeps drawing frames (the last scene, stretched onto the new view), a scene
@@ -137,11 +138,34 @@ static int count_color(GdkTexture *t, uint32_t rgb)
 	return n;
 }
 
+static void on_after_paint(GdkFrameClock *c, gpointer data)
+{
+	(void)c;
+	*(bool *)data = true;
+}
+
+/* Until the window painted what it was asked to draw so far (the paintable
+ * below shows what was last painted; at most 10 s). */
+static void wait_paint(GtkWidget *w)
+{
+	GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
+	if (!clock)
+		return;
+	bool painted = false;
+	gulong h = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &painted);
+	gtk_widget_queue_draw(w);
+	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	while (!painted && g_get_monotonic_time() < end)
+		g_main_context_iteration(NULL, TRUE);
+	g_signal_handler_disconnect(clock, h);
+}
+
 /* Saves the window as OUTDIR/name; returns the pixels of the light theme's
  * "busy" summary colour in it (the lanes' canvas), -1 when nothing rendered. */
 static int screenshot(GtkWidget *w, const char *name)
 {
 	int busy = -1;
+	wait_paint(w);
 	GdkPaintable *p = gtk_widget_paintable_new(w);
 	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
 	GtkSnapshot *s = gtk_snapshot_new();
@@ -247,6 +271,20 @@ static gboolean run_checks(gpointer data)
 	CHECK(contains(text, "read (/usr/bin/demo+0x1f4: no debug info)"), "unsymbolized frame says why");
 	g_free(text);
 	screenshot(GTK_WIDGET(win), "window-stall.png");
+
+	/* The tooltip of the stalled poll: fetched on the first hover, shown
+	 * when GTK asks again. */
+	struct tl_layout lay;
+	tl_layout_compute(&lay, db);
+	int tx = TL_LABEL_W + (int)tl_view_x(v, FX_MS(400)), ty = tl_view_lane_screen_y(v, &lay, 0) + TL_POLL_Y + 10;
+	tl_layout_free(&lay);
+	char *tip = ss_timeline_tooltip_at(tl, tx, ty);
+	CHECK(tip == NULL, "no tooltip before its text arrived: %s", tip ? tip : "");
+	g_free(tip);
+	CHECK(settle(win), "the tooltip's query finished");
+	tip = ss_timeline_tooltip_at(tl, tx, ty);
+	CHECK(contains(tip, "task 3 — compute_hash (hash.c:30)") && contains(tip, "duration 200 ms"), "poll tooltip");
+	g_free(tip);
 
 	/* A poll: task, wake and delay, samples inside with stacks. */
 	ss_timeline_select_poll(tl, db->stalls[0].poll_id, 3);

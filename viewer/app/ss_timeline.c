@@ -379,16 +379,15 @@ static void tip_reset(SsTimeline *self)
 	self->tip.poll_id = 0;
 }
 
-static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkTooltip *tip, gpointer data)
+/* The tooltip for widget point (x, y); NULL when there is none yet. A poll's
+ * text is fetched on first hover, and GTK asks again when it arrives. */
+static char *tooltip_text(SsTimeline *self, int x, int y)
 {
-	(void)w;
-	(void)kb;
-	SsTimeline *self = data;
 	if (!self->db || x < TL_LABEL_W)
-		return FALSE;
+		return NULL;
 	int lane = tl_view_lane_at(&self->view, &self->layout, y);
 	if (lane < 0)
-		return FALSE;
+		return NULL;
 	GString *s = g_string_new(NULL);
 	/* A stall marker wins over the poll beneath it. */
 	for (size_t i = tl_db_stall_lower_bound(self->db, self->view.t0 - self->db->max_stall_dur); i < self->db->n_stalls; i++) {
@@ -418,12 +417,18 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkToo
 			g_string_append(s, sp->kind == TL_SPAN_BLOCKED ? "off CPU: blocked" :
 					   sp->kind == TL_SPAN_PREEMPTED ? "off CPU: preempted (runnable)" : "on CPU");
 	}
-	if (!s->len) {
-		g_string_free(s, TRUE);
+	return g_string_free(s, s->len == 0);
+}
+
+static gboolean on_query_tooltip(GtkWidget *w, int x, int y, gboolean kb, GtkTooltip *tip, gpointer data)
+{
+	(void)w;
+	(void)kb;
+	char *text = tooltip_text(data, x, y);
+	if (!text)
 		return FALSE;
-	}
-	gtk_tooltip_set_text(tip, s->str);
-	g_string_free(s, TRUE);
+	gtk_tooltip_set_text(tip, text);
+	g_free(text);
 	return TRUE;
 }
 
@@ -727,6 +732,11 @@ void ss_timeline_set_color_mode(SsTimeline *self, enum tl_color_mode mode)
 GActionGroup *ss_timeline_actions(SsTimeline *self)
 {
 	return G_ACTION_GROUP(self->actions);
+}
+
+char *ss_timeline_tooltip_at(SsTimeline *self, int x, int y)
+{
+	return tooltip_text(self, x, y);
 }
 
 guint ss_timeline_frames(SsTimeline *self)

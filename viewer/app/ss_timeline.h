@@ -45,6 +45,10 @@ void ss_timeline_set_color_mode(SsTimeline *self, enum tl_color_mode mode);
  * pan-right, fit, zoom-selection, back, forward, clear-selection, color-by). */
 GActionGroup *ss_timeline_actions(SsTimeline *self);
 
+/* The tooltip GTK would show at widget point (x, y), NULL when none (yet: a
+ * poll's text is fetched on the first ask, and GTK asks again when it
+ * arrives). g_free() it. */
+char *ss_timeline_tooltip_at(SsTimeline *self, int x, int y);
 /* For tests and diagnostics: frames drawn so far; the scene drawn last (NULL
  * before the first arrived); whether a scene request is in flight; scenes
  * requested and received. */
