@@ -31,8 +31,4 @@ const struct ss_panel *ss_panel_at(size_t i);
 /* NULL when no panel has that id. */
 const struct ss_panel *ss_panel_find(const char *id);
 
-/* For panels that show text: a scrolled, selectable (backtraces are copied),
- * wrapping monospace label. *label receives the label. */
-GtkWidget *ss_panel_text_view(GtkLabel **label);
-
 #endif /* STALLSCOPE_SS_PANELS_H */
