@@ -9,7 +9,8 @@
  *    which reads correct rows;
  *  - a finished job superseded before its result was delivered is discarded;
  *  - every job's data is freed exactly once; shutting down during a long
- *    query returns at once and delivers nothing afterwards;
+ *    query returns at once and delivers nothing afterwards; an idle worker
+ *    holds no lock on the database;
  *  - ss_scene_fetch: a scene fetched on the worker is the scene
  *    tl_scene_update builds inline; a jump supersedes the request in flight, a
  *    small step waits for it; a scene built for another view maps onto the
@@ -117,7 +118,20 @@ static bool settle(SsSession *s)
 	return false;
 }
 
-static void test_jobs(SsSession *s)
+/* Whether a writer can lock the whole database now (BEGIN EXCLUSIVE: refused
+ * while any connection holds a read transaction). */
+static bool writable(const char *dbp)
+{
+	sqlite3 *wdb = NULL;
+	bool ok = sqlite3_open_v2(dbp, &wdb, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+		  sqlite3_exec(wdb, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK;
+	if (ok)
+		sqlite3_exec(wdb, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(wdb);
+	return ok;
+}
+
+static void test_jobs(SsSession *s, const char *dbp)
 {
 	struct ss_worker *w = ss_session_get_worker(s);
 	static int k_a, k_slow, k_b;
@@ -170,6 +184,13 @@ static void test_jobs(SsSession *s)
 	struct ss_worker_stats s3 = ss_worker_get_stats(w);
 	CHECK(!c1.done && c2.done && c2.value == 42, "the stale result was discarded, the newer delivered");
 	CHECK(s3.discarded == s2.discarded + 1, "one discarded");
+	/* The worker keeps its read transaction only while jobs keep coming: idle,
+	 * it lets a writer (an import into the same file) have the database. */
+	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	bool w_ok = false;
+	while (!(w_ok = writable(dbp)) && g_get_monotonic_time() < end)
+		g_usleep(50000);
+	CHECK(w_ok, "a writer could lock the database once the worker was idle");
 	CHECK(s3.submitted == s3.delivered + s3.superseded + s3.interrupted + s3.discarded,
 	      "every job accounted for: %u = %u + %u + %u + %u", s3.submitted, s3.delivered, s3.superseded,
 	      s3.interrupted, s3.discarded);
@@ -299,7 +320,7 @@ int main(int argc, char **argv)
 	CHECK(freed == before + 1 && !none.started, "without a trace a job is dropped and freed");
 	ss_session_set_db(s, db);
 
-	test_jobs(s);
+	test_jobs(s, dbp);
 	test_scenes(s, dbp);
 
 	/* Shutting down during a long query: prompt, and nothing delivered. */

@@ -4,10 +4,17 @@
  * One interrupt must stop a whole job, not one of its statements: SQLite
  * clears a connection's interrupt flag when a statement starts while no other
  * is running, and a job (a scene, a panel's text) runs dozens of statements in
- * turn. So while a job runs, the worker keeps a trivial statement (SELECT 1)
- * stepped and unfinished: the running count never drops to zero, and once
- * interrupted, every later statement of the job fails at once. Between jobs
- * every statement is reset, so the flag cannot reach the next job.
+ * turn. So while a job runs, the worker keeps a statement stepped and
+ * unfinished (`keep`): the running count never drops to zero, and once
+ * interrupted, every later statement of the job fails at once. After an
+ * interrupted job every statement is reset, so the flag cannot reach the next.
+ *
+ * `keep` reads a table, so it also holds the read transaction open from job
+ * to job while they keep coming (a pan or a zoom sends one a frame): starting
+ * a transaction per job costs a dozen system calls (locks, the hot-journal
+ * check, page 1) and a third of a millisecond. Once no job came for
+ * LINGER_US, every statement is reset and the shared lock released, so an
+ * import can write the database while the window sits idle.
  *
  * A job is in one of three places, all under the lock: the queue, running, or
  * posted (finished, its idle source attached to the main context). Jobs are
@@ -28,6 +35,8 @@ struct job {
 	GSource *source;     /* while posted */
 	gint cancelled;      /* atomic: set under the lock, read by the worker */
 };
+
+#define LINGER_US (250 * 1000)
 
 struct ss_worker {
 	GMutex lock;
@@ -79,33 +88,62 @@ static void post(struct ss_worker *w, struct job *j)
 	g_source_attach(j->source, w->ctx);
 }
 
+/* Ends every statement of the connection: the read transaction, and any
+ * interrupt, end with them. Worker thread, without the lock. */
+static void release(struct ss_worker *w, sqlite3_stmt *keep, bool *held)
+{
+	tl_db_reset_all(w->db);
+	if (keep)
+		sqlite3_reset(keep);
+	*held = false;
+}
+
 static gpointer worker_main(gpointer p)
 {
 	struct ss_worker *w = p;
 	sqlite3_stmt *keep = NULL;
-	sqlite3_prepare_v2(w->db->db, "SELECT 1", -1, &keep, NULL);
+	bool held = false;   /* keep is stepped: a read transaction is open */
+	sqlite3_prepare_v2(w->db->db, "SELECT 1 FROM sqlite_schema", -1, &keep, NULL);
 	g_mutex_lock(&w->lock);
 	for (;;) {
-		while (!w->stopping && g_queue_is_empty(&w->queue))
-			g_cond_wait(&w->cond, &w->lock);
+		while (!w->stopping && g_queue_is_empty(&w->queue)) {
+			if (!held) {
+				g_cond_wait(&w->cond, &w->lock);
+				continue;
+			}
+			gint64 until = g_get_monotonic_time() + LINGER_US;
+			if (!g_cond_wait_until(&w->cond, &w->lock, until) && g_queue_is_empty(&w->queue)) {
+				g_mutex_unlock(&w->lock);
+				release(w, keep, &held);
+				g_mutex_lock(&w->lock);
+			}
+		}
 		if (w->stopping)
 			break;
 		struct job *j = g_queue_pop_head(&w->queue);
 		w->running = j;
 		g_mutex_unlock(&w->lock);
 		if (!g_atomic_int_get(&j->cancelled)) {
-			if (keep)
-				sqlite3_step(keep);
+			/* SELECT 1 FROM sqlite_schema: a row while the schema has one,
+			 * which a stallscope database always has. */
+			if (keep && !held)
+				held = sqlite3_step(keep) == SQLITE_ROW;
 			j->run(w->db, j->data);
 		}
-		tl_db_reset_all(w->db);
-		if (keep)
-			sqlite3_reset(keep);
 		g_mutex_lock(&w->lock);
 		w->running = NULL;
+		/* Interrupts come only with cancelled set, under this lock, while
+		 * the job is running: past this point none can arrive for it. */
+		bool interrupted = g_atomic_int_get(&j->cancelled);
 		post(w, j);
+		if (interrupted || !held) {
+			g_mutex_unlock(&w->lock);
+			release(w, keep, &held);
+			g_mutex_lock(&w->lock);
+		}
 	}
 	g_mutex_unlock(&w->lock);
+	release(w, keep, &held);
 	sqlite3_finalize(keep);
 	return NULL;
 }

@@ -51,8 +51,6 @@ static void lane_clear(struct tl_lane_scene *ls)
 {
 	ls->fetched = ls->summary = false;
 	ls->n_boxes = ls->n_parks = ls->n_cpu = ls->n_ticks = 0;
-	free(ls->cols);
-	ls->cols = NULL;
 }
 
 void tl_scene_free(struct tl_scene *sc)
@@ -63,8 +61,10 @@ void tl_scene_free(struct tl_scene *sc)
 		free(sc->lanes[i].parks);
 		free(sc->lanes[i].cpu);
 		free(sc->lanes[i].ticks);
+		free(sc->lanes[i].cols);
 	}
 	free(sc->lanes);
+	free(sc->acc);
 	tl_scene_init(sc);
 }
 
@@ -354,6 +354,20 @@ static double polls_estimate(struct tl_scene *sc, struct tl_db *db, int64_t work
 
 /* ---- zoomed out: summary buckets spread over pixel columns ---- */
 
+/* *p holds at least n elements of size sz afterwards (its contents are not
+ * kept); false when out of memory. */
+static bool reserve(void **p, size_t *cap, size_t n, size_t sz)
+{
+	if (*cap >= n && *p)
+		return true;
+	void *q = realloc(*p, n * sz);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
 /* The values of [ts, ts + len) spread over the columns it covers in proportion
  * to the overlap; its polls count in the first, its longest poll in all. */
 static void spread(struct tl_lane_scene *ls, double *acc, const struct xf *xf, int64_t ts, int64_t len,
@@ -423,12 +437,16 @@ static struct parent_bucket *fetch_parents(struct tl_scene *sc, struct tl_db *db
 static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_scene *ls,
 			  int64_t worker, const struct xf *xf, int64_t bucket, int64_t parent)
 {
-	ls->cols = calloc((size_t)xf->plot_w, sizeof *ls->cols);
-	double *acc = calloc((size_t)xf->plot_w * 3, sizeof *acc);
-	if (!ls->cols || !acc) {
-		free(acc);
+	/* Both buffers are kept from build to build: a zoomed-out frame would
+	 * otherwise allocate and free a column array per lane, and the allocator
+	 * hand the pages back and forth with the kernel. */
+	size_t w = (size_t)xf->plot_w;
+	if (!reserve((void **)&ls->cols, &ls->cap_cols, w, sizeof *ls->cols) ||
+	    !reserve((void **)&sc->acc, &sc->cap_acc, w * 3, sizeof *sc->acc))
 		return;
-	}
+	memset(ls->cols, 0, w * sizeof *ls->cols);
+	memset(sc->acc, 0, w * 3 * sizeof *sc->acc);
+	double *acc = sc->acc;
 	ls->summary = true;
 	size_t n_parents = 0, k = 0;
 	struct parent_bucket *pb = parent ? fetch_parents(sc, db, worker, xf, parent, &n_parents) : NULL;
@@ -481,7 +499,6 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 		col->parked = (float)fmin(1.0, acc[(size_t)c * 3 + 1] / xf->npp);
 		col->offcpu = (float)fmin(1.0, acc[(size_t)c * 3 + 2] / xf->npp);
 	}
-	free(acc);
 }
 
 /* The coarsest level no wider than max_px pixels and at least min_ns; 0 when

@@ -59,6 +59,7 @@ struct tl_lane_scene {
 	float *ticks;              /* sample x positions (at most one per pixel column) */
 	size_t n_ticks, cap_ticks;
 	struct tl_col *cols;       /* plot_w entries when summary */
+	size_t cap_cols;           /* kept across builds, like the arrays above */
 };
 
 struct tl_scene {
@@ -71,6 +72,8 @@ struct tl_scene {
 	int64_t dense_bucket;      /* in detail, the bucket size dense lanes use; 0: none */
 	/* Work done by the last build (the benchmark prints them). */
 	uint64_t rows, seeks;
+	double *acc;               /* scratch of the summary lanes, kept across builds */
+	size_t cap_acc;
 };
 
 void tl_scene_init(struct tl_scene *sc);
