@@ -28,7 +28,7 @@
 
 #ifdef FUZZ_DB_RENDER
 #include <cairo.h>
-#include "tl-png.h"
+#include "tl_png.h"
 #endif
 
 static const char *const tables[] = {

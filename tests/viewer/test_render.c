@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "tl-db.h"
-#include "tl-palette.h"
-#include "tl-png.h"
-#include "tl-ticks.h"
+#include "tl_db.h"
+#include "tl_palette.h"
+#include "tl_png.h"
+#include "tl_ticks.h"
 #include "soft_check.h"
 
 

@@ -1,6 +1,6 @@
 /*
  * test_summary_fill.c - the viewer's use of sparse summary levels
- * (tl-scene.c, fetch_summary): a 2 ms level that has rows for only some of a
+ * (tl_scene.c, fetch_summary): a 2 ms level that has rows for only some of a
  * 10 ms bucket's children. The children present are drawn as they are; what
  * the parent holds beyond them is spread evenly over the missing children;
  * off-CPU time (not kept at sparse levels) comes from the parent. Also: the
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 
 #include "fixture.h"
-#include "tl-db.h"
-#include "tl-scene.h"
-#include "tl-view.h"
+#include "tl_db.h"
+#include "tl_scene.h"
+#include "tl_view.h"
 #include "soft_check.h"
 
 

@@ -3,21 +3,109 @@
  * opens the trace through the application's "open" path, zooms, pans and walks
  * the view history through the actions (as the keyboard and header bar do),
  * selects a stall in the stalls panel and checks that the timeline moved there
- * and that the side panel shows its backtraces; selects a poll and a range and
- * checks their summaries; saves a screenshot of the window.
+ * and that the Details panel shows its backtraces; checks a poll's tooltip;
+ * selects a poll, a task, a worker and a range and checks their panels; saves
+ * screenshots of the window.
+ *
+ * Then the query worker: while a deliberately slow query holds it, the window
+ * keeps drawing frames (the last scene, stretched onto the new view), a scene
+ * request that a newer view supersedes is dropped unrun and never drawn, the
+ * slow query is interrupted (sqlite3_interrupt) when a newer job under its key
+ * supersedes it, and closing the window interrupts a running query at once.
+ * The slow query would run for minutes under a 120 s budget, so only the
+ * interrupt can make it return within the seconds the checks allow.
  * usage: test_window SCHEMA.sql OUTDIR   (run by test_window.sh under xvfb-run)
  */
 #include <gtk/gtk.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
-#include "ss-app.h"
-#include "ss-window.h"
+#include "ss_app.h"
+#include "ss_window.h"
 #include "soft_check.h"
 
 static const char *outdir;
+
+/* Runs the main loop until the session's database work is done and the
+ * scene for the current view has arrived (at most 20 s: a loaded machine). */
+static bool settle(SsWindow *win)
+{
+	SsSession *s = ss_window_get_session(win);
+	SsTimeline *tl = ss_window_get_timeline(win);
+	gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+	while (g_get_monotonic_time() < end) {
+		while (g_main_context_iteration(NULL, FALSE))
+			;
+		if (ss_session_idle(s) && !ss_timeline_scene_pending(tl))
+			return true;
+		g_usleep(1000);
+	}
+	return false;
+}
+
+/* A query that runs for minutes unless it is interrupted. */
+struct slow {
+	gint started, finished;
+	int rc;
+	gint64 end_us;
+	bool done_called;
+};
+
+static void slow_run(struct tl_db *db, void *p)
+{
+	struct slow *s = p;
+	/* Only an interrupt may stop it within the checks' seconds. */
+	tl_db_arm(db, 120);
+	g_atomic_int_set(&s->started, 1);
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db->db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+					    " WHERE x < 4000000000) SELECT count(*) FROM c", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		sqlite3_finalize(st);
+	}
+	s->rc = rc;
+	s->end_us = g_get_monotonic_time();
+	g_atomic_int_set(&s->finished, 1);
+}
+
+static void slow_done(void *p, void *user)
+{
+	(void)user;
+	((struct slow *)p)->done_called = true;
+}
+
+static bool wait_started(struct slow *s)
+{
+	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	while (!g_atomic_int_get(&s->started) && g_get_monotonic_time() < end) {
+		g_main_context_iteration(NULL, FALSE);
+		g_usleep(1000);
+	}
+	return g_atomic_int_get(&s->started);
+}
+
+static void quick_run(struct tl_db *db, void *p)
+{
+	(void)db;
+	(void)p;
+}
+
+static void quick_done(void *p, void *user)
+{
+	(void)user;
+	*(bool *)p = true;
+}
+
+static char *panel_text(SsWindow *win, const char *id)
+{
+	CHECK(settle(win), "the %s panel's query finished", id);
+	return ss_window_get_panel_text(win, id);
+}
 
 
 static void spin(int ms)
@@ -50,11 +138,34 @@ static int count_color(GdkTexture *t, uint32_t rgb)
 	return n;
 }
 
+static void on_after_paint(GdkFrameClock *c, gpointer data)
+{
+	(void)c;
+	*(bool *)data = true;
+}
+
+/* Until the window painted what it was asked to draw so far (the paintable
+ * below shows what was last painted; at most 10 s). */
+static void wait_paint(GtkWidget *w)
+{
+	GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
+	if (!clock)
+		return;
+	bool painted = false;
+	gulong h = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &painted);
+	gtk_widget_queue_draw(w);
+	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	while (!painted && g_get_monotonic_time() < end)
+		g_main_context_iteration(NULL, TRUE);
+	g_signal_handler_disconnect(clock, h);
+}
+
 /* Saves the window as OUTDIR/name; returns the pixels of the light theme's
  * "busy" summary colour in it (the lanes' canvas), -1 when nothing rendered. */
 static int screenshot(GtkWidget *w, const char *name)
 {
 	int busy = -1;
+	wait_paint(w);
 	GdkPaintable *p = gtk_widget_paintable_new(w);
 	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
 	GtkSnapshot *s = gtk_snapshot_new();
@@ -93,6 +204,7 @@ static gboolean run_checks(gpointer data)
 	}
 	SsWindow *win = SS_WINDOW(wins->data);
 	spin(500);
+	CHECK(settle(win), "the first scene arrived");
 	SsTimeline *tl = ss_window_get_timeline(win);
 	struct tl_db *db = ss_timeline_get_db(tl);
 	CHECK(db != NULL, "trace opened (error: %s)", ss_window_get_error(win) ? ss_window_get_error(win) : "none");
@@ -148,7 +260,7 @@ static gboolean run_checks(gpointer data)
 	CHECK(v->selected_stall == 1, "stall selected in the timeline");
 	CHECK(v->t0 <= FX_MS(300) && v->t1 >= FX_MS(500) && v->t1 - v->t0 < 500000000, "the view moved to the stall: %lld..%lld",
 	      (long long)(v->t0 - FX_BASE), (long long)(v->t1 - FX_BASE));
-	char *text = ss_window_get_details_text(win);
+	char *text = panel_text(win, "details");
 	CHECK(contains(text, "STALL 1"), "stall title");
 	CHECK(contains(text, "compute_hash (hash.c:30)"), "stall location");
 	CHECK(contains(text, "200 ms"), "stall duration");
@@ -160,9 +272,23 @@ static gboolean run_checks(gpointer data)
 	g_free(text);
 	screenshot(GTK_WIDGET(win), "window-stall.png");
 
+	/* The tooltip of the stalled poll: fetched on the first hover, shown
+	 * when GTK asks again. */
+	struct tl_layout lay;
+	tl_layout_compute(&lay, db);
+	int tx = TL_LABEL_W + (int)tl_view_x(v, FX_MS(400)), ty = tl_view_lane_screen_y(v, &lay, 0) + TL_POLL_Y + 10;
+	tl_layout_free(&lay);
+	char *tip = ss_timeline_tooltip_at(tl, tx, ty);
+	CHECK(tip == NULL, "no tooltip before its text arrived: %s", tip ? tip : "");
+	g_free(tip);
+	CHECK(settle(win), "the tooltip's query finished");
+	tip = ss_timeline_tooltip_at(tl, tx, ty);
+	CHECK(contains(tip, "task 3 — compute_hash (hash.c:30)") && contains(tip, "duration 200 ms"), "poll tooltip");
+	g_free(tip);
+
 	/* A poll: task, wake and delay, samples inside with stacks. */
 	ss_timeline_select_poll(tl, db->stalls[0].poll_id, 3);
-	text = ss_window_get_details_text(win);
+	text = panel_text(win, "details");
 	CHECK(contains(text, "task       3"), "poll's task");
 	CHECK(contains(text, "duration   200 ms"), "poll's duration");
 	CHECK(contains(text, "WOKEN at") && contains(text, "rt-w1") && contains(text, "delay 10.0 ms"), "wake and delay");
@@ -171,13 +297,111 @@ static gboolean run_checks(gpointer data)
 	CHECK(v->highlight_task == 3, "the task's polls are highlighted");
 	g_free(text);
 
+	CHECK(!strcmp(ss_window_get_front_panel(win), "details"), "a poll brings Details to the front");
+	CHECK(v->selected_stall == 0, "selecting a poll ends the stall's selection");
+
 	/* A range: per-worker busy / parked / off-CPU and top locations. */
-	g_signal_emit_by_name(tl, "range-selected", (gint64)FX_MS(100), (gint64)FX_MS(200));
-	text = ss_window_get_details_text(win);
+	ss_timeline_select_range(tl, FX_MS(100), FX_MS(200));
+	text = panel_text(win, "range");
 	CHECK(contains(text, "RANGE 100 ms"), "range title");
 	CHECK(contains(text, "w0  rt-w0           50.0%    50.0%    50.0%"), "w0 busy/parked/off-CPU");
 	CHECK(contains(text, "handle_request (server.c:10)"), "top location");
 	g_free(text);
+	CHECK(!strcmp(ss_window_get_front_panel(win), "range"), "a range brings Range to the front");
+	CHECK(v->sel_t0 == FX_MS(100) && v->sel_t1 == FX_MS(200), "the range is drawn selected");
+
+	/* A task and a worker (a click on its label), through the session. */
+	SsSession *session = ss_window_get_session(win);
+	ss_session_select(session, SS_SEL_TASK, 3, 0);
+	text = panel_text(win, "details");
+	CHECK(contains(text, "TASK 3") && contains(text, "compute_hash (hash.c:30)"), "task details");
+	CHECK(contains(text, "spawned    250.000 ms"), "task spawn time");
+	CHECK(v->highlight_task == 3 && v->selected_poll == 0, "the task's polls are highlighted");
+	g_free(text);
+	ss_session_select(session, SS_SEL_WORKER, 1, 0);
+	text = panel_text(win, "details");
+	CHECK(contains(text, "WORKER demo w0") && contains(text, "'rt-w0' (tid 101)"), "worker details");
+	CHECK(contains(text, "polls      3, the longest 200 ms"), "worker's polls from the summaries");
+	CHECK(contains(text, "stalls     1"), "worker's stalls");
+	CHECK(v->selected_worker == 1, "the worker's label is highlighted");
+	g_free(text);
+	screenshot(GTK_WIDGET(win), "window-worker.png");
+
+	/* ---- the query worker ---- */
+	g_action_group_activate_action(ag, "clear-selection", NULL);
+	CHECK(v->sel_t1 <= v->sel_t0 && v->selected_worker == 0, "Escape clears the range and the selection");
+	g_action_group_activate_action(ag, "fit", NULL);
+	CHECK(settle(win), "the fit view's scene arrived");
+	struct ss_worker *wk = ss_session_get_worker(session);
+	static int slow_key;
+	struct slow slow = { 0 };
+	ss_session_submit(session, &slow_key, slow_run, slow_done, &slow, NULL, NULL);
+	CHECK(wait_started(&slow), "the slow query started");
+	struct ss_worker_stats s0 = ss_worker_get_stats(wk);
+	guint req0, rec0, req1, rec1;
+	ss_timeline_scene_counts(tl, &req0, &rec0);
+	const struct tl_scene *sc0 = ss_timeline_get_scene(tl);
+	int64_t sc0_t0 = sc0 ? sc0->t0 : -1, sc0_t1 = sc0 ? sc0->t1 : -1;
+	guint f0 = ss_timeline_frames(tl);
+
+	/* A jump while the worker is busy: the old scene is drawn stretched. */
+	ss_timeline_show_range(tl, FX_MS(100), FX_MS(200));
+	spin(150);
+	CHECK(ss_timeline_frames(tl) > f0, "a frame drawn while the slow query runs (%u -> %u)", f0,
+	      ss_timeline_frames(tl));
+	CHECK(ss_timeline_scene_pending(tl), "the new view's scene is waiting for the worker");
+	CHECK(ss_timeline_get_scene(tl) == sc0 && sc0 && sc0->t0 == sc0_t0 && sc0->t1 == sc0_t1,
+	      "the scene drawn is still the last one that arrived");
+	int stretched = screenshot(GTK_WIDGET(win), "window-stretched.png");
+	CHECK(stretched > 2000, "the zoomed-out scene drawn stretched onto the new view: %d busy pixels", stretched);
+
+	/* Another jump supersedes that request before it ran. */
+	ss_timeline_show_range(tl, FX_MS(600), FX_MS(700));
+	struct ss_worker_stats s1 = ss_worker_get_stats(wk);
+	CHECK(s1.superseded == s0.superseded + 1, "the stale scene request was dropped unrun (%u -> %u)",
+	      s0.superseded, s1.superseded);
+	/* The window keeps producing frames as long as something asks for them. */
+	guint f1 = ss_timeline_frames(tl);
+	for (int i = 0; i < 10; i++) {
+		gtk_widget_queue_draw(GTK_WIDGET(tl));
+		spin(30);
+	}
+	CHECK(!g_atomic_int_get(&slow.finished), "the slow query still runs");
+	CHECK(ss_timeline_frames(tl) >= f1 + 5, "frames kept coming while the query ran: %u", ss_timeline_frames(tl) - f1);
+
+	/* A newer job under the slow query's key interrupts it. */
+	bool quick = false;
+	gint64 t_cancel = g_get_monotonic_time();
+	ss_session_submit(session, &slow_key, quick_run, quick_done, &quick, NULL, NULL);
+	CHECK(settle(win), "the worker got through the queue");
+	CHECK(g_atomic_int_get(&slow.finished) && slow.rc == SQLITE_INTERRUPT, "the slow query was interrupted (rc %d)",
+	      slow.rc);
+	CHECK(slow.end_us - t_cancel < 2 * G_USEC_PER_SEC, "it stopped %.0f ms after the newer job came",
+	      (double)(slow.end_us - t_cancel) / 1000);
+	CHECK(!slow.done_called && quick, "only the newer job was delivered");
+	struct ss_worker_stats s2 = ss_worker_get_stats(wk);
+	CHECK(s2.interrupted == s0.interrupted + 1, "one running job interrupted (%u -> %u)", s0.interrupted,
+	      s2.interrupted);
+	ss_timeline_scene_counts(tl, &req1, &rec1);
+	CHECK(req1 == req0 + 2 && rec1 == rec0 + 1, "two scenes requested, one received (%u, %u)", req1 - req0,
+	      rec1 - rec0);
+	const struct tl_scene *sc = ss_timeline_get_scene(tl);
+	CHECK(sc && tl_scene_matches(sc, v) && v->t0 <= FX_MS(600) && v->t1 >= FX_MS(700),
+	      "the scene drawn now is the latest view's");
+	screenshot(GTK_WIDGET(win), "window-after.png");
+
+	/* Closing the window interrupts what runs. */
+	struct slow last = { 0 };
+	ss_session_submit(session, &slow_key, slow_run, slow_done, &last, NULL, NULL);
+	CHECK(wait_started(&last), "another slow query started");
+	gint64 t_close = g_get_monotonic_time();
+	gtk_window_destroy(GTK_WINDOW(win));
+	gint64 closed = g_get_monotonic_time();
+	CHECK(g_atomic_int_get(&last.finished) && last.rc == SQLITE_INTERRUPT, "closing interrupted the query (rc %d)",
+	      last.rc);
+	CHECK(closed - t_close < 2 * G_USEC_PER_SEC, "the window closed in %.0f ms", (double)(closed - t_close) / 1000);
+	spin(50);
+	CHECK(!last.done_called, "no result delivered after the window closed");
 
 	g_application_quit(G_APPLICATION(app));
 	return G_SOURCE_REMOVE;

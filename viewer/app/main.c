@@ -3,6 +3,18 @@
  * `stallscope-viewer --render-png OUT.png [--size WxH] [--from NS --to NS] PATH...`
  * renders the same timeline to a PNG without a display (no GTK initialisation,
  * so it works with neither DISPLAY nor WAYLAND_DISPLAY set).
+ *
+ * viewer/app/ is the GTK4 application: the widgets (the window ss_window.c,
+ * the timeline widget ss_timeline.c, the panels and their registry
+ * ss_panels.c), the session they all observe (ss_session.c: the open trace,
+ * the selection, the visible range, the range selection), and the query
+ * worker that runs every piece of their SQL off the main thread
+ * (ss_worker.c, with the timeline's scenes in ss_scene_fetch.c). Widgets talk
+ * to the session, never to each other; the window builds the UI and owns the
+ * session. Everything here may depend on what is below it (viewer/timeline
+ * for drawing and reading, viewer/store, the importer for opening segments),
+ * and nothing below depends on it: dependencies flow store -> analysis ->
+ * views.
  */
 #include <glib.h>
 #include <errno.h>
@@ -12,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ss-app.h"
-#include "ss-source.h"
-#include "tl-db.h"
-#include "tl-png.h"
+#include "ss_app.h"
+#include "ss_source.h"
+#include "tl_db.h"
+#include "tl_png.h"
 
 static void usage(FILE *out)
 {

@@ -1,0 +1,73 @@
+/*
+ * ss_style.c - see ss_style.h. Asynchronous throughout: a missing session bus
+ * or portal only means the setting is not followed, never a delay at startup.
+ */
+#include "ss_style.h"
+
+#include <gtk/gtk.h>
+#include <string.h>
+
+static void apply(GVariant *v)
+{
+	/* color-scheme: 0 no preference, 1 prefer dark, 2 prefer light. */
+	while (v && g_variant_is_of_type(v, G_VARIANT_TYPE_VARIANT)) {
+		GVariant *inner = g_variant_get_variant(v);
+		g_variant_unref(v);
+		v = inner;
+	}
+	if (v && g_variant_is_of_type(v, G_VARIANT_TYPE_UINT32))
+		g_object_set(gtk_settings_get_default(), "gtk-application-prefer-dark-theme",
+			     g_variant_get_uint32(v) == 1, NULL);
+	if (v)
+		g_variant_unref(v);
+}
+
+static void on_changed(GDBusProxy *p, const char *sender, const char *signal, GVariant *params, gpointer data)
+{
+	(void)p;
+	(void)sender;
+	(void)data;
+	if (strcmp(signal, "SettingChanged") != 0)
+		return;
+	const char *ns, *key;
+	GVariant *val;
+	g_variant_get(params, "(&s&sv)", &ns, &key, &val);
+	if (strcmp(ns, "org.freedesktop.appearance") == 0 && strcmp(key, "color-scheme") == 0)
+		apply(val);
+	else
+		g_variant_unref(val);
+}
+
+static void on_read(GObject *src, GAsyncResult *res, gpointer data)
+{
+	(void)data;
+	GVariant *r = g_dbus_proxy_call_finish(G_DBUS_PROXY(src), res, NULL);
+	if (!r)
+		return;
+	GVariant *v;
+	g_variant_get(r, "(v)", &v);
+	apply(v);
+	g_variant_unref(r);
+}
+
+static void on_proxy(GObject *src, GAsyncResult *res, gpointer data)
+{
+	(void)src;
+	(void)data;
+	GDBusProxy *p = g_dbus_proxy_new_for_bus_finish(res, NULL);
+	if (!p)
+		return;
+	g_signal_connect(p, "g-signal", G_CALLBACK(on_changed), NULL);
+	g_dbus_proxy_call(p, "Read", g_variant_new("(ss)", "org.freedesktop.appearance", "color-scheme"),
+			  G_DBUS_CALL_FLAGS_NONE, 2000, NULL, on_read, NULL);
+	/* The proxy lives as long as the process, to keep receiving changes. */
+}
+
+void ss_style_follow_system(void)
+{
+	if (!g_getenv("DBUS_SESSION_BUS_ADDRESS") && !g_getenv("XDG_RUNTIME_DIR"))
+		return;
+	g_dbus_proxy_new_for_bus(G_BUS_TYPE_SESSION, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START_AT_CONSTRUCTION, NULL,
+				 "org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop",
+				 "org.freedesktop.portal.Settings", NULL, on_proxy, NULL);
+}

@@ -1,0 +1,182 @@
+/*
+ * tl_canvas.c - see tl_canvas.h.
+ *
+ * The buffer is opaque RGB, three bytes a pixel (GDK_MEMORY_R8G8B8): the lanes
+ * sit on the window background, and of the formats GTK 4.8's cairo renderer can
+ * draw, this is the one it copies without a per-pixel float conversion (3 ms
+ * for a 1600x900 window on this machine, against 14 ms for premultiplied BGRA
+ * and 10 ms for a cairo node holding an image surface).
+ */
+#include "tl_canvas.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A colour ready to paint: premultiplied channels and 255 - alpha. */
+struct paint {
+	uint8_t r, g, b, ia;
+};
+
+static inline uint8_t to8(double v)
+{
+	return (uint8_t)(v <= 0 ? 0 : v >= 1 ? 255 : (int)(v * 255 + 0.5));
+}
+
+static struct paint paint_of(const GdkRGBA *c, double coverage)
+{
+	double a = c->alpha * coverage;
+	a = a <= 0 ? 0 : a >= 1 ? 1 : a;
+	struct paint p = { to8(c->red * a), to8(c->green * a), to8(c->blue * a), (uint8_t)(255 - to8(a)) };
+	return p;
+}
+
+/* x * ia / 255, rounded. */
+static inline uint8_t scale8(uint8_t x, uint8_t ia)
+{
+	unsigned t = (unsigned)x * ia + 128;
+	return (uint8_t)((t + (t >> 8)) >> 8);
+}
+
+static void span(uint8_t *row, int x0, int x1, struct paint p)
+{
+	uint8_t *q = row + (size_t)x0 * 3, *end = row + (size_t)x1 * 3;
+	if (q >= end)
+		return;
+	if (p.ia == 0) {
+		/* One pixel, then copies of what is written, doubling each time. */
+		q[0] = p.r;
+		q[1] = p.g;
+		q[2] = p.b;
+		size_t have = 3, want = (size_t)(end - q);
+		while (have < want) {
+			size_t n = have < want - have ? have : want - have;
+			memcpy(q + have, q, n);
+			have += n;
+		}
+	} else {
+		for (; q < end; q += 3) {
+			q[0] = (uint8_t)(p.r + scale8(q[0], p.ia));
+			q[1] = (uint8_t)(p.g + scale8(q[1], p.ia));
+			q[2] = (uint8_t)(p.b + scale8(q[2], p.ia));
+		}
+	}
+}
+
+/* One buffer per thread is kept between frames (returned when GTK drops the
+ * texture): a fresh multi-megabyte allocation per frame costs more in page
+ * faults than filling it. A buffer's capacity is stored in front of its pixels. */
+#define HEAD 16
+static _Thread_local uint8_t *spare; /* the pixels of the kept buffer */
+
+static size_t capacity(const uint8_t *px)
+{
+	size_t cap;
+	memcpy(&cap, px - HEAD, sizeof cap);
+	return cap;
+}
+
+static uint8_t *take(size_t len)
+{
+	if (spare && capacity(spare) >= len && capacity(spare) <= 2 * len) {
+		uint8_t *p = spare;
+		spare = NULL;
+		return p;
+	}
+	uint8_t *base = malloc(HEAD + len);
+	if (!base)
+		return NULL;
+	memcpy(base, &len, sizeof len);
+	return base + HEAD;
+}
+
+static void give_back(uint8_t *px)
+{
+	if (!spare || capacity(spare) < capacity(px)) {
+		if (spare)
+			free(spare - HEAD);
+		spare = px;
+	} else {
+		free(px - HEAD);
+	}
+}
+
+bool tl_canvas_init(struct tl_canvas *c, int x, int y, int w, int h, int scale, const GdkRGBA *bg)
+{
+	c->x = x;
+	c->y = y;
+	c->w = w > 0 ? w : 0;
+	c->h = h > 0 ? h : 0;
+	c->scale = scale > 0 ? scale : 1;
+	c->pw = c->w * c->scale;
+	c->ph = c->h * c->scale;
+	c->len = (size_t)c->pw * (size_t)c->ph * 3;
+	c->px = c->len ? take(c->len) : NULL;
+	if (!c->px) {
+		c->pw = c->ph = 0;
+		return false;
+	}
+	GdkRGBA opaque = *bg;
+	opaque.alpha = 1;
+	struct paint p = paint_of(&opaque, 1);
+	span(c->px, 0, c->pw, p);
+	for (int yy = 1; yy < c->ph; yy++)
+		memcpy(c->px + (size_t)yy * (size_t)c->pw * 3, c->px, (size_t)c->pw * 3);
+	return true;
+}
+
+void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y, double w, double h)
+{
+	if (!c->px || !(w > 0) || !(h > 0) || col->alpha <= 0)
+		return;
+	double s = c->scale;
+	double fx0 = fmax((x - c->x) * s, 0), fx1 = fmin((x + w - c->x) * s, c->pw);
+	long y0 = (long)floor((y - c->y) * s + 0.5), y1 = (long)floor((y + h - c->y) * s + 0.5);
+	if (y0 < 0)
+		y0 = 0;
+	if (y1 > c->ph)
+		y1 = c->ph;
+	if (!(fx1 > fx0) || y1 <= y0)
+		return;
+	size_t stride = (size_t)c->pw * 3;
+	int ix0 = (int)floor(fx0), ix1 = (int)ceil(fx1);
+	if (ix1 - ix0 == 1) {
+		/* Within one pixel: the colour scaled by the part it covers. */
+		struct paint p = paint_of(col, fx1 - fx0);
+		for (long yy = y0; yy < y1; yy++)
+			span(c->px + (size_t)yy * stride, ix0, ix1, p);
+		return;
+	}
+	/* Whole pixels from in0 to in1, and partly covered edge pixels. */
+	int in0 = (int)ceil(fx0), in1 = (int)floor(fx1);
+	struct paint full = paint_of(col, 1), left = full, right = full;
+	if (ix0 < in0)
+		left = paint_of(col, in0 - fx0);
+	if (in1 < ix1)
+		right = paint_of(col, fx1 - in1);
+	for (long yy = y0; yy < y1; yy++) {
+		uint8_t *row = c->px + (size_t)yy * stride;
+		if (ix0 < in0)
+			span(row, ix0, in0, left);
+		span(row, in0, in1, full);
+		if (in1 < ix1)
+			span(row, in1, ix1, right);
+	}
+}
+
+static void release_bytes(gpointer data)
+{
+	give_back(data);
+}
+
+void tl_canvas_append(struct tl_canvas *c, GtkSnapshot *s)
+{
+	if (!c->px)
+		return;
+	GBytes *b = g_bytes_new_with_free_func(c->px, c->len, release_bytes, c->px);
+	c->px = NULL;
+	GdkTexture *t = gdk_memory_texture_new(c->pw, c->ph, GDK_MEMORY_R8G8B8, b, (gsize)c->pw * 3);
+	g_bytes_unref(b);
+	gtk_snapshot_append_texture(s, t, &GRAPHENE_RECT_INIT((float)c->x, (float)c->y, (float)c->w, (float)c->h));
+	g_object_unref(t);
+}

@@ -1,0 +1,434 @@
+/*
+ * tl_db.c - opening an imported database for viewing: validation, the small
+ * tables loaded at open, and the prepared range queries.
+ *
+ * The database is opened read-only (the viewer never changes a user's trace)
+ * and immutable-safe: all statements are prepared once and reused per frame.
+ */
+#include "tl_db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+bool tl_is_sqlite_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	char head[16];
+	size_t n = fread(head, 1, sizeof head, f);
+	fclose(f);
+	return n == sizeof head && memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+static const char *const stmt_sql[TL_STMT_COUNT] = {
+	/* The poll (park, interval) open at t0 is the last one starting before it:
+	 * polls of a worker do not overlap, so one row is enough. */
+	[TL_POLL_PREV] = "SELECT id, ts, dur, location_id, task_id, incomplete FROM polls"
+			 " WHERE worker_id = ?1 AND ts < ?2 ORDER BY ts DESC LIMIT 1",
+	[TL_POLL_RANGE] = "SELECT id, ts, dur, location_id, task_id, incomplete FROM polls"
+			  " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
+	[TL_PARK_PREV] = "SELECT ts, dur FROM parks WHERE worker_id = ?1 AND ts < ?2"
+			 " ORDER BY ts DESC LIMIT 1",
+	[TL_PARK_RANGE] = "SELECT ts, dur FROM parks WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3"
+			  " ORDER BY ts",
+	[TL_CPU_PREV] = "SELECT ts, dur, state FROM cpu_intervals WHERE thread_id = ?1 AND ts < ?2"
+			" ORDER BY ts DESC LIMIT 1",
+	[TL_CPU_RANGE] = "SELECT ts, dur, state FROM cpu_intervals WHERE thread_id = ?1"
+			 " AND ts >= ?2 AND ts < ?3 ORDER BY ts",
+	/* ts only: answered from the (thread_id, ts) index without the table. */
+	[TL_SAMPLE_RANGE] = "SELECT ts FROM samples WHERE thread_id = ?1 AND ts >= ?2 AND ts < ?3"
+			    " ORDER BY ts",
+	[TL_SUMMARY] = "SELECT ts, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns"
+		       " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2"
+		       " AND ts >= ?3 AND ts < ?4 ORDER BY ts",
+};
+
+static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt);
+
+/* The levels of schema/summary_levels.h that this database has. Each is probed
+ * through the primary key, so opening costs a dozen lookups, not a scan. */
+static void load_levels(struct tl_db *d)
+{
+	d->n_levels = 0;
+	for (int i = 0; i < SS_SUMMARY_LEVELS; i++) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "SELECT EXISTS (SELECT 1 FROM worker_summaries WHERE bucket_ns = %lld)",
+			 (long long)ss_summary_level_ns[i]);
+		if (!scalar(d->db, sql, 0))
+			continue;
+		int parent = ss_summary_level_parent[i];
+		d->levels[d->n_levels] = (int64_t)ss_summary_level_ns[i];
+		d->level_parent[d->n_levels++] = parent >= 0 ? (int64_t)ss_summary_level_ns[parent] : 0;
+	}
+}
+
+static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt)
+{
+	sqlite3_stmt *s;
+	int64_t v = dflt;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return dflt;
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static int add_group(struct tl_db *d, const char *title)
+{
+	for (size_t i = 0; i < d->n_groups; i++)
+		if (strcmp(d->groups[i].title, title) == 0)
+			return (int)i;
+	struct tl_group *g = realloc(d->groups, (d->n_groups + 1) * sizeof *g);
+	if (!g)
+		return -1;
+	d->groups = g;
+	g[d->n_groups].title = xstrdup(title);
+	return (int)d->n_groups++;
+}
+
+static struct tl_lane *add_lane(struct tl_db *d)
+{
+	struct tl_lane *l = realloc(d->lanes, (d->n_lanes + 1) * sizeof *l);
+	if (!l)
+		return NULL;
+	d->lanes = l;
+	l = &d->lanes[d->n_lanes++];
+	memset(l, 0, sizeof *l);
+	return l;
+}
+
+static int load_lanes(struct tl_db *d)
+{
+	/* Workers grouped by recording and runtime, in index order; the worker
+	 * count goes into the group title. */
+	sqlite3_stmt *s;
+	const char *wsql =
+		"SELECT w.id, w.thread_id, w.recording_id, coalesce(w.runtime, '?'), w.idx,"
+		" t.name, t.tid,"
+		" (SELECT count(*) FROM workers w2 WHERE w2.recording_id = w.recording_id"
+		"   AND coalesce(w2.runtime, '?') = coalesce(w.runtime, '?')),"
+		" EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = w.thread_id),"
+		" EXISTS (SELECT 1 FROM samples x WHERE x.thread_id = w.thread_id),"
+		" (SELECT count(*) FROM recordings)"
+		" FROM workers w JOIN threads t ON t.id = w.thread_id"
+		" ORDER BY w.recording_id, coalesce(w.runtime, '?'), w.idx, w.id";
+	if (sqlite3_prepare_v2(d->db, wsql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		char title[256], label[160];
+		const char *rt = (const char *)sqlite3_column_text(s, 3);
+		int64_t nw = sqlite3_column_int64(s, 7);
+		int64_t nrec = sqlite3_column_int64(s, 10);
+		if (nrec > 1)
+			snprintf(title, sizeof title, "%s (recording %lld) — %lld worker%s", rt,
+				 (long long)sqlite3_column_int64(s, 2), (long long)nw, nw == 1 ? "" : "s");
+		else
+			snprintf(title, sizeof title, "%s — %lld worker%s", rt, (long long)nw,
+				 nw == 1 ? "" : "s");
+		const char *name = (const char *)sqlite3_column_text(s, 5);
+		snprintf(label, sizeof label, "w%lld  %s", (long long)sqlite3_column_int64(s, 4),
+			 name ? name : "");
+		struct tl_lane *l = add_lane(d);
+		if (!l)
+			break;
+		l->worker_id = sqlite3_column_int64(s, 0);
+		l->thread_id = sqlite3_column_int64(s, 1);
+		l->recording_id = sqlite3_column_int64(s, 2);
+		l->group = add_group(d, title);
+		l->label = xstrdup(label);
+		snprintf(label, sizeof label, "tid %lld", (long long)sqlite3_column_int64(s, 6));
+		l->detail = xstrdup(label);
+		l->has_cpu = sqlite3_column_int(s, 8);
+		l->has_samples = sqlite3_column_int(s, 9);
+	}
+	sqlite3_finalize(s);
+
+	/* Non-worker threads get a lane only when there is something to draw for
+	 * them (EXISTS on the (thread_id, ts) indexes: no scan). */
+	const char *tsql =
+		"SELECT t.id, t.recording_id, t.name, t.tid,"
+		" EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = t.id),"
+		" EXISTS (SELECT 1 FROM samples x WHERE x.thread_id = t.id)"
+		" FROM threads t WHERE NOT EXISTS (SELECT 1 FROM workers w WHERE w.thread_id = t.id)"
+		" ORDER BY t.recording_id, t.id";
+	if (sqlite3_prepare_v2(d->db, tsql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		bool cpu = sqlite3_column_int(s, 4), smp = sqlite3_column_int(s, 5);
+		if (!smp)
+			continue;
+		char label[160];
+		const char *name = (const char *)sqlite3_column_text(s, 2);
+		struct tl_lane *l = add_lane(d);
+		if (!l)
+			break;
+		l->thread_id = sqlite3_column_int64(s, 0);
+		l->recording_id = sqlite3_column_int64(s, 1);
+		l->group = add_group(d, "other threads (CPU samples)");
+		l->label = xstrdup(name && *name ? name : "thread");
+		snprintf(label, sizeof label, "tid %lld", (long long)sqlite3_column_int64(s, 3));
+		l->detail = xstrdup(label);
+		l->has_cpu = cpu;
+		l->has_samples = smp;
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+int tl_db_lane_of_worker(const struct tl_db *d, int64_t worker_id)
+{
+	for (size_t i = 0; i < d->n_lanes; i++)
+		if (d->lanes[i].worker_id == worker_id && worker_id)
+			return (int)i;
+	return -1;
+}
+
+int tl_db_lane_of_thread(const struct tl_db *d, int64_t thread_id)
+{
+	for (size_t i = 0; i < d->n_lanes; i++)
+		if (d->lanes[i].thread_id == thread_id)
+			return (int)i;
+	return -1;
+}
+
+static void load_stalls(struct tl_db *d)
+{
+	sqlite3_stmt *s;
+	/* Stalls are polls past a threshold (10 ms by default): few, so they are
+	 * kept in memory for the markers and the stalls panel. */
+	if (sqlite3_prepare_v2(d->db,
+			       "SELECT id, ts, coalesce(dur, -1), coalesce(poll_id, 0), coalesce(task_id, 0),"
+			       " coalesce(worker_id, 0), coalesce(thread_id, 0), coalesce(location_id, 0),"
+			       " coalesce(detected_ts, ts), coalesce(kind, 'unknown')"
+			       " FROM stalls ORDER BY ts, id", -1, &s, NULL) != SQLITE_OK)
+		return;
+	size_t cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (d->n_stalls == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct tl_stall *n = realloc(d->stalls, cap * sizeof *n);
+			if (!n)
+				break;
+			d->stalls = n;
+		}
+		struct tl_stall *x = &d->stalls[d->n_stalls++];
+		x->id = sqlite3_column_int64(s, 0);
+		x->ts = tl_col_time(s, 1);
+		x->dur = sqlite3_column_type(s, 2) == SQLITE_NULL || sqlite3_column_int64(s, 2) < 0 ? -1 : tl_col_dur(s, 2);
+		x->poll_id = sqlite3_column_int64(s, 3);
+		x->task_id = sqlite3_column_int64(s, 4);
+		x->worker_id = sqlite3_column_int64(s, 5);
+		x->thread_id = sqlite3_column_int64(s, 6);
+		x->location_id = sqlite3_column_int64(s, 7);
+		x->detected_ts = tl_col_time(s, 8);
+		snprintf(x->kind, sizeof x->kind, "%s", (const char *)sqlite3_column_text(s, 9));
+		if (x->dur < 0) /* never ended in the data: runs to the end */
+			x->dur = d->last_ts > x->ts ? d->last_ts - x->ts : 0;
+		if (x->dur > d->max_stall_dur)
+			d->max_stall_dur = x->dur;
+		x->lane = x->worker_id ? tl_db_lane_of_worker(d, x->worker_id) : -1;
+		if (x->lane < 0 && x->thread_id)
+			x->lane = tl_db_lane_of_thread(d, x->thread_id);
+	}
+	sqlite3_finalize(s);
+}
+
+static void load_locations(struct tl_db *d)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(d->db, "SELECT id, coalesce(function, '?'), coalesce(file, ''), coalesce(line, 0)"
+			       " FROM locations ORDER BY id LIMIT 100000", -1, &s, NULL) != SQLITE_OK)
+		return;
+	size_t cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (d->n_locations == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct tl_location *n = realloc(d->locations, cap * sizeof *n);
+			if (!n)
+				break;
+			d->locations = n;
+		}
+		const char *fn = (const char *)sqlite3_column_text(s, 1);
+		const char *file = (const char *)sqlite3_column_text(s, 2);
+		const char *base = strrchr(file, '/');
+		int line = sqlite3_column_int(s, 3);
+		char buf[512];
+		struct tl_location *x = &d->locations[d->n_locations++];
+		x->id = sqlite3_column_int64(s, 0);
+		snprintf(buf, sizeof buf, "%s (%s:%d)", fn, base ? base + 1 : file, line);
+		x->name = xstrdup(buf);
+		snprintf(buf, sizeof buf, "%s:%d", fn, line);
+		x->short_name = xstrdup(buf);
+	}
+	sqlite3_finalize(s);
+}
+
+const struct tl_location *tl_db_location(const struct tl_db *d, int64_t id)
+{
+	size_t lo = 0, hi = d->n_locations;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->locations[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->n_locations && d->locations[lo].id == id ? &d->locations[lo] : NULL;
+}
+
+static void load_losses(struct tl_db *d)
+{
+	sqlite3_stmt *s;
+	if (sqlite3_prepare_v2(d->db,
+			       "SELECT ts, dur, count, recording_id, coalesce(thread_id, 0), source,"
+			       " coalesce(reason, '') FROM loss ORDER BY ts", -1, &s, NULL) != SQLITE_OK)
+		return;
+	size_t cap = 0;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (d->n_losses == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct tl_loss *n = realloc(d->losses, cap * sizeof *n);
+			if (!n)
+				break;
+			d->losses = n;
+		}
+		struct tl_loss *x = &d->losses[d->n_losses++];
+		x->ts = tl_col_time(s, 0);
+		x->dur = tl_col_dur(s, 1);
+		x->count = sqlite3_column_int64(s, 2);
+		x->recording_id = sqlite3_column_int64(s, 3);
+		int64_t th = sqlite3_column_int64(s, 4);
+		x->lane = th ? tl_db_lane_of_thread(d, th) : -1;
+		snprintf(x->source, sizeof x->source, "%s", (const char *)sqlite3_column_text(s, 5));
+		snprintf(x->reason, sizeof x->reason, "%s", (const char *)sqlite3_column_text(s, 6));
+	}
+	sqlite3_finalize(s);
+}
+
+struct tl_db *tl_db_open(const char *path, char *err, size_t errlen)
+{
+	struct tl_db *d = calloc(1, sizeof *d);
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	/* Read-only, and without the connection mutex (the viewer reads a
+	 * connection from one thread at a time, and a frame reads tens of
+	 * thousands of rows). */
+	if (ss_store_open_readonly(path, true, &d->db, err, errlen) != 0)
+		goto fail;
+	tl_db_arm(d, TL_OPEN_BUDGET_S);
+	sqlite3_exec(d->db, "PRAGMA cache_size=-32768", NULL, NULL, NULL);
+	d->path = strdup(path);
+	/* CLOCK_MONOTONIC times are non-negative; a damaged or hostile file's are
+	 * kept where view arithmetic (margins, zoom, ticks) cannot overflow. */
+	d->first_ts = scalar(d->db, "SELECT min(first_ts) FROM recordings", 0);
+	d->last_ts = scalar(d->db, "SELECT max(last_ts) FROM recordings", 0);
+	d->first_ts = d->first_ts < 0 ? 0 : tl_clamp_time(d->first_ts);
+	d->last_ts = tl_clamp_time(d->last_ts);
+	if (d->last_ts <= d->first_ts)
+		d->last_ts = d->first_ts + 1000000; /* empty trace: a 1 ms window */
+	d->anchor_mono = tl_clamp_time(scalar(d->db, "SELECT anchor_mono_ns FROM recordings ORDER BY id LIMIT 1", 0));
+	d->anchor_real = tl_clamp_time(scalar(d->db, "SELECT anchor_real_ns FROM recordings ORDER BY id LIMIT 1", 0));
+	d->have_summaries = scalar(d->db, "SELECT EXISTS (SELECT 1 FROM worker_summaries)", 0) != 0;
+	load_levels(d);
+	for (int i = 0; i < TL_STMT_COUNT; i++) {
+		if (sqlite3_prepare_v3(d->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->st[i], NULL) != SQLITE_OK) {
+			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(d->db));
+			goto fail;
+		}
+	}
+	if (load_lanes(d) != 0) {
+		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(d->db));
+		goto fail;
+	}
+	load_stalls(d);
+	load_losses(d);
+	load_locations(d);
+	if (tl_db_expired(d)) {
+		ss_store_error(d->db, &d->budget, err, errlen);
+		goto fail;
+	}
+	return d;
+fail:
+	tl_db_close(d);
+	return NULL;
+}
+
+void tl_db_close(struct tl_db *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < TL_STMT_COUNT; i++)
+		sqlite3_finalize(d->st[i]);
+	for (size_t i = 0; i < d->n_lanes; i++) {
+		free(d->lanes[i].label);
+		free(d->lanes[i].detail);
+	}
+	for (size_t i = 0; i < d->n_groups; i++)
+		free(d->groups[i].title);
+	for (size_t i = 0; i < d->n_locations; i++) {
+		free(d->locations[i].name);
+		free(d->locations[i].short_name);
+	}
+	free(d->locations);
+	free(d->lanes);
+	free(d->groups);
+	free(d->stalls);
+	free(d->losses);
+	free(d->path);
+	sqlite3_close(d->db);
+	free(d);
+}
+
+void tl_db_arm(struct tl_db *d, double seconds)
+{
+	ss_store_budget(d->db, &d->budget, seconds);
+}
+
+bool tl_db_expired(const struct tl_db *d)
+{
+	return d->budget.expired;
+}
+
+sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which)
+{
+	sqlite3_stmt *s = d->st[which];
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return s;
+}
+
+void tl_db_reset_all(struct tl_db *d)
+{
+	for (int i = 0; i < TL_STMT_COUNT; i++)
+		sqlite3_reset(d->st[i]);
+}
+
+int64_t tl_db_wall(const struct tl_db *d, int64_t ts)
+{
+	if (!d->anchor_real)
+		return 0;
+	return d->anchor_real + (ts - d->anchor_mono);
+}
+
+size_t tl_db_stall_lower_bound(const struct tl_db *d, int64_t t)
+{
+	size_t lo = 0, hi = d->n_stalls;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->stalls[mid].ts < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
