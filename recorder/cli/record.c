@@ -12,6 +12,11 @@
  * sealed here afterwards; CMD's exit status is passed through, and a run that
  * recorded nothing says why and exits non-zero.
  *
+ * recorder/cli/ is this command, built as the static library stallscope_record
+ * (meson.build): record.c (options, starting or attaching, signals, exit),
+ * record_program.c and record_summary.c (record-private.h), and record.h, the one
+ * header the `stallscope` command table (viewer/cli/main.c) includes; nothing
+ * else may depend on this folder.
  * May depend on recorder/src, recorder/attach, viewer/reader (the summary) and libc.
  */
 #include <errno.h>

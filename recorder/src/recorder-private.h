@@ -1,16 +1,26 @@
 /*
+ * recorder/src/ - libstallscope.so: the hooks, the per-thread rings, the writer
+ * and its rotating segment files, the CPU sampler, the stall watchdog and its
+ * captures, task dumps, and the preload shim's lanes (shim_lanes.c, behind
+ * shim-abi.h). Its API is recorder/include/stallscope/stallscope.h and it
+ * exports nothing else (tests/recorder/test_exports.sh).
+ * May depend on schema/ (the segment format and the one implementation of
+ * writing it), libc and zstd. May depend on it: recorder/preload/ (shim-abi.h
+ * and the public API only), recorder/attach/ and recorder/cli/ (its internals,
+ * linked statically into the `stallscope` CLI), the tests; nothing in viewer/.
+ *
  * recorder-private.h - what the recorder's files share and nobody else sees.
  *
  * The moving parts:
  *   hooks.c         the hot path: timestamp + append to the calling thread's ring
  *   thread_slots.c  the pool of per-thread rings and how threads attach/retire
  *   intern.c        strings and locations interned to small ids
+ *   log.c           logging and the last error (log.h)
+ *   thread_self.c   the calling thread's worker identity and stack bounds (thread_self.h)
  *   writer.c        the background thread that drains rings into blocks
  *   segment_file.c  segment files: create, append blocks, seal, rotate, evict, recover
  *   config_env.c    STALLSCOPE_* environment parsing
  *   metrics.c       counters and their Prometheus text
- *   log.c           logging and the last error (log.h)
- *   thread_self.c   the calling thread's worker identity and stack bounds (thread_self.h)
  *   session.c       start/stop/toggle: glues the above together
  */
 #ifndef STALLSCOPE_RECORDER_PRIVATE_H
