@@ -28,18 +28,10 @@
 #endif
 
 #include "segment_builder.h"
+#include "soft_check.h"
 #include "segment_reader.h"
 #include "segment_write.h"
 
-static int failures;
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) { \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++; \
-		} \
-	} while (0)
 
 #define T0 5000000000ull
 #define TAG "test"
@@ -90,7 +82,7 @@ static void build_sealed(struct sb *b, bool zstd)
 static void reframe_and_compare(const uint8_t *file, size_t len, const char *out_path, bool zstd)
 {
 	struct ss_file_header bh;
-	CHECK(len >= sizeof bh);
+	CHECK(len >= sizeof bh, "in %s", __func__);
 	memcpy(&bh, file, sizeof bh);
 	const char *exe = (const char *)file + sizeof bh;
 
@@ -103,14 +95,14 @@ static void reframe_and_compare(const uint8_t *file, size_t len, const char *out
 	memcpy(h.boot_id, bh.boot_id, sizeof h.boot_id);
 	memcpy(h.hostname, bh.hostname, sizeof h.hostname);
 	ss_file_header_finish(&h, exe, (uint32_t)strlen(hdr.exe));
-	CHECK(memcmp(&h, file, sizeof h) == 0);
+	CHECK(memcmp(&h, file, sizeof h) == 0, "in %s", __func__);
 
 	int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	CHECK(fd >= 0);
-	CHECK(ss_file_header_write(fd, &h, exe) == 0);
+	CHECK(fd >= 0, "in %s", __func__);
+	CHECK(ss_file_header_write(fd, &h, exe) == 0, "in %s", __func__);
 
 	struct ss_block_zstd z3;
-	CHECK(ss_block_zstd_init(&z3, 1 << 20, 3) == 0);
+	CHECK(ss_block_zstd_init(&z3, 1 << 20, 3) == 0, "in %s", __func__);
 	size_t off = h.header_size;
 	int blocks = 0, compressed = 0;
 	while (off + sizeof(struct ss_block_header) <= len) {
@@ -123,15 +115,15 @@ static void reframe_and_compare(const uint8_t *file, size_t len, const char *out
 			struct ss_footer f;
 			memcpy(&f, stored, sizeof f);
 			ss_footer_frame(&nb, &f);
-			CHECK(memcmp(&nb, &b, sizeof b) == 0);
-			CHECK(ss_block_write(fd, off, &nb, &f) == 0);
+			CHECK(memcmp(&nb, &b, sizeof b) == 0, "in %s", __func__);
+			CHECK(ss_block_write(fd, off, &nb, &f) == 0, "in %s", __func__);
 		} else {
 			const uint8_t *raw = stored;
 			uint8_t *dec = NULL;
 			if (b.flags & SS_BLOCK_F_ZSTD) {
 #ifdef STALLSCOPE_HAVE_ZSTD
 				dec = malloc(b.raw_len);
-				CHECK(dec && ZSTD_decompress(dec, b.raw_len, stored, b.payload_len) == b.raw_len);
+				CHECK(dec && ZSTD_decompress(dec, b.raw_len, stored, b.payload_len) == b.raw_len, "in %s", __func__);
 				raw = dec;
 				compressed++;
 #endif
@@ -141,18 +133,18 @@ static void reframe_and_compare(const uint8_t *file, size_t len, const char *out
 				.first_ts = b.first_ts, .last_ts = b.last_ts,
 			};
 			np = ss_block_frame(&nb, raw, b.raw_len, (b.flags & SS_BLOCK_F_ZSTD) ? &z3 : NULL);
-			CHECK(memcmp(&nb, &b, sizeof b) == 0);
-			CHECK(memcmp(np, stored, b.payload_len) == 0);
-			CHECK(ss_block_write(fd, off, &nb, np) == 0);
+			CHECK(memcmp(&nb, &b, sizeof b) == 0, "in %s", __func__);
+			CHECK(memcmp(np, stored, b.payload_len) == 0, "in %s", __func__);
+			CHECK(ss_block_write(fd, off, &nb, np) == 0, "in %s", __func__);
 			free(dec);
 		}
 		off += sizeof b + b.payload_len;
 		blocks++;
 	}
-	CHECK(off == len);
-	CHECK(blocks == 4);
+	CHECK(off == len, "in %s", __func__);
+	CHECK(blocks == 4, "in %s", __func__);
 #ifdef STALLSCOPE_HAVE_ZSTD
-	CHECK(compressed == (zstd ? 1 : 0));
+	CHECK(compressed == (zstd ? 1 : 0), "in %s", __func__);
 #else
 	(void)zstd;
 #endif
@@ -201,12 +193,12 @@ static void test_framing(const char *dir)
 		struct sb b;
 		build_sealed(&b, zstd);
 		reframe_and_compare(b.buf, b.len, path, zstd);
-		CHECK(same_file(path, b.buf, b.len));
+		CHECK(same_file(path, b.buf, b.len), "in %s", __func__);
 		sb_free(&b);
 	}
 	unlink(path);
 	/* The CRC the format names. */
-	CHECK(ss_crc32c(0, "123456789", 9) == 0xE3069283u);
+	CHECK(ss_crc32c(0, "123456789", 9) == 0xE3069283u, "in %s", __func__);
 }
 
 /* Compresses only what gets smaller; a block larger than the compressor was made
@@ -222,36 +214,36 @@ static void test_compress_when_it_pays(void)
 		noise[i] = (uint8_t)x;
 	}
 	struct ss_block_zstd z;
-	CHECK(ss_block_zstd_init(&z, sizeof rep, 1) == 0);
+	CHECK(ss_block_zstd_init(&z, sizeof rep, 1) == 0, "in %s", __func__);
 	struct ss_block_header b = {.kind = SS_BLOCK_EVENTS, .block_seq = 3};
 	const void *p = ss_block_frame(&b, noise, sizeof noise, &z);
-	CHECK(p == noise && b.flags == 0 && b.payload_len == sizeof noise && b.raw_len == sizeof noise);
-	CHECK(ss_block_header_check(&b) == NULL && b.payload_crc == ss_crc32c(0, noise, sizeof noise));
+	CHECK(p == noise && b.flags == 0 && b.payload_len == sizeof noise && b.raw_len == sizeof noise, "in %s", __func__);
+	CHECK(ss_block_header_check(&b) == NULL && b.payload_crc == ss_crc32c(0, noise, sizeof noise), "in %s", __func__);
 	b = (struct ss_block_header){.kind = SS_BLOCK_EVENTS, .block_seq = 4};
 	p = ss_block_frame(&b, rep, sizeof rep, &z);
 #ifdef STALLSCOPE_HAVE_ZSTD
-	CHECK(p == z.buf && b.flags == SS_BLOCK_F_ZSTD && b.payload_len < sizeof rep / 10);
+	CHECK(p == z.buf && b.flags == SS_BLOCK_F_ZSTD && b.payload_len < sizeof rep / 10, "in %s", __func__);
 	uint8_t back[sizeof rep];
-	CHECK(ZSTD_decompress(back, sizeof back, p, b.payload_len) == sizeof rep);
-	CHECK(memcmp(back, rep, sizeof rep) == 0);
+	CHECK(ZSTD_decompress(back, sizeof back, p, b.payload_len) == sizeof rep, "in %s", __func__);
+	CHECK(memcmp(back, rep, sizeof rep) == 0, "in %s", __func__);
 #endif
-	CHECK(b.raw_len == sizeof rep && ss_block_header_check(&b) == NULL);
-	CHECK(b.payload_crc == ss_crc32c(0, p, b.payload_len));
+	CHECK(b.raw_len == sizeof rep && ss_block_header_check(&b) == NULL, "in %s", __func__);
+	CHECK(b.payload_crc == ss_crc32c(0, p, b.payload_len), "in %s", __func__);
 	ss_block_zstd_free(&z);
 
 	/* Half noise: smaller compressed, but not small enough for the buffer. */
 	uint8_t half[sizeof rep];
 	memcpy(half, rep, sizeof half / 2);
 	memcpy(half + sizeof half / 2, noise, sizeof half / 2);
-	CHECK(ss_block_zstd_init(&z, 64, 1) == 0);
+	CHECK(ss_block_zstd_init(&z, 64, 1) == 0, "in %s", __func__);
 	b = (struct ss_block_header){.kind = SS_BLOCK_EVENTS};
 	p = ss_block_frame(&b, half, sizeof half, &z);
-	CHECK(p == half && b.flags == 0 && b.payload_len == sizeof half);
+	CHECK(p == half && b.flags == 0 && b.payload_len == sizeof half, "in %s", __func__);
 	ss_block_zstd_free(&z);
-	CHECK(ss_block_zstd_init(&z, sizeof half, 1) == 0);
+	CHECK(ss_block_zstd_init(&z, sizeof half, 1) == 0, "in %s", __func__);
 	p = ss_block_frame(&b, half, sizeof half, &z);
 #ifdef STALLSCOPE_HAVE_ZSTD
-	CHECK(p == z.buf && b.flags == SS_BLOCK_F_ZSTD && b.payload_len < sizeof half);
+	CHECK(p == z.buf && b.flags == SS_BLOCK_F_ZSTD && b.payload_len < sizeof half, "in %s", __func__);
 #endif
 	ss_block_zstd_free(&z);
 	ss_block_zstd_free(&z); /* twice is safe */
@@ -264,27 +256,27 @@ static void test_short_write(const char *dir)
 	char path[4096];
 	snprintf(path, sizeof path, "%s/short.bin", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	CHECK(fd >= 0);
+	CHECK(fd >= 0, "in %s", __func__);
 	uint8_t payload[200];
 	memset(payload, 0x5a, sizeof payload);
 	struct ss_block_header b = {.kind = SS_BLOCK_EVENTS};
 	ss_block_frame(&b, payload, sizeof payload, NULL);
 	struct rlimit old, lim;
-	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0, "in %s", __func__);
 	lim = old;
 	lim.rlim_cur = 100;
 	signal(SIGXFSZ, SIG_IGN);
-	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "in %s", __func__);
 	errno = 0;
 	int rc = ss_block_write(fd, 0, &b, payload);
 	int e = errno;
-	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
-	CHECK(rc == -1 && e == EFBIG);
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0, "in %s", __func__);
+	CHECK(rc == -1 && e == EFBIG, "in %s", __func__);
 	struct stat st;
-	CHECK(fstat(fd, &st) == 0 && st.st_size == 100);
+	CHECK(fstat(fd, &st) == 0 && st.st_size == 100, "in %s", __func__);
 	/* Without the limit the same call writes it whole. */
-	CHECK(ss_block_write(fd, 0, &b, payload) == 0);
-	CHECK(fstat(fd, &st) == 0 && (size_t)st.st_size == sizeof b + sizeof payload);
+	CHECK(ss_block_write(fd, 0, &b, payload) == 0, "in %s", __func__);
+	CHECK(fstat(fd, &st) == 0 && (size_t)st.st_size == sizeof b + sizeof payload, "in %s", __func__);
 	close(fd);
 	unlink(path);
 }
@@ -305,8 +297,8 @@ static int count_entries(const char *dir)
 static void write_file(const char *path, const void *p, size_t n, mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	CHECK(fd >= 0 && write(fd, p, n) == (ssize_t)n);
-	CHECK(fchmod(fd, mode) == 0);
+	CHECK(fd >= 0 && write(fd, p, n) == (ssize_t)n, "in %s", __func__);
+	CHECK(fchmod(fd, mode) == 0, "in %s", __func__);
 	close(fd);
 }
 
@@ -344,7 +336,7 @@ static void test_insert_block(const char *dir)
 	const char victim_text[] = "not yours";
 	write_file(victim, victim_text, sizeof victim_text, 0600);
 	snprintf(link, sizeof link, "%s.%s-%ld.0", path, TAG, (long)getpid());
-	CHECK(symlink(victim, link) == 0);
+	CHECK(symlink(victim, link) == 0, "in %s", __func__);
 
 	write_file(path, s.buf, s.len, 0640);
 	mode_t old_mask = umask(077);
@@ -353,34 +345,34 @@ static void test_insert_block(const char *dir)
 	umask(old_mask);
 	if (rc != 0)
 		fprintf(stderr, "insert: %s\n", why);
-	CHECK(rc == 0);
-	CHECK(same_file(path, e.buf, e.len));
+	CHECK(rc == 0, "in %s", __func__);
+	CHECK(same_file(path, e.buf, e.len), "in %s", __func__);
 	struct stat st;
-	CHECK(lstat(path, &st) == 0 && (st.st_mode & 07777) == 0640 && S_ISREG(st.st_mode));
-	CHECK(same_file(victim, (const uint8_t *)victim_text, sizeof victim_text));
-	CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
-	CHECK(count_entries(dir) == 3); /* segment, victim, link: no temporary left */
+	CHECK(lstat(path, &st) == 0 && (st.st_mode & 07777) == 0640 && S_ISREG(st.st_mode), "in %s", __func__);
+	CHECK(same_file(victim, (const uint8_t *)victim_text, sizeof victim_text), "in %s", __func__);
+	CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "in %s", __func__);
+	CHECK(count_entries(dir) == 3, "in %s", __func__); /* segment, victim, link: no temporary left */
 
 	/* The result is what a reader takes as sealed and whole. */
 	struct ss_reader *r;
 	char err[256];
-	CHECK(ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) == 0);
+	CHECK(ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) == 0, "in %s", __func__);
 	struct ss_block_info bi;
 	int blocks = 0;
 	while (ss_reader_next_block(r, &bi))
 		blocks++;
-	CHECK(blocks == 5 && ss_reader_stats(r)->sealed);
-	CHECK(ss_reader_damage(r)->kind == SS_DAMAGE_NONE);
+	CHECK(blocks == 5 && ss_reader_stats(r)->sealed, "in %s", __func__);
+	CHECK(ss_reader_damage(r)->kind == SS_DAMAGE_NONE, "in %s", __func__);
 	ss_reader_close(r);
 
 	/* Refusals leave the file as it was and nothing beside it. */
 	write_file(path, s.buf, s.len, 0640);
 	uint64_t first_block = sizeof(struct ss_file_header) + strlen(hdr.exe);
 	why[0] = 0;
-	CHECK(ss_segment_insert_block(path, first_block, payload, plen, TAG, why, sizeof why) == -1);
-	CHECK(strstr(why, "footer") != NULL);
-	CHECK(ss_segment_insert_block(path, s.len, payload, plen, TAG, why, sizeof why) == -1);
-	CHECK(strcmp(why, "cannot read the footer") == 0);
+	CHECK(ss_segment_insert_block(path, first_block, payload, plen, TAG, why, sizeof why) == -1, "in %s", __func__);
+	CHECK(strstr(why, "footer") != NULL, "in %s", __func__);
+	CHECK(ss_segment_insert_block(path, s.len, payload, plen, TAG, why, sizeof why) == -1, "in %s", __func__);
+	CHECK(strcmp(why, "cannot read the footer") == 0, "in %s", __func__);
 	/* A compressed footer (no writer makes one) cannot be re-sealed in place. */
 	uint8_t *bad = malloc(s.len);
 	memcpy(bad, s.buf, s.len);
@@ -390,21 +382,21 @@ static void test_insert_block(const char *dir)
 	fh.header_crc = ss_block_header_crc(&fh);
 	memcpy(bad + footer_off, &fh, sizeof fh);
 	write_file(path, bad, s.len, 0640);
-	CHECK(ss_segment_insert_block(path, footer_off, payload, plen, TAG, why, sizeof why) == -1);
-	CHECK(same_file(path, bad, s.len));
-	CHECK(count_entries(dir) == 3);
+	CHECK(ss_segment_insert_block(path, footer_off, payload, plen, TAG, why, sizeof why) == -1, "in %s", __func__);
+	CHECK(same_file(path, bad, s.len), "in %s", __func__);
+	CHECK(count_entries(dir) == 3, "in %s", __func__);
 	char missing[4200];
 	snprintf(missing, sizeof missing, "%s/no-such-dir/x.bin", dir);
-	CHECK(ss_segment_insert_block(missing, footer_off, payload, plen, TAG, why, sizeof why) == -1);
-	CHECK(strcmp(why, strerror(ENOENT)) == 0);
+	CHECK(ss_segment_insert_block(missing, footer_off, payload, plen, TAG, why, sizeof why) == -1, "in %s", __func__);
+	CHECK(strcmp(why, strerror(ENOENT)) == 0, "in %s", __func__);
 	/* A directory that takes no new file: the old one stays. */
 	write_file(path, s.buf, s.len, 0640);
 	if (geteuid() != 0) {
-		CHECK(chmod(dir, 0500) == 0);
-		CHECK(ss_segment_insert_block(path, footer_off, payload, plen, TAG, why, sizeof why) == -1);
-		CHECK(strncmp(why, "creating the new file: ", 23) == 0);
-		CHECK(chmod(dir, 0700) == 0);
-		CHECK(same_file(path, s.buf, s.len));
+		CHECK(chmod(dir, 0500) == 0, "in %s", __func__);
+		CHECK(ss_segment_insert_block(path, footer_off, payload, plen, TAG, why, sizeof why) == -1, "in %s", __func__);
+		CHECK(strncmp(why, "creating the new file: ", 23) == 0, "in %s", __func__);
+		CHECK(chmod(dir, 0700) == 0, "in %s", __func__);
+		CHECK(same_file(path, s.buf, s.len), "in %s", __func__);
 	}
 
 	free(bad);
