@@ -11,7 +11,7 @@
 #              `record` (the recorder's recovery): the same sealed file.
 # Not a test of the suite (it needs a second build); run it by hand, e.g. with
 # the build of main and a bench recording:
-#   tests/cli/compare_builds.sh ../main/build/viewer/cli/stallscope \
+#   tests/tools/compare_builds.sh ../main/build/viewer/cli/stallscope \
 #       build/viewer/cli/stallscope /tmp/bench-recording
 set -eu
 old=$1 new=$2
