@@ -1,4 +1,19 @@
 /*
+ * schema/ - what both halves of stallscope compile: the formats between them.
+ *
+ *   FORMAT.md, segment_format.h   the segment format: prose and exact form (this file)
+ *   format.c                      CRC32C and the header checks every reader makes
+ *   segment_write.h               writing segments, the only code that frames a block:
+ *     segment_frame.c               file header, blocks (CRC, zstd), footer, writes
+ *     segment_rewrite.c             the crash-safe rewrite of a sealed segment
+ *   stallscope.sql                the SQLite schema, every table and column documented
+ *   summary_levels.h              the summary ladder the importer and timeline share
+ *
+ * The C files build the static library ss_format (meson.build), linked into
+ * libstallscope.so with hidden visibility (it exports only stallscope_*), the
+ * viewer's reader and the CLI. May depend on libc and zstd only; anything of
+ * ours may depend on it.
+ *
  * segment_format.h - the on-disk layout of a stallscope segment, compiled by the
  * writer (recorder/) and every reader (viewer/, the CLI). FORMAT.md beside this file
  * is the prose specification; this header is its exact form. Change both together
@@ -214,18 +229,21 @@ enum ss_loss_reason {
 
 /* ---- helpers shared by writer and readers (schema/format.c) ----------------- */
 
-uint32_t ss_crc32c(uint32_t crc, const void *data, size_t len);
+/* Hidden: these are linked into libstallscope.so, which exports stallscope_* only. */
+#define SS_FORMAT_API __attribute__((visibility("hidden")))
+
+SS_FORMAT_API uint32_t ss_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* CRC of a file header plus its executable path, with header_crc taken as 0. */
-uint32_t ss_file_header_crc(const struct ss_file_header *h, const char *exe);
+SS_FORMAT_API uint32_t ss_file_header_crc(const struct ss_file_header *h, const char *exe);
 /* CRC of a block header with header_crc taken as 0. */
-uint32_t ss_block_header_crc(const struct ss_block_header *b);
+SS_FORMAT_API uint32_t ss_block_header_crc(const struct ss_block_header *b);
 
 /* Validates a file header read from untrusted data. Returns NULL when it is good,
  * else a static message saying what is wrong. exe may be NULL to skip its CRC. */
-const char *ss_file_header_check(const struct ss_file_header *h, const char *exe);
+SS_FORMAT_API const char *ss_file_header_check(const struct ss_file_header *h, const char *exe);
 /* Validates a block header (magic, header CRC, sane lengths). NULL when good. */
-const char *ss_block_header_check(const struct ss_block_header *b);
+SS_FORMAT_API const char *ss_block_header_check(const struct ss_block_header *b);
 
 /* Varints: put returns bytes written (at most 10); get returns bytes read, or 0 when
  * the input ends or the varint is longer than 10 bytes. */

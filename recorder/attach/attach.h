@@ -14,7 +14,10 @@
  * thread's first moments (threads are found by scanning /proc/PID/task every
  * 10 ms).
  *
- * May depend on recorder/src (it drives the recorder's internals) and libc.
+ * recorder/attach/ is attach.h and attach.c, built as the static library
+ * stallscope_attach. May depend on recorder/src (it drives the recorder's
+ * internals), schema/ and libc; only recorder/cli/ (record -p, static programs)
+ * depends on it.
  */
 #ifndef STALLSCOPE_ATTACH_H
 #define STALLSCOPE_ATTACH_H

@@ -12,6 +12,11 @@
  * sealed here afterwards; CMD's exit status is passed through, and a run that
  * recorded nothing says why and exits non-zero.
  *
+ * recorder/cli/ is this command, built as the static library stallscope_record
+ * (meson.build): record.c (options, starting or attaching, signals, exit),
+ * record_program.c and record_summary.c (record-private.h), and record.h, the one
+ * header the `stallscope` command table (viewer/cli/main.c) includes; nothing
+ * else may depend on this folder.
  * May depend on recorder/src, recorder/attach, viewer/reader (the summary) and libc.
  */
 #include <errno.h>
@@ -27,8 +32,8 @@
 #include <unistd.h>
 
 #include "attach.h"
-#include "commands.h"
 #include "record-private.h"
+#include "record.h"
 #include "recorder-private.h"
 #include "shim-abi.h"
 
@@ -201,7 +206,7 @@ static int parse_args(int argc, char **argv, struct run *r, int *cmd_index)
 			size_t ll = strlen(opts[k].l);
 			if ((opts[k].s && !strcmp(a, opts[k].s)) || !strcmp(a, opts[k].l)) {
 				if (i + 1 >= argc)
-					return fail(SS_EXIT_USAGE, "%s needs a value", a), -1;
+					return fail(SS_RECORD_EXIT_USAGE, "%s needs a value", a), -1;
 				val = argv[++i];
 				break;
 			}
@@ -211,11 +216,11 @@ static int parse_args(int argc, char **argv, struct run *r, int *cmd_index)
 			}
 		}
 		if (k == NOPTS)
-			return fail(SS_EXIT_USAGE, "unknown option '%s'; see 'stallscope record --help'",
+			return fail(SS_RECORD_EXIT_USAGE, "unknown option '%s'; see 'stallscope record --help'",
 				    a), -1;
 		if (k == OPT_DURATION) {
 			if (parse_duration(val, &r->duration) != 0)
-				return fail(SS_EXIT_USAGE, "--duration %s: not a number of seconds "
+				return fail(SS_RECORD_EXIT_USAGE, "--duration %s: not a number of seconds "
 					    "above 0", val), -1;
 		} else if (k == OPT_HOOKS) {
 			if (!strcmp(val, "auto"))
@@ -225,13 +230,13 @@ static int parse_args(int argc, char **argv, struct run *r, int *cmd_index)
 			else if (!strcmp(val, "none"))
 				r->hooks = HOOKS_NONE;
 			else
-				return fail(SS_EXIT_USAGE, "--hooks %s: use auto, preload or none",
+				return fail(SS_RECORD_EXIT_USAGE, "--hooks %s: use auto, preload or none",
 					    val), -1;
 		} else if (k == OPT_PID) {
 			char *end;
 			long p = strtol(val, &end, 10);
 			if (*end || end == val || p <= 0 || p > 0x7fffffff)
-				return fail(SS_EXIT_USAGE, "-p %s: not a process id", val), -1;
+				return fail(SS_RECORD_EXIT_USAGE, "-p %s: not a process id", val), -1;
 			r->pid = (pid_t)p;
 		} else {
 			if (!strcmp(opts[k].l, "--unwind")) {
@@ -242,7 +247,7 @@ static int parse_args(int argc, char **argv, struct run *r, int *cmd_index)
 				else if (!strcmp(val, "auto"))
 					r->unwind = SS_UNWIND_REQ_AUTO;
 				else
-					return fail(SS_EXIT_USAGE, "--unwind %s: use fp, dwarf or auto",
+					return fail(SS_RECORD_EXIT_USAGE, "--unwind %s: use fp, dwarf or auto",
 						    val), -1;
 			}
 			setenv(opts[k].var, val, 1);
@@ -302,7 +307,7 @@ static int run_attach(struct run *r, pid_t pid, int reap, int *child_status, con
 	struct ss_attach_result res;
 	char err[512];
 	if (ss_attach_run(&ac, &res, err, sizeof err) != 0)
-		return fail(SS_EXIT_USAGE, "nothing was recorded: %s", err);
+		return fail(SS_RECORD_EXIT_USAGE, "nothing was recorded: %s", err);
 	if (!reap)
 		fprintf(stderr, "stallscope record: %s process %d; it keeps running as it was\n",
 			res.target_ended ? "followed until the end of" : "detached from", (int)pid);
@@ -315,9 +320,9 @@ static int run_attach(struct run *r, pid_t pid, int reap, int *child_status, con
 		fprintf(stderr, "stallscope record: %u thread%s could not be followed (see the "
 			"sampler line)\n", res.threads_refused, res.threads_refused == 1 ? "" : "s");
 	if (!res.threads)
-		return fail(SS_EXIT_USAGE, "nothing was recorded from process %d: none of its "
+		return fail(SS_RECORD_EXIT_USAGE, "nothing was recorded from process %d: none of its "
 			    "threads could be followed", (int)pid);
-	return SS_EXIT_OK;
+	return SS_RECORD_EXIT_OK;
 }
 
 /* ---- -- CMD ----------------------------------------------------------------------- */
@@ -331,7 +336,7 @@ static int exit_code(int status, const char *cmd)
 			WTERMSIG(status), strsignal(WTERMSIG(status)));
 		return 128 + WTERMSIG(status);
 	}
-	return SS_EXIT_USAGE;
+	return SS_RECORD_EXIT_USAGE;
 }
 
 /* Waits for CMD, ending it when --duration is over: SIGINT as Ctrl-C would, and
@@ -396,12 +401,12 @@ static int run_command(struct run *r, char **argv)
 	int outside = 0;
 	const char *what = pi.interp[0] ? pi.interp : pi.path;
 	if (pi.setuid && h != HOOKS_NONE)
-		return fail(SS_EXIT_USAGE, "%s is set-user-ID or set-group-ID: the loader ignores "
+		return fail(SS_RECORD_EXIT_USAGE, "%s is set-user-ID or set-group-ID: the loader ignores "
 			    "LD_PRELOAD for it (secure execution). Run it as its owner, or with "
 			    "--hooks none if it records itself", what);
 	if (pi.kind == SS_PROG_STATIC) {
 		if (h == HOOKS_PRELOAD)
-			return fail(SS_EXIT_USAGE, "%s is statically linked: the loader cannot preload "
+			return fail(SS_RECORD_EXIT_USAGE, "%s is statically linked: the loader cannot preload "
 				    "the shim into it. Use --hooks auto to record it from outside (CPU "
 				    "samples, switches and mappings; no parks or loop iterations)",
 				    what);
@@ -420,12 +425,12 @@ static int run_command(struct run *r, char **argv)
 	if (h == HOOKS_PRELOAD && !outside) {
 		char tried[8192];
 		if (ss_preload_find(shim, sizeof shim, tried, sizeof tried) != 0)
-			return fail(SS_EXIT_USAGE, "cannot find libstallscope_preload.so (tried %s); "
+			return fail(SS_RECORD_EXIT_USAGE, "cannot find libstallscope_preload.so (tried %s); "
 				    "is stallscope installed completely?", tried);
 		const char *old = getenv("LD_PRELOAD");
 		char *v = malloc(strlen(shim) + (old ? strlen(old) : 0) + 2);
 		if (!v)
-			return fail(SS_EXIT_USAGE, "out of memory");
+			return fail(SS_RECORD_EXIT_USAGE, "out of memory");
 		sprintf(v, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
 		setenv("LD_PRELOAD", v, 1);
 		free(v);
@@ -439,7 +444,7 @@ static int run_command(struct run *r, char **argv)
 
 	pid_t pid = fork();
 	if (pid < 0)
-		return fail(SS_EXIT_USAGE, "cannot start %s: %s", argv[0], strerror(errno));
+		return fail(SS_RECORD_EXIT_USAGE, "cannot start %s: %s", argv[0], strerror(errno));
 	if (pid == 0)
 		exec_child(&pi, argv, outside);
 	child_pid = pid;
@@ -483,7 +488,7 @@ static int run_command(struct run *r, char **argv)
 		else
 			fprintf(stderr, "stallscope record: nothing was recorded: the recorder did not "
 				"start in %s (its messages above say why)\n", argv[0]);
-		return code ? code : SS_EXIT_USAGE;
+		return code ? code : SS_RECORD_EXIT_USAGE;
 	}
 	print_summary(r, &s, mode);
 	return code;
@@ -496,15 +501,15 @@ int cmd_record(int argc, char **argv)
 	int ci = 0;
 	int pr = parse_args(argc, argv, &r, &ci);
 	if (pr == -2)
-		return SS_EXIT_OK;
+		return SS_RECORD_EXIT_OK;
 	if (pr != 0)
-		return SS_EXIT_USAGE;
+		return SS_RECORD_EXIT_USAGE;
 	if (r.pid && ci < argc)
-		return fail(SS_EXIT_USAGE, "give either -p PID or a command, not both");
+		return fail(SS_RECORD_EXIT_USAGE, "give either -p PID or a command, not both");
 	if (!r.pid && ci >= argc)
-		return fail(SS_EXIT_USAGE, "no command given; see 'stallscope record --help'");
+		return fail(SS_RECORD_EXIT_USAGE, "no command given; see 'stallscope record --help'");
 	if (r.pid && (r.follow || r.hooks != HOOKS_AUTO))
-		return fail(SS_EXIT_USAGE, "--hooks and --follow-children need a command: a "
+		return fail(SS_RECORD_EXIT_USAGE, "--hooks and --follow-children need a command: a "
 			    "running process is recorded from outside");
 	if (!r.dir || !*r.dir) {
 		r.dir = "stallscope-trace";
@@ -518,14 +523,14 @@ int cmd_record(int argc, char **argv)
 	char err[512] = "";
 	if (ss_config_from_env(&r.cfg, err, sizeof err) < 0) {
 		const char *o = option_of(err);
-		return fail(SS_EXIT_USAGE, "%s%s%s%s; nothing was run", err, o ? " (from " : "",
+		return fail(SS_RECORD_EXIT_USAGE, "%s%s%s%s; nothing was run", err, o ? " (from " : "",
 			    o ? o : "", o ? ")" : "");
 	}
 	if (mkdir_p(r.dir) != 0)
-		return fail(SS_EXIT_USAGE, "cannot create output directory %s: %s", r.dir,
+		return fail(SS_RECORD_EXIT_USAGE, "cannot create output directory %s: %s", r.dir,
 			    strerror(errno));
 	if (access(r.dir, W_OK | X_OK) != 0)
-		return fail(SS_EXIT_USAGE, "output directory %s is not writable: %s", r.dir,
+		return fail(SS_RECORD_EXIT_USAGE, "output directory %s is not writable: %s", r.dir,
 			    strerror(errno));
 
 	struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};

@@ -6,9 +6,13 @@
  * functions below make every thread a lane from its first instruction. The
  * waits are in wrap_waits.c.
  *
+ * recorder/preload/ holds the shim: preload.c (threads, fork, exec, _exit),
+ * wrap_waits.c (the waits), preload.h (what they share) and preload.map (symbol
+ * versions; the shim exports only what it wraps, tests/recorder/test_exports.sh).
  * This folder may depend on recorder/src/shim-abi.h and libc; it links
  * libstallscope.so (found beside it: RUNPATH $ORIGIN), so a program that links
- * libstallscope itself shares the same recorder.
+ * libstallscope itself shares the same recorder. Nothing links the shim: `stallscope
+ * record` (recorder/cli/record_program.c) finds it by path for LD_PRELOAD.
  *
  * Wrapped here:
  *   pthread_create   the new thread starts in a trampoline that makes it a lane

@@ -1,10 +1,22 @@
 /*
+ * recorder/src/ - libstallscope.so: the hooks, the per-thread rings, the writer
+ * and its rotating segment files, the CPU sampler, the stall watchdog and its
+ * captures, task dumps, and the preload shim's lanes (shim_lanes.c, behind
+ * shim-abi.h). Its API is recorder/include/stallscope/stallscope.h and it
+ * exports nothing else (tests/recorder/test_exports.sh).
+ * May depend on schema/ (the segment format and the one implementation of
+ * writing it), libc and zstd. May depend on it: recorder/preload/ (shim-abi.h
+ * and the public API only), recorder/attach/ and recorder/cli/ (its internals,
+ * linked statically into the `stallscope` CLI), the tests; nothing in viewer/.
+ *
  * recorder-private.h - what the recorder's files share and nobody else sees.
  *
  * The moving parts:
  *   hooks.c         the hot path: timestamp + append to the calling thread's ring
  *   thread_slots.c  the pool of per-thread rings and how threads attach/retire
  *   intern.c        strings and locations interned to small ids
+ *   log.c           logging and the last error (log.h)
+ *   thread_self.c   the calling thread's worker identity and stack bounds (thread_self.h)
  *   writer.c        the background thread that drains rings into blocks
  *   segment_file.c  segment files: create, append blocks, seal, rotate, evict, recover
  *   config_env.c    STALLSCOPE_* environment parsing
@@ -18,8 +30,10 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "log.h"
 #include "segment_format.h"
 #include "stallscope/stallscope.h"
+#include "thread_self.h"
 
 #define SS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -137,24 +151,15 @@ SS_INTERNAL int ss_pool_take_no_slot_loss(uint64_t *count, uint64_t *first, uint
 extern SS_INTERNAL _Atomic uint32_t ss_state;
 extern SS_INTERNAL __thread struct ss_slot *ss_tls_slot __attribute__((tls_model("initial-exec")));
 extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("initial-exec")));
-/* The worker identity of the thread, kept across sessions so a thread that became
- * a worker before recording started is still drawn as one. */
-extern SS_INTERNAL __thread uint32_t ss_tls_worker_runtime __attribute__((tls_model("initial-exec")));
-extern SS_INTERNAL __thread uint32_t ss_tls_worker_index __attribute__((tls_model("initial-exec")));
-/* The thread's stack bounds, found by a control call (pthread_getattr_np), for the
- * sampler's timer fallback: its frame walk never reads outside them. */
-extern SS_INTERNAL __thread uint64_t ss_tls_stack_lo __attribute__((tls_model("initial-exec")));
-extern SS_INTERNAL __thread uint64_t ss_tls_stack_hi __attribute__((tls_model("initial-exec")));
 
 SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
 			 uint32_t b, uint64_t c);
 
 /* ---- session helpers (session.c) ------------------------------------------------ */
 
-/* Control calls: learn the calling thread's stack bounds once; make it a worker
- * lane with an interned runtime name (what stallscope_worker_begin does, without
- * claiming the thread for the application: the preload shim uses it). */
-SS_INTERNAL void ss_learn_stack_bounds(void);
+/* Control call: make the calling thread a worker lane with an interned runtime
+ * name (what stallscope_worker_begin does, without claiming the thread for the
+ * application: the preload shim uses it). */
 SS_INTERNAL void ss_worker_begin_id(uint32_t runtime_id, uint32_t index);
 
 /* ---- the preload shim's per-thread state (shim_lanes.c) ------------------------ */
@@ -253,13 +258,6 @@ static inline void ss_stats_move_end(void)
 }
 
 SS_INTERNAL void ss_metrics_write_file(const char *path);
-
-/* ---- errors (session.c) -------------------------------------------------------- */
-
-/* Records a control-call error for stallscope_last_error() and logs it to stderr. */
-SS_INTERNAL void ss_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Logs a recorder condition to stderr with the "stallscope:" prefix. */
-SS_INTERNAL void ss_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- the recorded process (target.c) ------------------------------------------- */
 

@@ -18,7 +18,7 @@
  *     drops to 0) and recreated for the next segment.
  */
 #include "recorder-private.h"
-#include "segment_format.h"
+#include "segment_write.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -194,25 +193,6 @@ static void evict(struct ss_segments *sg)
 	update_usage(sg);
 }
 
-static int write_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = pwrite(fd, c, n, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = EIO;
-			return -1;
-		}
-		c += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 static int read_exact(int fd, void *p, size_t n, uint64_t off)
 {
 	char *c = p;
@@ -294,16 +274,11 @@ static uint64_t recover_orphan(struct ss_segments *sg, uint64_t seq)
 	free(payload);
 	int ok = 1;
 	if (!has_footer) {
+		/* Every block read so far was an event block: next_block == f.blocks. */
 		f.end_ts = f.last_event_ts > f.start_ts ? f.last_event_ts : f.start_ts;
-		struct ss_block_header b = {
-			.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_FOOTER,
-			.payload_len = sizeof f, .raw_len = sizeof f, .block_seq = next_block,
-			.first_ts = f.first_event_ts, .last_ts = f.last_event_ts,
-		};
-		b.payload_crc = ss_crc32c(0, &f, sizeof f);
-		b.header_crc = ss_block_header_crc(&b);
-		ok = ftruncate(fd, (off_t)off) == 0 && write_all(fd, &b, sizeof b, off) == 0 &&
-		     write_all(fd, &f, sizeof f, off + sizeof b) == 0;
+		struct ss_block_header b;
+		ss_footer_frame(&b, &f);
+		ok = ftruncate(fd, (off_t)off) == 0 && ss_block_write(fd, off, &b, &f) == 0;
 		off += sizeof b + sizeof f;
 	}
 	close(fd);
@@ -428,12 +403,9 @@ SS_INTERNAL int ss_segments_begin(struct ss_segments *sg, uint64_t start_ts)
 		return -1;
 
 	struct ss_file_header h = {
-		.version = SS_FORMAT_VERSION, .endian = SS_ENDIAN_MARK,
-		.header_size = (uint32_t)sizeof h + sg->exe_len, .exe_len = sg->exe_len,
 		.session_id = sg->session_id, .segment_seq = seq, .pid = ss_target_header_pid(),
 		.start_ts = start_ts,
 	};
-	memcpy(h.magic, SS_FILE_MAGIC, 8);
 	struct timespec m, r;
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	clock_gettime(CLOCK_REALTIME, &r);
@@ -441,9 +413,9 @@ SS_INTERNAL int ss_segments_begin(struct ss_segments *sg, uint64_t start_ts)
 	h.anchor_real_ns = (uint64_t)r.tv_sec * 1000000000u + (uint64_t)r.tv_nsec;
 	memcpy(h.boot_id, sg->boot_id, sizeof h.boot_id);
 	memcpy(h.hostname, sg->hostname, sizeof h.hostname);
-	h.header_crc = ss_file_header_crc(&h, sg->exe);
+	ss_file_header_finish(&h, sg->exe, sg->exe_len);
 
-	if (write_all(fd, &h, sizeof h, 0) != 0 || write_all(fd, sg->exe, sg->exe_len, sizeof h) != 0) {
+	if (ss_file_header_write(fd, &h, sg->exe) != 0) {
 		int e = errno;
 		close(fd);
 		unlink(sg->active_path);
@@ -470,23 +442,8 @@ SS_INTERNAL int ss_segments_append(struct ss_segments *sg, const struct ss_block
 		errno = EBADF;
 		return -1;
 	}
-	struct iovec iov[2] = {{(void *)bh, sizeof *bh}, {(void *)payload, bh->payload_len}};
 	size_t want = sizeof *bh + bh->payload_len;
-	ssize_t w = pwritev(sg->fd, iov, 2, (off_t)sg->active_bytes);
-	if (w >= 0 && (size_t)w < want) {
-		/* A short write (a file-size limit, a full disk): finish it, or learn the
-		 * real reason it cannot be finished (EFBIG, ENOSPC) for the log. */
-		size_t done = (size_t)w, pdone = done > sizeof *bh ? done - sizeof *bh : 0;
-		int rc = 0;
-		if (done < sizeof *bh)
-			rc = write_all(sg->fd, (const char *)bh + done, sizeof *bh - done,
-				       sg->active_bytes + done);
-		if (rc == 0)
-			rc = write_all(sg->fd, (const char *)payload + pdone, bh->payload_len - pdone,
-				       sg->active_bytes + sizeof *bh + pdone);
-		w = rc == 0 ? (ssize_t)want : -1;
-	}
-	if (w == (ssize_t)want) {
+	if (ss_block_write(sg->fd, sg->active_bytes, bh, payload) == 0) {
 		sg->active_bytes += want;
 		atomic_fetch_add(&ss_counters.bytes_written, want);
 		update_usage(sg);
@@ -516,13 +473,8 @@ SS_INTERNAL int ss_segments_seal(struct ss_segments *sg, const struct ss_footer 
 {
 	if (sg->fd < 0)
 		return 0;
-	struct ss_block_header b = {
-		.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_FOOTER, .payload_len = sizeof *f,
-		.raw_len = sizeof *f, .block_seq = f->blocks,
-		.first_ts = f->first_event_ts, .last_ts = f->last_event_ts,
-	};
-	b.payload_crc = ss_crc32c(0, f, sizeof *f);
-	b.header_crc = ss_block_header_crc(&b);
+	struct ss_block_header b;
+	ss_footer_frame(&b, f);
 	int rc = ss_segments_append(sg, &b, f);
 	int e = errno;
 	/* A sealed segment is what people copy off the machine: make it durable once. */

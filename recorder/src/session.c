@@ -10,35 +10,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-
-SS_INTERNAL __thread uint32_t ss_tls_worker_runtime __attribute__((tls_model("initial-exec")));
-SS_INTERNAL __thread uint32_t ss_tls_worker_index __attribute__((tls_model("initial-exec")));
-SS_INTERNAL __thread uint64_t ss_tls_stack_lo __attribute__((tls_model("initial-exec")));
-SS_INTERNAL __thread uint64_t ss_tls_stack_hi __attribute__((tls_model("initial-exec")));
-
-/* Once per thread, from a control call: pthread_getattr_np may read /proc and
- * allocate (for the main thread), which a hook must never do. */
-SS_INTERNAL void ss_learn_stack_bounds(void)
-{
-	if (ss_tls_stack_hi)
-		return;
-	pthread_attr_t a;
-	void *addr;
-	size_t size;
-	if (pthread_getattr_np(pthread_self(), &a) != 0)
-		return;
-	if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-		ss_tls_stack_lo = (uint64_t)(uintptr_t)addr;
-		ss_tls_stack_hi = (uint64_t)(uintptr_t)addr + size;
-	}
-	pthread_attr_destroy(&a);
-}
 
 static pthread_mutex_t session_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t session_counter;
@@ -47,40 +23,6 @@ static int enabled_flag = 1;     /* the toggle, kept across sessions */
 static struct stallscope_config active_cfg;
 static char *cfg_strings[3];
 static int atexit_done, atfork_done;
-
-static pthread_mutex_t error_mu = PTHREAD_MUTEX_INITIALIZER;
-static char error_buf[2][512];
-static _Atomic int error_index = -1;
-
-SS_INTERNAL void ss_log(const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "stallscope: %s\n", msg);
-}
-
-SS_INTERNAL void ss_set_error(const char *fmt, ...)
-{
-	/* Two buffers, so a reader of the previous message is not torn by a new one. */
-	pthread_mutex_lock(&error_mu);
-	int next = atomic_load(&error_index) == 0 ? 1 : 0;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(error_buf[next], sizeof error_buf[next], fmt, ap);
-	va_end(ap);
-	atomic_store(&error_index, next);
-	pthread_mutex_unlock(&error_mu);
-	fprintf(stderr, "stallscope: %s\n", error_buf[next]);
-}
-
-STALLSCOPE_API const char *stallscope_last_error(void)
-{
-	int i = atomic_load(&error_index);
-	return i < 0 ? "" : error_buf[i];
-}
 
 STALLSCOPE_API void stallscope_config_init(struct stallscope_config *cfg)
 {

@@ -13,15 +13,11 @@
 
 #include "recorder-private.h"
 #include "sampler.h"
-#include "segment_format.h"
+#include "segment_write.h"
 #include "stall.h"
 
 #include <pthread.h>
 #include <string.h>
-
-#ifdef STALLSCOPE_HAVE_ZSTD
-#include <zstd.h>
-#endif
 
 #define TICK_NS 10000000ull
 #define RETRY_NS 1000000000ull
@@ -45,11 +41,7 @@ struct writer {
 	uint64_t block_first_ts, block_last_ts, block_opened_ns;
 	uint32_t cur_thread;   /* THREAD context in the block, 0 = none yet */
 	uint64_t cur_ts;
-	uint8_t *zbuf;
-	size_t zcap;
-#ifdef STALLSCOPE_HAVE_ZSTD
-	ZSTD_CCtx *zctx;
-#endif
+	struct ss_block_zstd z; /* compresses blocks when cfg.compress (else empty) */
 
 	/* active segment */
 	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */

@@ -338,14 +338,10 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	wr.raw = malloc(wr.raw_cap);
 	wr.metrics_file = cfg->metrics_file ? strdup(cfg->metrics_file) : NULL;
 	wr.cfg.metrics_file = wr.metrics_file;
-#ifdef STALLSCOPE_HAVE_ZSTD
-	if (cfg->compress) {
-		wr.zcap = ZSTD_compressBound(wr.raw_cap * 4);
-		wr.zbuf = malloc(wr.zcap);
-		wr.zctx = ZSTD_createCCtx();
-	}
-#endif
-	if (!wr.raw || (cfg->compress && !wr.zbuf && wr.zcap)) {
+	/* Room for the raw buffer grown fourfold; a block that outgrows even that is
+	 * stored uncompressed. */
+	int zrc = cfg->compress ? ss_block_zstd_init(&wr.z, wr.raw_cap * 4, 1) : 0;
+	if (!wr.raw || zrc != 0) {
 		snprintf(err, errlen, "out of memory for the writer's buffers");
 		goto fail;
 	}
@@ -390,11 +386,8 @@ fail:
 		ss_segments_close(wr.sg);
 	}
 	free(wr.raw);
-	free(wr.zbuf);
+	ss_block_zstd_free(&wr.z);
 	free(wr.metrics_file);
-#ifdef STALLSCOPE_HAVE_ZSTD
-	ZSTD_freeCCtx(wr.zctx);
-#endif
 	memset(&wr, 0, sizeof wr);
 	return -1;
 }
@@ -417,11 +410,8 @@ SS_INTERNAL int ss_writer_stop(void)
 	atomic_store(&ss_counters.writer_healthy, 0u);
 	ss_segments_close(wr.sg);
 	free(wr.raw);
-	free(wr.zbuf);
+	ss_block_zstd_free(&wr.z);
 	free(wr.metrics_file);
-#ifdef STALLSCOPE_HAVE_ZSTD
-	ZSTD_freeCCtx(wr.zctx);
-#endif
 	pthread_mutex_destroy(&wr.mu);
 	pthread_cond_destroy(&wr.cv);
 	memset(&wr, 0, sizeof wr);

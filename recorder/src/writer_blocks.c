@@ -113,24 +113,10 @@ SS_INTERNAL void flush_block(void)
 	if (!wr.raw_len)
 		return;
 	struct ss_block_header b = {
-		.magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_EVENTS, .raw_len = (uint32_t)wr.raw_len,
-		.record_count = wr.block_events, .block_seq = wr.foot.blocks,
+		.kind = SS_BLOCK_EVENTS, .record_count = wr.block_events, .block_seq = wr.foot.blocks,
 		.first_ts = wr.block_first_ts, .last_ts = wr.block_last_ts,
 	};
-	const void *payload = wr.raw;
-	b.payload_len = (uint32_t)wr.raw_len;
-#ifdef STALLSCOPE_HAVE_ZSTD
-	if (wr.cfg.compress && wr.zctx) {
-		size_t z = ZSTD_compressCCtx(wr.zctx, wr.zbuf, wr.zcap, wr.raw, wr.raw_len, 1);
-		if (!ZSTD_isError(z) && z < wr.raw_len) {
-			payload = wr.zbuf;
-			b.payload_len = (uint32_t)z;
-			b.flags = SS_BLOCK_F_ZSTD;
-		}
-	}
-#endif
-	b.payload_crc = ss_crc32c(0, payload, b.payload_len);
-	b.header_crc = ss_block_header_crc(&b);
+	const void *payload = ss_block_frame(&b, wr.raw, wr.raw_len, &wr.z);
 
 	if (wr.seg_seq1 && ss_segments_append(wr.sg, &b, payload) == 0) {
 		wr.foot.blocks++;

@@ -5,23 +5,21 @@
  * when the boot id matches), so that the segments import with names on another
  * machine. See FORMAT.md "Symbol records".
  *
- * A segment is rewritten crash-safely: its intact blocks, the new SYMBOL block
- * and a re-sealed footer go to a temporary file in the same directory, which is
+ * A segment is rewritten crash-safely by schema/'s ss_segment_insert_block: its
+ * intact blocks, the new SYMBOL block and a re-sealed footer go to a temporary
+ * file in the same directory (PATH.symbolize-PID.K, the segment's mode), which is
  * synced and renamed over the original; an interrupted run leaves either the old
  * or the new file, never a mix. Segments that are unsealed, damaged or already
  * symbolized are left alone.
  */
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "hmap.h"
 #include "segment_reader.h"
+#include "segment_write.h"
 #include "symbolize.h"
 #include "symtab.h"
 
@@ -163,109 +161,6 @@ static void emit_cb(void *ctx, uint64_t pc, uint64_t kernel, uint64_t mapi)
 			abort();
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Rewrites path: [0, footer_off) + symbol block + footer (block_seq, blocks + 1). */
-static int rewrite(const char *path, uint64_t footer_off, const uint8_t *payload, size_t plen, char *why,
-		   size_t wl)
-{
-	int in = open(path, O_RDONLY | O_CLOEXEC);
-	if (in < 0) {
-		snprintf(why, wl, "%s", strerror(errno));
-		return -1;
-	}
-	struct ss_block_header fh;
-	struct ss_footer ft;
-	if (pread(in, &fh, sizeof fh, (off_t)footer_off) != (ssize_t)sizeof fh ||
-	    pread(in, &ft, sizeof ft, (off_t)(footer_off + sizeof fh)) != (ssize_t)sizeof ft) {
-		close(in);
-		snprintf(why, wl, "cannot read the footer");
-		return -1;
-	}
-	struct stat st;
-	if (fstat(in, &st) != 0) {
-		close(in);
-		snprintf(why, wl, "%s", strerror(errno));
-		return -1;
-	}
-	/* A fresh name opened as the writer opens segments (O_EXCL | O_NOFOLLOW:
-	 * never through a planted link), with the segment's own mode (0640). */
-	char tmp[4200];
-	int out = -1;
-	for (unsigned k = 0; k < 100 && out < 0; k++) {
-		snprintf(tmp, sizeof tmp, "%s.symbolize-%ld.%u", path, (long)getpid(), k);
-		out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0666);
-		if (out < 0 && errno != EEXIST)
-			break;
-	}
-	if (out < 0 || fchmod(out, st.st_mode & 07777) != 0) {
-		snprintf(why, wl, "creating the new file: %s", strerror(errno));
-		if (out >= 0) {
-			close(out);
-			unlink(tmp);
-		}
-		close(in);
-		return -1;
-	}
-	int rc = 0;
-	uint8_t buf[1 << 16];
-	for (uint64_t off = 0; off < footer_off && rc == 0;) {
-		size_t n = footer_off - off < sizeof buf ? (size_t)(footer_off - off) : sizeof buf;
-		ssize_t got = pread(in, buf, n, (off_t)off);
-		if (got <= 0 || write_all(out, buf, (size_t)got) != 0)
-			rc = -1;
-		off += got > 0 ? (uint64_t)got : 0;
-	}
-	struct ss_block_header sh = { .magic = SS_BLOCK_MAGIC, .kind = SS_BLOCK_EVENTS, .flags = 0,
-				      .payload_len = (uint32_t)plen, .raw_len = (uint32_t)plen,
-				      .record_count = 0, .block_seq = fh.block_seq };
-	sh.payload_crc = ss_crc32c(0, payload, plen);
-	sh.header_crc = ss_block_header_crc(&sh);
-	ft.blocks++;
-	fh.block_seq++;
-	fh.payload_crc = ss_crc32c(0, &ft, sizeof ft);
-	fh.header_crc = ss_block_header_crc(&fh);
-	if (rc == 0)
-		rc = write_all(out, &sh, sizeof sh) || write_all(out, payload, plen) || write_all(out, &fh, sizeof fh) ||
-		     write_all(out, &ft, sizeof ft) ? -1 : 0;
-	if (rc == 0 && fsync(out) != 0)
-		rc = -1;
-	close(out);
-	close(in);
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -1;
-	if (rc != 0) {
-		snprintf(why, wl, "writing the new file: %s", strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	/* The rename itself is durable once the directory is synced. */
-	char dir[4200];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*slash = 0;
-	int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-}
-
 static int symbolize_file(const char *path, struct ss_symbolizer *sym, bool quiet)
 {
 	struct seg_scan s = { 0 };
@@ -291,7 +186,8 @@ static int symbolize_file(const char *path, struct ss_symbolizer *sym, bool quie
 			if (!quiet)
 				printf("%s: %llu addresses, none resolvable here; unchanged\n", path,
 				       (unsigned long long)e.addrs);
-		} else if (rewrite(path, s.footer_off, e.buf, e.len, why, sizeof why) != 0) {
+		} else if (ss_segment_insert_block(path, s.footer_off, e.buf, e.len, "symbolize", why,
+						   sizeof why) != 0) {
 			fprintf(stderr, "stallscope symbolize: %s: %s\n", path, why);
 			rc = 2;
 		} else if (!quiet) {

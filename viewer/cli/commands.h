@@ -33,8 +33,6 @@ void cmd_symbolize_help(FILE *out);
 int cmd_report(int argc, char **argv);
 void cmd_report_help(FILE *out);
 
-/* recorder/cli/record.c */
-int cmd_record(int argc, char **argv);
-void cmd_record_help(FILE *out);
+/* `stallscope record` lives on the recorder side: recorder/cli/record.h. */
 
 #endif /* STALLSCOPE_COMMANDS_H */

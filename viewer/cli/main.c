@@ -7,7 +7,11 @@
 #include <string.h>
 
 #include "commands.h"
+#include "record.h"
 #include "segment_format.h"
+
+_Static_assert((int)SS_RECORD_EXIT_OK == (int)SS_EXIT_OK &&
+	       (int)SS_RECORD_EXIT_USAGE == (int)SS_EXIT_USAGE, "record's exit codes are the CLI's");
 
 #ifndef STALLSCOPE_VERSION
 #define STALLSCOPE_VERSION "unknown"
