@@ -9,6 +9,7 @@
  */
 #include "recorder-private.h"
 #include "sampler.h"
+#include "unwind.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
 	};
 	size_t need = 0;
-	char line[512];
+	char line[1024];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
 		int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name,
 				 m[i].help, m[i].name, m[i].type, m[i].name,
@@ -79,6 +80,39 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 			     ss_sampler_mode_name(modes[i]), modes[i] == cur);
 		append(buf, len, &need, line, n);
 	}
+	/* How user stacks are taken, and how that went (unwind.h). */
+	enum ss_unwind_mode um = ss_unwind_mode();
+	static const enum ss_unwind_mode umodes[] = {SS_UNWIND_FP, SS_UNWIND_DWARF, SS_UNWIND_AUTO};
+	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_mode How user stacks are taken: "
+		     "fp (frame-pointer chains), dwarf (CFI on stack copies) or auto (frame-pointer "
+		     "chains where whole, else CFI); 1 for the mode in use (fp when no session).\n"
+		     "# TYPE stallscope_unwind_mode gauge\n");
+	append(buf, len, &need, line, n);
+	for (size_t i = 0; i < sizeof umodes / sizeof umodes[0]; i++) {
+		n = snprintf(line, sizeof line, "stallscope_unwind_mode{mode=\"%s\"} %d\n",
+			     ss_unwind_mode_name(umodes[i]), umodes[i] == um);
+		append(buf, len, &need, line, n);
+	}
+	struct ss_unwind_stats us;
+	ss_unwind_get_stats(&us);
+	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_stacks_total User stacks taken from "
+		     "stack copies: kept as whole frame-pointer chains (fp) or unwound by CFI (cfi).\n"
+		     "# TYPE stallscope_unwind_stacks_total counter\n"
+		     "stallscope_unwind_stacks_total{method=\"fp\"} %llu\n"
+		     "stallscope_unwind_stacks_total{method=\"cfi\"} %llu\n",
+		     (unsigned long long)us.fp, (unsigned long long)us.cfi);
+	append(buf, len, &need, line, n);
+	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_truncated_total Stacks unwound by "
+		     "CFI that end early, marked truncated, by why: the stack copy ended, no CFI or a "
+		     "register unknown, a frame outside code, more frames than kept.\n"
+		     "# TYPE stallscope_unwind_truncated_total counter\n"
+		     "stallscope_unwind_truncated_total{reason=\"stack_copy\"} %llu\n"
+		     "stallscope_unwind_truncated_total{reason=\"cfi\"} %llu\n"
+		     "stallscope_unwind_truncated_total{reason=\"invalid_frame\"} %llu\n"
+		     "stallscope_unwind_truncated_total{reason=\"depth\"} %llu\n",
+		     (unsigned long long)us.trunc_copy, (unsigned long long)us.trunc_cfi,
+		     (unsigned long long)us.trunc_invalid, (unsigned long long)us.trunc_depth);
+	append(buf, len, &need, line, n);
 	if (buf && len)
 		buf[need < len ? need : len - 1] = 0;
 	return need;

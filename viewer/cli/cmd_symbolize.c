@@ -158,7 +158,7 @@ static void emit_cb(void *ctx, uint64_t pc, uint64_t kernel, uint64_t mapi)
 	e->named++;
 	for (size_t i = 0; i < res.n && i < SS_SYM_MAX_INLINE; i++)
 		if (ss_symtab_put(&e->buf, &e->len, &e->cap, pc, i, (uint64_t)(res.f[i].line > 0 ? res.f[i].line : 0),
-				  res.f[i].function, res.f[i].file) != 0)
+				  res.f[i].function, res.f[i].file, res.f[i].mangled) != 0)
 			abort();
 }
 

@@ -47,7 +47,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_MAPPING] = "INSERT INTO mappings(id, recording_id, path, build_id, start, \"end\","
 		" \"offset\") VALUES(?,?,?,?,?,?,?)",
 	[ST_INS_FRAME] = "INSERT INTO frames(id, mapping_id, rel_pc, function, file, line,"
-		" inline_depth, symbol_note) VALUES(?,?,?,?,?,?,?,?)",
+		" inline_depth, symbol_note, mangled) VALUES(?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CALLSITE] = "INSERT INTO callsites(id, parent_id, frame_id, depth) VALUES(?,?,?,?)",
 	[ST_INS_STALL] = "INSERT INTO stalls(id, worker_id, task_id, ts, kind, thread_id, location_id,"
 		" detected_ts) VALUES(?,?,?,?,?,?,?,?)",
@@ -155,6 +155,11 @@ int ss_db_open(struct ss_db *d, const char *path)
 	if (rc != 0)
 		return -1;
 	if (d->fresh && ss_db_exec(d, "INSERT INTO schema_info(version) VALUES(1)") != 0)
+		return -1;
+	/* Columns added to the schema after a database was made: CREATE TABLE IF NOT
+	 * EXISTS leaves an old table as it was. */
+	if (!d->fresh && query_int(d, "SELECT count(*) FROM pragma_table_info('frames') WHERE name = 'mangled'") == 0 &&
+	    ss_db_exec(d, "ALTER TABLE frames ADD COLUMN mangled TEXT") != 0)
 		return -1;
 	for (int k = 0; k < ID_COUNT; k++) {
 		char sql[128];

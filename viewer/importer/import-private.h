@@ -173,7 +173,7 @@ int imp_sampler_loss(struct imp *im, const struct ss_record *r);
 
 /* stalls.c */
 int imp_stall_record(struct imp *im, const struct ss_record *r);
-int64_t imp_stack_callsite(struct imp *im, const uint64_t *pcs, size_t n, size_t nkernel);
+int64_t imp_stack_callsite(struct imp *im, const uint64_t *pcs, size_t n, size_t nkernel, bool truncated);
 
 /* helpers */
 static inline const char *imp_str(struct imp *im, uint64_t id, size_t *len)

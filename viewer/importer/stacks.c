@@ -188,10 +188,40 @@ static int frames_of(struct imp *im, bool kernel, uint64_t pc, int64_t *first, i
 		ss_bind_z(s, 6, res->f[i].line);
 		ss_bind_i(s, 7, (int64_t)i);
 		ss_bind_st(s, 8, res->note[0] ? res->note : NULL);
+		ss_bind_st(s, 9, res->f[i].mangled[0] ? res->f[i].mangled : NULL);
 		if (ss_db_step(&im->db, ST_INS_FRAME) != 0)
 			return imp_fail(im);
 	}
 	return ss_hmap_put(&im->frames, (uint64_t)mid, rel, (uint64_t)*first | (uint64_t)*count << 56);
+}
+
+/* The root of a stack the recorder's unwinder could not follow to its end
+ * (STACK flag truncated): one frame in the '[unknown]' mapping at rel_pc -1,
+ * which no address can have. */
+static int truncated_frame(struct imp *im, int64_t *frame)
+{
+	int64_t mid = special_mapping(im, &im->rec->unknown_mapping, "[unknown]");
+	if (mid < 0)
+		return -1;
+	uint64_t v;
+	if (ss_hmap_get(&im->frames, (uint64_t)mid, UINT64_MAX, &v)) {
+		*frame = (int64_t)(v & ((1ull << 56) - 1));
+		return 0;
+	}
+	*frame = ss_db_new_id(&im->db, ID_FRAME);
+	struct ss_row *s = ss_row(&im->db, ST_INS_FRAME);
+	ss_bind_i(s, 1, *frame);
+	ss_bind_i(s, 2, mid);
+	ss_bind_i(s, 3, -1);
+	ss_bind_st(s, 4, "[truncated]");
+	ss_bind_null(s, 5);
+	ss_bind_null(s, 6);
+	ss_bind_i(s, 7, 0);
+	ss_bind_st(s, 8, "the recorder's unwinder could not get past the next frame");
+	ss_bind_null(s, 9);
+	if (ss_db_step(&im->db, ST_INS_FRAME) != 0)
+		return imp_fail(im);
+	return ss_hmap_put(&im->frames, (uint64_t)mid, UINT64_MAX, (uint64_t)*frame | 1ull << 56);
 }
 
 static int64_t callsite(struct imp *im, int64_t parent, int64_t frame, int64_t depth)
@@ -212,10 +242,16 @@ static int64_t callsite(struct imp *im, int64_t parent, int64_t frame, int64_t d
 	return id;
 }
 
-/* The leaf callsite of a leaf-first address list (0 for an empty stack). */
-int64_t imp_stack_callsite(struct imp *im, const uint64_t *pcs, size_t n, size_t nkernel)
+/* The leaf callsite of a leaf-first address list (0 for an empty stack), below a
+ * '[truncated]' root when the stack ends early. */
+int64_t imp_stack_callsite(struct imp *im, const uint64_t *pcs, size_t n, size_t nkernel, bool truncated)
 {
 	int64_t parent = 0, depth = 0;
+	if (truncated && n) {
+		int64_t marker;
+		if (truncated_frame(im, &marker) != 0 || (parent = callsite(im, 0, marker, depth++)) < 0)
+			return -1;
+	}
 	for (size_t k = n; k-- > 0;) {
 		/* Every frame but the leaf is a return address: the call is before it. */
 		uint64_t pc = k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;
@@ -237,7 +273,7 @@ static int stack(struct imp *im, const struct ss_record *r)
 	uint64_t pcs[SS_MAX_STACK_FRAMES];
 	size_t n = ss_stack_frames(r, pcs, SS_MAX_STACK_FRAMES);
 	size_t nk = r->u.stack.nkernel < n ? (size_t)r->u.stack.nkernel : n;
-	int64_t leaf = imp_stack_callsite(im, pcs, n, nk);
+	int64_t leaf = imp_stack_callsite(im, pcs, n, nk, r->u.stack.flags & SS_STACK_F_TRUNCATED);
 	if (leaf < 0)
 		return -1;
 	return ss_hmap_put(&im->seg_stacks, r->u.stack.id, 0, (uint64_t)leaf);

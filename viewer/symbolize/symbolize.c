@@ -4,10 +4,18 @@
  * happens once per file); addresses are translated from the process to the ELF
  * file's virtual addresses through the PT_LOAD segment that maps the recorded
  * file offset, which is right for PIE, non-PIE and shared objects alike.
+ *
+ * Files are found by our own callbacks, not libdw's standard ones: those ask a
+ * debuginfod server by themselves when DEBUGINFOD_URLS is set, with no time
+ * limit of ours. Here the local places come first (the recorded path, the debug
+ * directories by build id, .gnu_debuglink next to the file), and debuginfod is
+ * asked last, once per build id, under a time limit (see symbolize.h).
  */
 #include "symbolize.h"
+#include "demangle.h"
 
 #include <dwarf.h>
+#include <errno.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
@@ -16,7 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+#include <elfutils/debuginfod.h>
+#endif
 
 struct sym_map {
 	char *path;            /* with the build id, what the cache is keyed on */
@@ -26,7 +39,7 @@ struct sym_map {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	int64_t load_adjust;  /* ELF vaddr = addr - start + pgoff + load_adjust */
-	char note[SS_SYM_TEXT];
+	char note[SS_SYM_TEXT + 128];
 };
 
 struct ksym {
@@ -34,16 +47,33 @@ struct ksym {
 	char *name;
 };
 
+/* A build id asked of debuginfod, and what came back. */
+struct dc_answer {
+	char hex[129];
+	bool executable;
+	char *path;               /* the cached file, NULL when none */
+	char note[96];            /* why not */
+};
+
 struct ss_symbolizer {
 	char **dirs;
 	size_t n_dirs;
-	char *debuginfo_path;     /* for libdwfl's debuglink / build-id search */
+	char *debuginfo_path;     /* for libdwfl's build-id search */
 	Dwfl_Callbacks cb;
 	struct sym_map *maps;
 	size_t n_maps, cap_maps;
 	struct ksym *ksyms;
 	size_t n_ksyms;
 	bool ksyms_loaded;
+	/* debuginfod */
+	bool dc_on;               /* DEBUGINFOD_URLS set and libdebuginfod built in */
+	void *dc;                 /* debuginfod_client *, made on first use */
+	uint64_t dc_deadline, dc_spent;
+	struct dc_answer *dc_asked;
+	size_t n_asked, cap_asked;
+	unsigned dc_fetched, dc_missing, dc_failed;
+	char dc_stopped[96];      /* why asking stopped, "" while it goes on */
+	char dc_summary[256];
 };
 
 void ss_sym_hex(const uint8_t *id, size_t len, char *out)
@@ -68,6 +98,196 @@ bool ss_sym_boot_id_matches(const char *boot_id)
 	return ok && boot_id && boot_id[0] && strcmp(buf, boot_id) == 0;
 }
 
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
+
+void ss_sym_readable(struct ss_sym_frame *f)
+{
+	char buf[SS_SYM_NAME];
+	if (f->mangled[0] || !ss_demangle(f->function, buf, sizeof buf))
+		return;
+	snprintf(f->mangled, sizeof f->mangled, "%s", f->function);
+	snprintf(f->function, sizeof f->function, "%s", buf);
+}
+
+/* ---- debuginfod ----------------------------------------------------------------- */
+
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+/* Called by libdebuginfod while it waits (about once a second at least):
+ * nonzero ends the request. */
+static int dc_progress(debuginfod_client *c, long a, long b)
+{
+	(void)a, (void)b;
+	struct ss_symbolizer *s = debuginfod_get_user_data(c);
+	return mono_ns() >= s->dc_deadline;
+}
+#endif
+
+/* A file for build id (the binary itself, or its debug info) from debuginfod:
+ * its path in libdebuginfod's cache (owned by s), or NULL with *why. */
+static const char *dc_fetch(struct ss_symbolizer *s, const uint8_t *id, size_t len, bool executable,
+			    const char **why)
+{
+	*why = "";
+	if (!s->dc_on || !len || len > 64)
+		return NULL;
+	char hex[129];
+	ss_sym_hex(id, len, hex);
+	for (size_t i = 0; i < s->n_asked; i++)
+		if (s->dc_asked[i].executable == executable && strcmp(s->dc_asked[i].hex, hex) == 0) {
+			*why = s->dc_asked[i].note;
+			return s->dc_asked[i].path;
+		}
+	if (s->n_asked == s->cap_asked) {
+		size_t nc = s->cap_asked ? 2 * s->cap_asked : 16;
+		struct dc_answer *na = realloc(s->dc_asked, nc * sizeof *na);
+		if (!na)
+			return NULL;
+		s->dc_asked = na;
+		s->cap_asked = nc;
+	}
+	struct dc_answer *a = &s->dc_asked[s->n_asked++];
+	memset(a, 0, sizeof *a);
+	snprintf(a->hex, sizeof a->hex, "%s", hex);
+	a->executable = executable;
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+	if (s->dc_stopped[0]) {
+		snprintf(a->note, sizeof a->note, "%s", s->dc_stopped);
+		*why = a->note;
+		return NULL;
+	}
+	if (!s->dc) {
+		s->dc = debuginfod_begin();
+		if (!s->dc) {
+			snprintf(s->dc_stopped, sizeof s->dc_stopped, "debuginfod: client not available");
+			snprintf(a->note, sizeof a->note, "%s", s->dc_stopped);
+			*why = a->note;
+			return NULL;
+		}
+		debuginfod_set_user_data(s->dc, s);
+		debuginfod_set_progressfn(s->dc, dc_progress);
+	}
+	uint64_t t0 = mono_ns(), left = (uint64_t)SS_SYM_DEBUGINFOD_BUDGET_S * 1000000000u - s->dc_spent;
+	uint64_t limit = (uint64_t)SS_SYM_DEBUGINFOD_REQUEST_S * 1000000000u;
+	s->dc_deadline = t0 + (limit < left ? limit : left);
+	char *path = NULL;
+	int fd = executable ? debuginfod_find_executable(s->dc, id, (int)len, &path)
+			    : debuginfod_find_debuginfo(s->dc, id, (int)len, &path);
+	uint64_t t1 = mono_ns();
+	s->dc_spent += t1 - t0;
+	if (fd >= 0) {
+		close(fd);
+		a->path = path;
+		s->dc_fetched++;
+		return a->path;
+	}
+	free(path);
+	if (t1 >= s->dc_deadline) {
+		s->dc_failed++;
+		snprintf(a->note, sizeof a->note, "debuginfod: no answer within %.0f s",
+			 (double)(s->dc_deadline - t0) / 1e9);
+		if (s->dc_spent >= (uint64_t)SS_SYM_DEBUGINFOD_BUDGET_S * 1000000000u)
+			snprintf(s->dc_stopped, sizeof s->dc_stopped,
+				 "debuginfod: not asked, its %d s budget is spent", SS_SYM_DEBUGINFOD_BUDGET_S);
+	} else if (fd == -ENOENT) {
+		s->dc_missing++;
+		snprintf(a->note, sizeof a->note, "debuginfod: not on the servers");
+	} else {
+		s->dc_failed++;
+		snprintf(a->note, sizeof a->note, "debuginfod: %s", strerror(-fd));
+	}
+	*why = a->note;
+	return NULL;
+#else
+	snprintf(a->note, sizeof a->note, "debuginfod: not built in");
+	*why = a->note;
+	return NULL;
+#endif
+}
+
+const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s)
+{
+	struct ss_symbolizer *m = (struct ss_symbolizer *)s;
+	if (!s->n_asked) {
+		m->dc_summary[0] = 0;
+		return m->dc_summary;
+	}
+	snprintf(m->dc_summary, sizeof m->dc_summary,
+		 "debuginfod: %u files fetched, %u build ids not on the servers, %u requests failed "
+		 "(%.1f s)%s%s", s->dc_fetched, s->dc_missing, s->dc_failed, (double)s->dc_spent / 1e9,
+		 s->dc_stopped[0] ? "; " : "", s->dc_stopped);
+	return m->dc_summary;
+}
+
+/* ---- finding files -------------------------------------------------------------- */
+
+static int refuse_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			   char **file_name, Elf **elfp)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)elfp;
+	return -1; /* every module is reported with its file (dwfl_report_elf) */
+}
+
+static bool build_id_matches_raw(const char *path, const uint8_t *id, size_t len);
+
+/* Separate debug info of a module whose file has none: by build id in the debug
+ * directories, by .gnu_debuglink beside the file and in them, then debuginfod. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					      debuglink_crc, debuginfo_file_name);
+	if (fd >= 0)
+		return fd;
+	struct ss_symbolizer *s = userdata ? *userdata : NULL;
+	const unsigned char *id = NULL;
+	GElf_Addr vaddr;
+	int idlen = dwfl_module_build_id(mod, &id, &vaddr);
+	if (debuglink_file && file_name && s) {
+		char dir[4096], cand[8192];
+		snprintf(dir, sizeof dir, "%s", file_name);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else
+			snprintf(dir, sizeof dir, ".");
+		for (size_t k = 0; k < s->n_dirs + 2; k++) {
+			if (k == 0)
+				snprintf(cand, sizeof cand, "%s/%s", dir, debuglink_file);
+			else if (k == 1)
+				snprintf(cand, sizeof cand, "%s/.debug/%s", dir, debuglink_file);
+			else if (s->dirs[k - 2])
+				snprintf(cand, sizeof cand, "%s%s/%s", s->dirs[k - 2], dir, debuglink_file);
+			else
+				continue;
+			/* The link names a file; only the one built with this binary counts. */
+			if (strcmp(cand, file_name) == 0 || access(cand, R_OK) != 0 ||
+			    (idlen > 0 && !build_id_matches_raw(cand, id, (size_t)idlen)))
+				continue;
+			fd = open(cand, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				*debuginfo_file_name = strdup(cand);
+				return fd;
+			}
+		}
+	}
+	const char *why;
+	const char *path = s && idlen > 0 ? dc_fetch(s, id, (size_t)idlen, false, &why) : NULL;
+	if (path && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		*debuginfo_file_name = strdup(path);
+		return fd;
+	}
+	errno = 0;
+	return -1;
+}
+
 struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
 {
 	elf_version(EV_CURRENT);
@@ -90,8 +310,14 @@ struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
 			strcat(s->debuginfo_path, s->dirs[i] ? s->dirs[i] : "");
 		}
 	}
-	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_elf = refuse_find_elf;
+	s->cb.find_debuginfo = find_debuginfo;
+	const char *urls = getenv("DEBUGINFOD_URLS");
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+	s->dc_on = urls && *urls;
+#else
+	(void)urls;
+#endif
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	return s;
@@ -114,6 +340,13 @@ void ss_sym_free(struct ss_symbolizer *s)
 		free(s->ksyms[i].name);
 	free(s->ksyms);
 	free(s->debuginfo_path);
+	for (size_t i = 0; i < s->n_asked; i++)
+		free(s->dc_asked[i].path);
+	free(s->dc_asked);
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+	if (s->dc)
+		debuginfod_end(s->dc);
+#endif
 	free(s);
 }
 
@@ -138,11 +371,16 @@ static size_t file_build_id(const char *path, uint8_t *out, size_t max)
 	return n;
 }
 
-static bool build_id_matches(const char *path, const struct ss_sym_mapping *m)
+static bool build_id_matches_raw(const char *path, const uint8_t *want, size_t len)
 {
 	uint8_t id[64];
 	size_t n = file_build_id(path, id, sizeof id);
-	return n && n == m->build_id_len && memcmp(id, m->build_id, n) == 0;
+	return n && n == len && memcmp(id, want, n) == 0;
+}
+
+static bool build_id_matches(const char *path, const struct ss_sym_mapping *m)
+{
+	return build_id_matches_raw(path, m->build_id, m->build_id_len);
 }
 
 /* A file that holds the mapping's code or its debug info, by build id, from the
@@ -238,9 +476,20 @@ static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_map
 	} else if (find_by_build_id(s, m, found, sizeof found)) {
 		use = found;
 	} else {
-		snprintf(sm->note, sizeof sm->note, exists ? "build-id mismatch: %.200s" : "file not found: %.200s",
-			 m->path ? m->path : "?");
-		return sm;
+		/* Last, the debuginfod servers: the binary, else its debug info (which
+		 * holds the symbols and the same addresses). */
+		const char *why = "", *why2 = "";
+		use = dc_fetch(s, m->build_id, m->build_id_len, true, &why);
+		if (!use)
+			use = dc_fetch(s, m->build_id, m->build_id_len, false, &why2);
+		if (use && !build_id_matches(use, m))
+			use = NULL, why2 = "debuginfod: the file it sent has another build id";
+		if (!use) {
+			snprintf(sm->note, sizeof sm->note, "%s: %.160s%s%.80s",
+				 exists ? "build-id mismatch" : "file not found", m->path ? m->path : "?",
+				 why2[0] ? "; " : why[0] ? "; " : "", why2[0] ? why2 : why);
+			return sm;
+		}
 	}
 	sm->dwfl = dwfl_begin(&s->cb);
 	if (!sm->dwfl) {
@@ -254,13 +503,35 @@ static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_map
 		snprintf(sm->note, sizeof sm->note, "libdw: %.120s: %.100s", use, dwfl_errmsg(-1));
 		return sm;
 	}
+	/* The find_debuginfo callback gets this back as its userdata. */
+	void **ud = NULL;
+	dwfl_module_info(sm->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (ud)
+		*ud = s;
 	sm->load_adjust = load_adjust(sm->mod, m->pgoff);
 	return sm;
 }
 
-static void copy(char *dst, const char *src)
+static void copy_n(char *dst, size_t n, const char *src)
 {
-	snprintf(dst, SS_SYM_TEXT, "%s", src ? src : "");
+	snprintf(dst, n, "%.*s", (int)(n - 1), src ? src : "");
+}
+#define copy(dst, src) copy_n((dst), sizeof(dst), (src))
+
+/* A function's name: its linkage (mangled) name demangled when it has one, so
+ * C++ methods and Rust paths come out whole, else the DWARF name. */
+static void die_name(Dwarf_Die *d, struct ss_sym_frame *f)
+{
+	Dwarf_Attribute a;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(d, DW_AT_linkage_name, &a));
+	if (!link)
+		link = dwarf_formstring(dwarf_attr_integrate(d, DW_AT_MIPS_linkage_name, &a));
+	if (link && ss_demangle(link, f->function, sizeof f->function)) {
+		copy(f->mangled, link);
+		return;
+	}
+	copy(f->function, dwarf_diename(d));
+	ss_sym_readable(f);
 }
 
 static bool is_function_scope(Dwarf_Die *d)
@@ -317,7 +588,7 @@ static bool from_dwarf(Dwfl_Module *mod, GElf_Addr vaddr, struct ss_sym_result *
 	for (int j = 0; j < k; j++) {
 		/* out->f[0] is the outermost: reverse the order. */
 		struct ss_sym_frame *f = &out->f[k - 1 - j];
-		copy(f->function, dwarf_diename(&fns[j]));
+		die_name(&fns[j], f);
 		if (j == 0) {
 			Dwfl_Line *line = dwfl_module_getsrc(mod, vaddr);
 			int ln = 0;
@@ -359,6 +630,7 @@ void ss_sym_user(struct ss_symbolizer *s, int64_t key, const struct ss_sym_mappi
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(sm->mod, vaddr, &off, &sym, NULL, NULL, NULL);
 	copy(out->f[0].function, name);
+	ss_sym_readable(&out->f[0]);
 	if (!out->note[0])
 		copy(out->note, name ? "no debug info" : "no symbol");
 }
