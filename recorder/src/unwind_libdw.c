@@ -35,6 +35,7 @@ static struct {
 	uint64_t *out;
 	uint32_t n, max;
 	uint64_t last_sp;
+	uint64_t last_lookup;     /* where the last frame's CFI is looked up */
 	enum ss_dw_end end;
 	int read_past_copy;
 	struct { uint64_t pc; int8_t v; } fp_cache[FP_CACHE];
@@ -189,7 +190,36 @@ static int frame_cb(Dwfl_Frame *f, void *arg)
 	}
 	W.out[W.n++] = pc;
 	W.last_sp = have_sp ? sp : 0;
+	W.last_lookup = W.n == 1 ? pc : pc - 1; /* (an activation pc was made +1 above) */
 	return DWARF_CB_OK;
+}
+
+/* The CFI row of pc (caller frees), NULL when there is none. */
+static Dwarf_Frame *cfi_row(uint64_t pc)
+{
+	Dwfl_Module *m = W.dwfl ? dwfl_addrmodule(W.dwfl, pc) : NULL;
+	Dwarf_Addr bias = 0;
+	Dwarf_CFI *cfi = m ? dwfl_module_eh_cfi(m, &bias) : NULL;
+	if (!cfi && m)
+		cfi = dwfl_module_dwarf_cfi(m, &bias);
+	Dwarf_Frame *frame = NULL;
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame) != 0)
+		return NULL;
+	return frame;
+}
+
+/* Whether the CFI at pc says the return address is undefined: the outermost
+ * frame (_start, clone), where a stack properly ends. */
+static int ra_undefined(uint64_t pc)
+{
+	Dwarf_Frame *frame = cfi_row(pc);
+	if (!frame)
+		return 0;
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 1;
+	int r = dwarf_frame_register(frame, SS_UREG_PC, mem, &ops, &nops) == 0 && nops == 0 && ops == mem;
+	free(frame);
+	return r;
 }
 
 uint32_t ss_dw_unwind(const struct ss_ustack *us, uint64_t *out, uint32_t max,
@@ -203,7 +233,10 @@ uint32_t ss_dw_unwind(const struct ss_ustack *us, uint64_t *out, uint32_t max,
 	W.end = SS_DW_WHOLE;
 	W.read_past_copy = 0;
 	int rc = W.dwfl ? dwfl_getthread_frames(W.dwfl, W.pid, frame_cb, NULL) : -1;
-	if (rc == -1)
+	/* libdw also ends "normally" when it cannot read the return address (it
+	 * takes that for undefined): only a last frame whose CFI says so is the
+	 * outermost one. */
+	if (rc == -1 || (rc == 0 && (W.read_past_copy || !W.n || !ra_undefined(W.last_lookup))))
 		W.end = W.read_past_copy ? SS_DW_COPY : SS_DW_CFI;
 	if (W.n == 0) {
 		/* Not even the first frame: keep the pc, the stack ends there. */
@@ -223,13 +256,8 @@ int ss_dw_pc_uses_fp(uint64_t pc)
 	if (W.fp_cache[h].pc == pc && pc)
 		return W.fp_cache[h].v;
 	int v = 0;
-	Dwfl_Module *m = W.dwfl ? dwfl_addrmodule(W.dwfl, pc) : NULL;
-	Dwarf_Addr bias = 0;
-	Dwarf_CFI *cfi = m ? dwfl_module_eh_cfi(m, &bias) : NULL;
-	if (!cfi && m)
-		cfi = dwfl_module_dwarf_cfi(m, &bias);
-	Dwarf_Frame *frame = NULL;
-	if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, &frame) == 0) {
+	Dwarf_Frame *frame = cfi_row(pc);
+	if (frame) {
 		Dwarf_Op *ops = NULL;
 		size_t nops = 0;
 		/* CFA = rbp + 16: the frame record is at rbp. libdw gives a register +

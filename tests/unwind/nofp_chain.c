@@ -13,7 +13,8 @@
  *                                     clock_nanosleep under chain_1 -> ... -> stall_sleep
  *
  * The thread's start function is worker_main; the test reads names back from the
- * imported database.
+ * imported database. chain_3 has a 3 KB frame, so a small stack copy cannot
+ * reach past it.
  */
 #include <stallscope/stallscope.h>
 
@@ -38,7 +39,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-NOIPA uint64_t spin_leaf(uint64_t x)
+static NOIPA uint64_t spin_leaf(uint64_t x)
 {
 	uint64_t h = x | 1;
 	for (int i = 0; i < 200000; i++) {
@@ -49,7 +50,7 @@ NOIPA uint64_t spin_leaf(uint64_t x)
 	return h;
 }
 
-NOIPA uint64_t stall_spin(uint64_t x)
+static NOIPA uint64_t stall_spin(uint64_t x)
 {
 	uint64_t end = now_ns() + 150000000ull, h = x;
 	while (now_ns() < end)
@@ -57,7 +58,7 @@ NOIPA uint64_t stall_spin(uint64_t x)
 	return h;
 }
 
-NOIPA uint64_t stall_sleep(uint64_t x)
+static NOIPA uint64_t stall_sleep(uint64_t x)
 {
 	struct timespec ts = { 0, 150000000L };
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
@@ -65,19 +66,29 @@ NOIPA uint64_t stall_sleep(uint64_t x)
 	return x + 1;
 }
 
-NOIPA uint64_t chain_6(uint64_t x)
+static NOIPA uint64_t chain_6(uint64_t x)
 {
 	uint64_t r = mode == 0 ? spin_leaf(x) : mode == 1 ? stall_spin(x) : stall_sleep(x);
 	sink ^= r;
 	return r * 3 + 1;
 }
-NOIPA uint64_t chain_5(uint64_t x) { uint64_t r = chain_6(x ^ 5); sink ^= r; return r * 3 + 5; }
-NOIPA uint64_t chain_4(uint64_t x) { uint64_t r = chain_5(x ^ 4); sink ^= r; return r * 3 + 4; }
-NOIPA uint64_t chain_3(uint64_t x) { uint64_t r = chain_4(x ^ 3); sink ^= r; return r * 3 + 3; }
-NOIPA uint64_t chain_2(uint64_t x) { uint64_t r = chain_3(x ^ 2); sink ^= r; return r * 3 + 2; }
-NOIPA uint64_t chain_1(uint64_t x) { uint64_t r = chain_2(x ^ 1); sink ^= r; return r * 3 + 1; }
+static NOIPA uint64_t chain_5(uint64_t x) { uint64_t r = chain_6(x ^ 5); sink ^= r; return r * 3 + 5; }
+static NOIPA uint64_t chain_4(uint64_t x) { uint64_t r = chain_5(x ^ 4); sink ^= r; return r * 3 + 4; }
+/* A frame of 3 KB: a stack copy of 1 KiB (STALLSCOPE_STACK_COPY=1K) ends inside
+ * it, so the unwinder must stop here and say the stack is truncated. */
+static NOIPA uint64_t chain_3(uint64_t x)
+{
+	volatile unsigned char pad[3072];
+	pad[0] = (unsigned char)x;
+	pad[sizeof pad - 1] = (unsigned char)(x >> 8);
+	uint64_t r = chain_4(x ^ 3 ^ pad[0]);
+	sink ^= r ^ pad[sizeof pad - 1];
+	return r * 3 + 3;
+}
+static NOIPA uint64_t chain_2(uint64_t x) { uint64_t r = chain_3(x ^ 2); sink ^= r; return r * 3 + 2; }
+static NOIPA uint64_t chain_1(uint64_t x) { uint64_t r = chain_2(x ^ 1); sink ^= r; return r * 3 + 1; }
 
-NOIPA void *worker_main(void *arg)
+static NOIPA void *worker_main(void *arg)
 {
 	uint32_t index = (uint32_t)(uintptr_t)arg;
 	stallscope_worker_begin("nofp", index);
