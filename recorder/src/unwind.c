@@ -282,11 +282,13 @@ static uint32_t scan_records(const struct ss_ustack *us, uint64_t sp, uint64_t *
 	const struct ss_ucopy *uc = us->uc;
 	uint64_t base = uc->regs[SS_UREG_SP], end = base + uc->len;
 	*whole = 0;
-	if (sp < base || (sp & 7))
+	if (sp < base || sp >= end || (sp & 7))
 		return n;
-	for (uint64_t a = sp; a + 16 <= end && n < max; a += 8) {
+	for (uint64_t a = sp; end - a >= 16 && n < max; a += 8) {
 		uint64_t next = word(us, a), ret = word(us, a + 8);
-		if ((next & 7) || (next && (next <= a || next + 16 > end)) || !ss_unwind_is_code(ret - 1))
+		/* (Comparisons written so that no sum can wrap around.) */
+		if ((next & 7) || (next && (next <= a || next >= end || end - next < 16)) ||
+		    !ss_unwind_is_code(ret - 1))
 			continue;
 		uint64_t tmp[64];
 		uint32_t k = 0;
@@ -300,7 +302,7 @@ static uint32_t scan_records(const struct ss_ustack *us, uint64_t sp, uint64_t *
 				ended = 1;
 				break;
 			}
-			if (nx <= fp || (nx & 7) || nx + 16 > end)
+			if (nx <= fp || (nx & 7) || nx >= end || end - nx < 16)
 				break;
 			fp = nx;
 		}
@@ -321,6 +323,12 @@ uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out, 
 	const struct ss_ucopy *uc = us->uc;
 	if (!max || !(uc->valid & (1u << SS_UREG_PC)))
 		return 0;
+	/* A copy that would end past the top of the address space is no copy (every
+	 * bound below is sp + len). */
+	if (uc->len && uc->regs[SS_UREG_SP] > UINT64_MAX - uc->len) {
+		out[0] = uc->regs[SS_UREG_PC];
+		return 1;
+	}
 	enum ss_unwind_mode mode = ss_unwind_mode();
 	if (U.maps_dirty || !ss_unwind_is_code(uc->regs[SS_UREG_PC])) {
 		ss_unwind_refresh_code(U.maps_dirty);

@@ -20,7 +20,10 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <errno.h>
+#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +33,11 @@
 static struct {
 	Dwfl *dwfl;
 	pid_t pid;
+	/* The architecture's backend comes from this ELF, held for the session: the
+	 * one libdw would borrow from a module dies with the module when a refresh
+	 * drops it (a dlclose). */
+	int exe_fd;
+	Elf *exe_elf;
 	/* the unwind in progress */
 	const struct ss_ustack *cur;
 	uint64_t *out;
@@ -126,6 +134,7 @@ static int report(void)
 int ss_dw_open(char *why, size_t len)
 {
 	memset(&W, 0, sizeof W);
+	W.exe_fd = -1;
 	W.pid = getpid();
 	W.dwfl = dwfl_begin(&proc_callbacks);
 	if (!W.dwfl) {
@@ -139,7 +148,16 @@ int ss_dw_open(char *why, size_t len)
 		ss_dw_close();
 		return -1;
 	}
-	if (!dwfl_attach_state(W.dwfl, NULL, W.pid, &thread_callbacks, NULL)) {
+	elf_version(EV_CURRENT);
+	W.exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	W.exe_elf = W.exe_fd >= 0 ? elf_begin(W.exe_fd, ELF_C_READ_MMAP, NULL) : NULL;
+	if (!W.exe_elf) {
+		snprintf(why, len, "libdw: cannot read /proc/self/exe: %s",
+			 W.exe_fd < 0 ? strerror(errno) : elf_errmsg(-1));
+		ss_dw_close();
+		return -1;
+	}
+	if (!dwfl_attach_state(W.dwfl, W.exe_elf, W.pid, &thread_callbacks, NULL)) {
 		snprintf(why, len, "libdw: dwfl_attach_state: %s", dwfl_errmsg(-1));
 		ss_dw_close();
 		return -1;
@@ -151,6 +169,10 @@ void ss_dw_close(void)
 {
 	if (W.dwfl)
 		dwfl_end(W.dwfl);
+	if (W.exe_elf)
+		elf_end(W.exe_elf);
+	if (W.exe_fd > 0)
+		close(W.exe_fd);
 	memset(&W, 0, sizeof W);
 }
 

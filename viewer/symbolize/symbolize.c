@@ -69,6 +69,7 @@ struct ss_symbolizer {
 	bool dc_on;               /* DEBUGINFOD_URLS set and libdebuginfod built in */
 	void *dc;                 /* debuginfod_client *, made on first use */
 	uint64_t dc_deadline, dc_spent;
+	uint64_t dc_request_ns;   /* limit of one request */
 	struct dc_answer *dc_asked;
 	size_t n_asked, cap_asked;
 	unsigned dc_fetched, dc_missing, dc_failed;
@@ -174,7 +175,7 @@ static const char *dc_fetch(struct ss_symbolizer *s, const uint8_t *id, size_t l
 		debuginfod_set_progressfn(s->dc, dc_progress);
 	}
 	uint64_t t0 = mono_ns(), left = (uint64_t)SS_SYM_DEBUGINFOD_BUDGET_S * 1000000000u - s->dc_spent;
-	uint64_t limit = (uint64_t)SS_SYM_DEBUGINFOD_REQUEST_S * 1000000000u;
+	uint64_t limit = s->dc_request_ns;
 	s->dc_deadline = t0 + (limit < left ? limit : left);
 	char *path = NULL;
 	int fd = executable ? debuginfod_find_executable(s->dc, id, (int)len, &path)
@@ -318,6 +319,11 @@ struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
 #else
 	(void)urls;
 #endif
+	/* libdebuginfod's own per-download limit, when shorter, is ours too. */
+	const char *maxtime = getenv("DEBUGINFOD_MAXTIME");
+	long mt = maxtime ? strtol(maxtime, NULL, 10) : 0;
+	s->dc_request_ns = (uint64_t)(mt > 0 && mt < SS_SYM_DEBUGINFOD_REQUEST_S ? mt : SS_SYM_DEBUGINFOD_REQUEST_S)
+			   * 1000000000u;
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	return s;

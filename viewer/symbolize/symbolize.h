@@ -14,9 +14,9 @@
  * debug info of a stripped one) is asked of those debuginfod servers by build id
  * (libdebuginfod, which keeps what it fetched in its cache: DEBUGINFOD_CACHE_PATH
  * or ~/.cache/debuginfod_client). Each build id is asked once per symbolizer, a
- * request gets at most SS_SYM_DEBUGINFOD_REQUEST_S seconds and all of them
- * together SS_SYM_DEBUGINFOD_BUDGET_S; past that the notes say so and symbolizing
- * goes on with what is local. Names are demangled (demangle.h); the mangled name
+ * request gets at most SS_SYM_DEBUGINFOD_REQUEST_S seconds (DEBUGINFOD_MAXTIME
+ * when that is shorter) and all of them together SS_SYM_DEBUGINFOD_BUDGET_S;
+ * past that the notes say so and symbolizing goes on with what is local. Names are demangled (demangle.h); the mangled name
  * is kept beside the readable one.
  */
 #ifndef STALLSCOPE_SYMBOLIZE_H
