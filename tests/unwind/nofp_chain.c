@@ -11,6 +11,9 @@
  *                                     chain_1 -> ... -> stall_spin
  *   nofp_chain stall-blocked          one worker: a 150 ms poll blocked in
  *                                     clock_nanosleep under chain_1 -> ... -> stall_sleep
+ *   nofp_chain work POLLS THREADS     a fixed amount of work for benchmarks: each
+ *                                     worker runs POLLS polls of 50 passes through
+ *                                     the chain (tests/bench/bench_unwind.c)
  *
  * The thread's start function is worker_main; the test reads names back from the
  * imported database. chain_3 has a 3 KB frame, so a small stack copy cannot
@@ -29,8 +32,9 @@
 #define NOIPA __attribute__((noipa))
 
 static volatile uint64_t sink;
-static int mode; /* 0 spin, 1 stall-running, 2 stall-blocked */
+static int mode; /* 0 spin, 1 stall-running, 2 stall-blocked, 3 work */
 static uint64_t deadline;
+static long work_polls;
 
 static uint64_t now_ns(void)
 {
@@ -68,7 +72,7 @@ static NOIPA uint64_t stall_sleep(uint64_t x)
 
 static NOIPA uint64_t chain_6(uint64_t x)
 {
-	uint64_t r = mode == 0 ? spin_leaf(x) : mode == 1 ? stall_spin(x) : stall_sleep(x);
+	uint64_t r = mode == 0 || mode == 3 ? spin_leaf(x) : mode == 1 ? stall_spin(x) : stall_sleep(x);
 	sink ^= r;
 	return r * 3 + 1;
 }
@@ -94,6 +98,16 @@ static NOIPA void *worker_main(void *arg)
 	stallscope_worker_begin("nofp", index);
 	uint32_t loc = stallscope_location(__FILE__, __LINE__, "worker_main");
 	uint64_t task = (uint64_t)index << 32;
+	if (mode == 3) {
+		for (long p = 0; p < work_polls; p++) {
+			stallscope_poll_begin(++task, loc);
+			for (int k = 0; k < 50; k++)
+				sink ^= chain_1(task + (uint64_t)k);
+			stallscope_poll_end();
+		}
+		stallscope_worker_end();
+		return NULL;
+	}
 	do {
 		stallscope_poll_begin(++task, loc);
 		sink ^= chain_1(task);
@@ -106,12 +120,17 @@ static NOIPA void *worker_main(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: nofp_chain spin SECONDS THREADS | stall-running | stall-blocked\n");
+		fprintf(stderr, "usage: nofp_chain spin SECONDS THREADS | work POLLS THREADS | stall-running | "
+			"stall-blocked\n");
 		return 2;
 	}
 	int threads = 1;
 	if (strcmp(argv[1], "spin") == 0 && argc == 4) {
 		deadline = now_ns() + (uint64_t)(atof(argv[2]) * 1e9);
+		threads = atoi(argv[3]);
+	} else if (strcmp(argv[1], "work") == 0 && argc == 4) {
+		mode = 3;
+		work_polls = atol(argv[2]);
 		threads = atoi(argv[3]);
 	} else if (strcmp(argv[1], "stall-running") == 0) {
 		mode = 1;

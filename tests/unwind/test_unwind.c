@@ -7,7 +7,8 @@
  *   auto     >= 90% of the workers' CPU samples reach the thread's start function
  *            (worker_main), and >= 90% of those in the spin leaf name the known
  *            chain in order: spin_leaf <- chain_6 <- ... <- chain_1 <- worker_main;
- *            META "unwind" says auto
+ *            META "unwind" says auto, and so do the metrics (which count the CFI
+ *            unwinds, and in the truncated run the stacks the copy cut short)
  *   fp       the same run with STALLSCOPE_UNWIND=fp: at most 10% reach worker_main,
  *            and auto's share beats it by 80 points (the difference is the unwinder)
  *   timer    dwarf with the timer fallback forced (STALLSCOPE_SAMPLER=timer): the
@@ -80,10 +81,11 @@ static int run(char *const argv[], char *const extra_env[], int quiet)
  * and imports it into tmp/NAME.db (extra import options in imp_opt). */
 static void record(const char *name, const char *mode, const char *const settings[])
 {
-	char dir[400], env_dir[440], db[420];
+	char dir[400], env_dir[440], db[420], env_metrics[460];
 	snprintf(dir, sizeof dir, "%s/%s", tmp, name);
 	snprintf(db, sizeof db, "%s/%s.db", tmp, name);
 	snprintf(env_dir, sizeof env_dir, "STALLSCOPE_OUTPUT_DIR=%s", dir);
+	snprintf(env_metrics, sizeof env_metrics, "STALLSCOPE_METRICS_FILE=%s/%s.prom", tmp, name);
 	char rmcmd[900];
 	snprintf(rmcmd, sizeof rmcmd, "rm -rf '%s' '%s'", dir, db);
 	if (system(rmcmd) != 0)
@@ -92,6 +94,7 @@ static void record(const char *name, const char *mode, const char *const setting
 	size_t k = 0;
 	env[k++] = (char *)"STALLSCOPE_ENABLED=1";
 	env[k++] = env_dir;
+	env[k++] = env_metrics;
 	for (size_t i = 0; settings[i] && k < 15; i++)
 		env[k++] = (char *)settings[i];
 	env[k] = NULL;
@@ -119,6 +122,23 @@ static sqlite3 *open_db(const char *name)
 		exit(1);
 	}
 	return d;
+}
+
+/* The value of one series in the metrics file the run left (written at stop),
+ * -1 when it is not there. */
+static long long metric(const char *name, const char *series)
+{
+	char path[400], line[512];
+	snprintf(path, sizeof path, "%s/%s.prom", tmp, name);
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+	size_t sl = strlen(series);
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, series, sl) == 0 && line[sl] == ' ')
+			v = atoll(line + sl + 1);
+	if (f)
+		fclose(f);
+	return v;
 }
 
 static char *q_text(sqlite3 *d, const char *sql)
@@ -237,6 +257,10 @@ static void test_cpu(void)
 	CHECK(strncmp(meta, "auto:", 5) == 0, "META unwind: '%s'", meta);
 	free(meta);
 	sqlite3_close(d);
+	CHECK(metric("auto", "stallscope_unwind_mode{mode=\"auto\"}") == 1, "metric: unwind mode auto");
+	CHECK(metric("auto", "stallscope_unwind_stacks_total{method=\"cfi\"}") >= a.samples / 2,
+	      "metric: %lld stacks unwound by CFI for %ld samples",
+	      metric("auto", "stallscope_unwind_stacks_total{method=\"cfi\"}"), a.samples);
 
 	struct shares f = spin_run("fp", fp_s);
 	CHECK(f.samples >= 50, "fp: %ld samples", f.samples);
@@ -249,6 +273,8 @@ static void test_cpu(void)
 	CHECK(strncmp(meta, "fp:", 3) == 0, "META unwind: '%s'", meta);
 	free(meta);
 	sqlite3_close(d);
+	CHECK(metric("fp", "stallscope_unwind_mode{mode=\"fp\"}") == 1 &&
+	      metric("fp", "stallscope_unwind_stacks_total{method=\"cfi\"}") == 0, "metric: unwind mode fp");
 
 	struct shares t = spin_run("timer", timer_s);
 	CHECK(t.samples >= 50, "timer: %ld samples", t.samples);
@@ -321,6 +347,9 @@ static void test_truncated(void)
 	      r.samples - named_ok, r.samples);
 	CHECK(through == 0, "small copy: %ld samples reach worker_main through chain_3's 3 KB frame "
 	      "with a 1 KiB copy", through);
+	CHECK(metric("small-copy", "stallscope_unwind_truncated_total{reason=\"stack_copy\"}") >= trunc / 2,
+	      "metric: %lld stacks truncated by the copy for %ld samples",
+	      metric("small-copy", "stallscope_unwind_truncated_total{reason=\"stack_copy\"}"), trunc);
 	char *note = q_text(d, "SELECT symbol_note FROM frames WHERE function = '[truncated]'");
 	CHECK(note[0], "the [truncated] frame has no note");
 	free(note);

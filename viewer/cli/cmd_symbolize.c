@@ -33,7 +33,9 @@ void cmd_symbolize_help(FILE *out)
 	      "address the segments' stacks reference to each sealed segment, so that\n"
 	      "`stallscope import` can name frames where the binaries are not at hand.\n"
 	      "Files are rewritten crash-safely (new file, then rename). Unsealed,\n"
-	      "damaged and already symbolized segments are skipped.\n"
+	      "damaged and already symbolized segments are skipped. C++ and Rust names\n"
+	      "are demangled (the mangled name is kept too); with DEBUGINFOD_URLS set,\n"
+	      "debug info missing here is asked of those debuginfod servers.\n"
 	      "\n"
 	      "options:\n"
 	      "  --debug-dir DIR      also look for debug info here (repeatable)\n"
@@ -352,6 +354,8 @@ int cmd_symbolize(int argc, char **argv)
 		fprintf(stderr, "stallscope symbolize: no sealed segment found\n");
 		rc = SS_EXIT_USAGE;
 	}
+	if (!quiet && sym && ss_sym_debuginfod_summary(sym)[0])
+		printf("%s\n", ss_sym_debuginfod_summary(sym));
 out:
 	if (sym)
 		ss_sym_free(sym);
