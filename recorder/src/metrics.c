@@ -35,6 +35,20 @@ static void append(char *buf, size_t len, size_t *need, const char *line, int n)
 	*need += (size_t)n;
 }
 
+/* An enum as a labelled gauge: one series per value, 1 for the one in use. */
+static void enum_gauge(char *buf, size_t len, size_t *need, const char *name, const char *help,
+		       const char *const *values, size_t nvalues, const char *cur)
+{
+	char line[512];
+	int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+	append(buf, len, need, line, n);
+	for (size_t i = 0; i < nvalues; i++) {
+		n = snprintf(line, sizeof line, "%s{mode=\"%s\"} %d\n", name, values[i],
+			     strcmp(values[i], cur) == 0);
+		append(buf, len, need, line, n);
+	}
+}
+
 STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 {
 	struct stallscope_stats st;
@@ -67,32 +81,17 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 				 (unsigned long long)m[i].value);
 		append(buf, len, &need, line, n);
 	}
-	/* An enum as a labelled gauge: one series per mode, 1 for the one in use. */
-	enum ss_sampler_mode cur = ss_sampler_mode_published();
-	static const enum ss_sampler_mode modes[] = {SS_SAMPLER_PERF, SS_SAMPLER_TIMER, SS_SAMPLER_OFF};
-	int n = snprintf(line, sizeof line, "# HELP stallscope_sampler_mode How CPU samples are "
-			 "taken: perf (perf_event_open), timer (the signal-timer fallback) or off "
-			 "(none, or no session); 1 for the mode in use.\n"
-			 "# TYPE stallscope_sampler_mode gauge\n");
-	append(buf, len, &need, line, n);
-	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-		n = snprintf(line, sizeof line, "stallscope_sampler_mode{mode=\"%s\"} %d\n",
-			     ss_sampler_mode_name(modes[i]), modes[i] == cur);
-		append(buf, len, &need, line, n);
-	}
-	/* How user stacks are taken, and how that went (unwind.h). */
-	enum ss_unwind_mode um = ss_unwind_mode();
-	static const enum ss_unwind_mode umodes[] = {SS_UNWIND_FP, SS_UNWIND_DWARF, SS_UNWIND_AUTO};
-	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_mode How user stacks are taken: "
-		     "fp (frame-pointer chains), dwarf (CFI on stack copies) or auto (frame-pointer "
-		     "chains where whole, else CFI); 1 for the mode in use (fp when no session).\n"
-		     "# TYPE stallscope_unwind_mode gauge\n");
-	append(buf, len, &need, line, n);
-	for (size_t i = 0; i < sizeof umodes / sizeof umodes[0]; i++) {
-		n = snprintf(line, sizeof line, "stallscope_unwind_mode{mode=\"%s\"} %d\n",
-			     ss_unwind_mode_name(umodes[i]), umodes[i] == um);
-		append(buf, len, &need, line, n);
-	}
+	static const char *const sampler_modes[] = { "perf", "timer", "off" };
+	enum_gauge(buf, len, &need, "stallscope_sampler_mode", "How CPU samples are taken: perf "
+		   "(perf_event_open), timer (the signal-timer fallback) or off (none, or no session); "
+		   "1 for the mode in use.", sampler_modes, 3,
+		   ss_sampler_mode_name(ss_sampler_mode_published()));
+	static const char *const unwind_modes[] = { "fp", "dwarf", "auto" };
+	enum_gauge(buf, len, &need, "stallscope_unwind_mode", "How user stacks are taken: fp "
+		   "(frame-pointer chains), dwarf (CFI on stack copies) or auto (frame-pointer chains "
+		   "where whole, else CFI); 1 for the mode in use (fp when no session).", unwind_modes, 3,
+		   ss_unwind_mode_name(ss_unwind_mode()));
+	int n;
 	struct ss_unwind_stats us;
 	ss_unwind_get_stats(&us);
 	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_stacks_total User stacks taken from "

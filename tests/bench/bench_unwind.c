@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "segment_reader.h"
 
 extern char **environ;
@@ -46,35 +47,6 @@ static const char *const conf_name[NCONF] = { "off", "hooks", "dwarf", "auto", "
 
 static const char *prog, *perf;
 static char tmp[256], polls[32];
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void rm_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			char p[1024];
-			snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-}
 
 /* Runs one configuration; returns its CPU seconds, -1 on failure. */
 static double run(int conf, const char *out)

@@ -131,11 +131,6 @@ static int run_prog(const char *prog, struct prog_stack *s)
 	return got == 7 && s->bid_len ? 0 : -1;
 }
 
-static void put_v(uint8_t *b, size_t *n, uint64_t v)
-{
-	*n += ss_put_varint(b + *n, v);
-}
-
 /* A sealed segment: the program's mapping (named map_path), its stack, and one
  * CPU sample of a thread with no THREAD_DEF. */
 static void write_segment(const char *file, const struct prog_stack *s, const char *map_path)
@@ -145,36 +140,10 @@ static void write_segment(const char *file, const struct prog_stack *s, const ch
 	struct sb b;
 	sb_init(&b, &h);
 	sb_begin_block(&b);
-	uint8_t body[4096];
-	size_t n = 0;
-	put_v(body, &n, 0);
-	put_v(body, &n, s->lo);
-	put_v(body, &n, s->hi);
-	put_v(body, &n, s->off);
-	put_v(body, &n, 5);
-	put_v(body, &n, s->bid_len);
-	memcpy(body + n, s->bid, s->bid_len);
-	n += s->bid_len;
-	put_v(body, &n, strlen(map_path));
-	memcpy(body + n, map_path, strlen(map_path));
-	n += strlen(map_path);
-	sb_ext(&b, SS_REC_MAPPING, body, n);
-	n = 0;
-	put_v(body, &n, 1);
-	put_v(body, &n, 0);
-	put_v(body, &n, 3);
-	for (int i = 0; i < 3; i++)
-		put_v(body, &n, s->pc[i]);
-	sb_ext(&b, SS_REC_STACK, body, n);
-	n = 0;
-	put_v(body, &n, 0);     /* thread */
-	put_v(body, &n, 77);    /* tid */
-	put_v(body, &n, 4000);  /* ts */
-	put_v(body, &n, 0);     /* cpu unknown */
-	put_v(body, &n, 1000);  /* weight */
-	put_v(body, &n, SS_SAMPLE_KIND_CPU);
-	put_v(body, &n, 1);     /* stack */
-	sb_ext(&b, SS_REC_SAMPLE, body, n);
+	sb_mapping(&b, s->lo, s->hi, s->off, s->bid, s->bid_len, map_path);
+	uint64_t pcs[3] = { s->pc[0], s->pc[1], s->pc[2] };
+	sb_stack(&b, 1, pcs, 3);
+	sb_cpu_sample(&b, 0, 77, 4000, 1);
 	sb_end_block(&b, false);
 	sb_footer(&b, SS_SEALED_WRITER, 0);
 	FILE *f = fopen(file, "wb");
