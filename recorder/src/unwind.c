@@ -63,7 +63,7 @@ void ss_unwind_get_stats(struct ss_unwind_stats *st)
 	st->trunc_depth = atomic_load_explicit(&S.depth, memory_order_relaxed);
 }
 
-static void count(_Atomic uint64_t *c)
+static inline void count(_Atomic uint64_t *c)
 {
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
@@ -371,6 +371,7 @@ uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out, 
 	(void)scan_records;
 	(void)fp_in_copy;
 	(void)mode;
+	(void)count;
 #endif
 	out[0] = uc->regs[SS_UREG_PC];
 	return 1;

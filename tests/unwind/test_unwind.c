@@ -248,15 +248,20 @@ static void test_cpu(void)
 	static const char *const fp_s[] = { "STALLSCOPE_UNWIND=fp", NULL };
 	static const char *const timer_s[] = { "STALLSCOPE_UNWIND=dwarf", "STALLSCOPE_SAMPLER=timer", NULL };
 	struct shares a = spin_run("auto", auto_s);
+	sqlite3 *d = open_db("auto");
+	char *meta = q_text(d, "SELECT value FROM metadata WHERE key = 'unwind'");
+	if (strncmp(meta, "fp:", 3) == 0 && strstr(meta, "CFI refused")) {
+		/* A build without libdw, or another architecture: nothing to test here. */
+		printf("SKIP: %s\n", meta);
+		exit(77);
+	}
+	CHECK(strncmp(meta, "auto:", 5) == 0, "META unwind: '%s'", meta);
+	free(meta);
+	sqlite3_close(d);
 	CHECK(a.samples >= 50, "auto: %ld samples", a.samples);
 	CHECK(pct(a.reach, a.samples) >= 90, "auto: %.1f%% reach worker_main", pct(a.reach, a.samples));
 	CHECK(a.leaf * 2 >= a.samples, "auto: only %ld of %ld samples in spin_leaf", a.leaf, a.samples);
 	CHECK(pct(a.chain, a.leaf) >= 90, "auto: %.1f%% name the chain in order", pct(a.chain, a.leaf));
-	sqlite3 *d = open_db("auto");
-	char *meta = q_text(d, "SELECT value FROM metadata WHERE key = 'unwind'");
-	CHECK(strncmp(meta, "auto:", 5) == 0, "META unwind: '%s'", meta);
-	free(meta);
-	sqlite3_close(d);
 	CHECK(metric("auto", "stallscope_unwind_mode{mode=\"auto\"}") == 1, "metric: unwind mode auto");
 	CHECK(metric("auto", "stallscope_unwind_stacks_total{method=\"cfi\"}") >= a.samples / 2,
 	      "metric: %lld stacks unwound by CFI for %ld samples",

@@ -212,6 +212,15 @@ static const char *dc_fetch(struct ss_symbolizer *s, const uint8_t *id, size_t l
 #endif
 }
 
+bool ss_sym_debuginfod_available(void)
+{
+#ifdef STALLSCOPE_HAVE_DEBUGINFOD
+	return true;
+#else
+	return false;
+#endif
+}
+
 const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s)
 {
 	struct ss_symbolizer *m = (struct ss_symbolizer *)s;

@@ -74,6 +74,9 @@ void ss_sym_kernel(struct ss_symbolizer *s, uint64_t addr, struct ss_sym_result 
  * written before demangling, or from any other source). */
 void ss_sym_readable(struct ss_sym_frame *f);
 
+/* Whether this build can ask debuginfod servers (libdebuginfod was found). */
+bool ss_sym_debuginfod_available(void);
+
 /* What debuginfod did for this symbolizer ("" when it was never asked): files
  * fetched, build ids not found, and why asking stopped if it did. */
 const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s);
