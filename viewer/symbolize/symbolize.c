@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -435,6 +437,59 @@ static bool find_by_build_id(struct ss_symbolizer *s, const struct ss_sym_mappin
 	return false;
 }
 
+/* The vDSO of this machine's kernel as a file (a memfd holding the image the
+ * kernel mapped into this process) when its build id is the recorded one, else
+ * -1 with why. It is not a file anywhere, but the same kernel maps the same
+ * image into every process. */
+static int vdso_file(const struct ss_sym_mapping *m, char *why, size_t len)
+{
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!m->build_id_len) {
+		snprintf(why, len, "[vdso]: no build id recorded");
+		return -1;
+	}
+	if (!base) {
+		snprintf(why, len, "[vdso]: this process has none");
+		return -1;
+	}
+	/* The image ends with its section headers (or its last loaded byte). */
+	GElf_Ehdr eh;
+	Elf *e = elf_memory((char *)(uintptr_t)base, 4096);
+	size_t size = 0;
+	if (e && gelf_getehdr(e, &eh)) {
+		size = (size_t)(eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize);
+		for (size_t i = 0; i < eh.e_phnum; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
+				size = (size_t)(ph.p_offset + ph.p_filesz);
+		}
+	}
+	if (e)
+		elf_end(e);
+	if (!size || size > (64u << 20)) {
+		snprintf(why, len, "[vdso]: unreadable image");
+		return -1;
+	}
+	const void *id = NULL;
+	e = elf_memory((char *)(uintptr_t)base, size);
+	ssize_t idlen = e ? dwelf_elf_gnu_build_id(e, &id) : -1;
+	bool same = idlen > 0 && (size_t)idlen == m->build_id_len && memcmp(id, m->build_id, (size_t)idlen) == 0;
+	if (e)
+		elf_end(e);
+	if (!same) {
+		snprintf(why, len, "[vdso]: recorded under another kernel (build id differs)");
+		return -1;
+	}
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0 || write(fd, base, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) != 0) {
+		snprintf(why, len, "[vdso]: memfd: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int64_t load_adjust(Dwfl_Module *mod, uint64_t pgoff)
 {
 	GElf_Addr bias;
@@ -483,8 +538,14 @@ static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_map
 	sm->pgoff = m->pgoff;
 	char found[4096];
 	const char *use = NULL;
+	int use_fd = -1;
 	bool exists = m->path && m->path[0] == '/' && access(m->path, R_OK) == 0;
-	if (exists && (build_id_matches(m->path, m) || !m->build_id_len)) {
+	if (m->path && strcmp(m->path, "[vdso]") == 0) {
+		use_fd = vdso_file(m, sm->note, sizeof sm->note);
+		if (use_fd < 0)
+			return sm;
+		use = "[vdso]";
+	} else if (exists && (build_id_matches(m->path, m) || !m->build_id_len)) {
 		use = m->path;
 		if (!m->build_id_len)
 			snprintf(sm->note, sizeof sm->note, "no build id recorded: %.200s used unchecked", m->path);
@@ -509,10 +570,13 @@ static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_map
 	sm->dwfl = dwfl_begin(&s->cb);
 	if (!sm->dwfl) {
 		snprintf(sm->note, sizeof sm->note, "libdw: %s", dwfl_errmsg(-1));
+		if (use_fd >= 0)
+			close(use_fd);
 		return sm;
 	}
 	dwfl_report_begin(sm->dwfl);
-	sm->mod = dwfl_report_elf(sm->dwfl, m->path ? m->path : use, use, -1, 0, false);
+	/* libdw owns use_fd from here (closed with the session). */
+	sm->mod = dwfl_report_elf(sm->dwfl, m->path ? m->path : use, use, use_fd, 0, false);
 	dwfl_report_end(sm->dwfl, NULL, NULL);
 	if (!sm->mod) {
 		snprintf(sm->note, sizeof sm->note, "libdw: %.120s: %.100s", use, dwfl_errmsg(-1));
