@@ -74,7 +74,8 @@ struct ss_sthread {
 	 * (PERF_FORMAT_LOST) are read too; both are cumulative counts of the same
 	 * losses, and only what exceeds lost_emitted is reported. */
 	uint64_t lost_emitted, lost_records, lost_counter;
-	uint64_t last_drain;
+	uint64_t last_drain;              /* where the next counter-reported loss starts */
+	uint64_t last_lost_read;          /* when the counters were last read */
 	uint64_t throttled_at;            /* THROTTLE seen, UNTHROTTLE not yet: its time */
 	uint64_t throttled_id;
 };

@@ -37,6 +37,8 @@
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | \
 		     PERF_SAMPLE_CALLCHAIN)
+#define LOST_READ_NS 500000000ull /* how often the lost counters are read (see the drain) */
+
 /* sample_id trailer of non-sample records for SAMPLE_TYPE with sample_id_all:
  * { u32 pid, tid; u64 time; u32 cpu, res; u64 identifier } */
 #define TRAILER 32
@@ -577,15 +579,22 @@ SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 
+	/* Reading an event's counters interrupts the CPU the thread runs on (an
+	 * IPI, dear in a VM), so they are read twice a second, not at every drain;
+	 * closing the descriptors reads them a last time. */
 	uint64_t now = ss_now();
-	if (t->fd_clock >= 0)
+	if (t->fd_clock >= 0 && now - t->last_lost_read >= LOST_READ_NS) {
 		t->lost_counter = read_lost(t->fd_clock) + read_lost(t->fd_cs);
+		t->last_lost_read = now;
+	}
 	if (t->lost_counter > t->lost_emitted) {
 		emit_lost(sink, t->last_drain ? t->last_drain : now, now, t->tid, SS_SLOSS_KERNEL,
 			  t->lost_counter - t->lost_emitted);
 		t->lost_emitted = t->lost_counter;
+		t->last_drain = now;
 	}
-	t->last_drain = now;
+	if (!t->last_drain)
+		t->last_drain = now;
 
 	if (t->closing && t->throttled_at) {
 		emit_lost(sink, t->throttled_at, ss_now(), t->tid, SS_SLOSS_THROTTLE, 1);

@@ -27,10 +27,16 @@ static struct {
 } U;
 
 static _Atomic int published_mode = SS_UNWIND_FP;
+static char brief[320]; /* the log line's version of the status (writer start only) */
 static _Atomic uint32_t published_copy;
 static struct {
 	_Atomic uint64_t fp, cfi, truncated, copy, cfi_fail, invalid, depth;
 } S;
+
+const char *ss_unwind_brief(void)
+{
+	return brief;
+}
 
 const char *ss_unwind_mode_name(enum ss_unwind_mode m)
 {
@@ -179,6 +185,7 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 		snprintf(status, len, "fp: frame-pointer chains (as asked): the kernel's for perf "
 			 "samples, an in-process walk for timer samples and running stall captures, "
 			 "the frame records in stack memory for blocked ones");
+		snprintf(brief, sizeof brief, "fp (frame-pointer chains, as asked)");
 		goto done;
 	}
 #if !defined(__x86_64__)
@@ -196,6 +203,8 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 	if (!U.have_dw) {
 		snprintf(status, len, "fp: %s asked for, CFI refused: %s; frame-pointer chains instead",
 			 ss_unwind_mode_name(mode), why);
+		snprintf(brief, sizeof brief, "fp (%s asked for, CFI refused: %.200s)", ss_unwind_mode_name(mode),
+			 why);
 		free(U.code_lo);
 		free(U.code_hi);
 		U.code_lo = U.code_hi = NULL;
@@ -203,6 +212,10 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 		goto done;
 	}
 #ifdef STALLSCOPE_HAVE_LIBDW
+	snprintf(brief, sizeof brief, mode == SS_UNWIND_DWARF
+		 ? "dwarf (CFI by libdw %s on %u-byte stack copies)"
+		 : "auto (frame pointers where whole, else CFI by libdw %s on %u-byte stack copies)",
+		 ss_dw_version(), copy);
 	if (mode == SS_UNWIND_DWARF)
 		snprintf(status, len, "dwarf: every user stack unwound by CFI (.eh_frame, .debug_frame) "
 			 "with libdw %s on the registers and a %u-byte copy of the stack taken with "

@@ -83,6 +83,8 @@ SS_INTERNAL void ss_unwind_stop(void);
 SS_INTERNAL enum ss_unwind_mode ss_unwind_mode(void);
 SS_INTERNAL uint32_t ss_unwind_copy_bytes(void);
 SS_INTERNAL const char *ss_unwind_mode_name(enum ss_unwind_mode m);
+/* The choice in a few words, for the log (the status line has it all). */
+SS_INTERNAL const char *ss_unwind_brief(void);
 
 /* The user frames of us into out (pc first, then return addresses), at most max.
  * blocked: the thread sat in a system call and only sp and pc are known (a blocked

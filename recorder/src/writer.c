@@ -352,7 +352,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	 * copies, and the log and every segment's META say what it chose. */
 	ss_unwind_start(cfg->user->unwind, cfg->user->stack_copy_bytes, wr.unwind_status,
 			sizeof wr.unwind_status);
-	ss_log("stacks: %s", wr.unwind_status);
+	ss_log("stacks: %s", ss_unwind_brief());
 	struct ss_sampler_config sc = {
 		.mode = !cfg->user->cpu_sampling ? SS_SAMPLER_OFF : (enum ss_sampler_mode)cfg->user->sampler,
 		.offcpu = (enum ss_offcpu_mode)cfg->user->offcpu_stacks,

@@ -21,6 +21,9 @@
  *   perf    `perf record -F 999 --call-graph dwarf` (8 KiB stack copies, like
  *           ours) of the same work: its CPU ratio (perf itself included) and
  *           perf.data bytes per sample, the peer's figures
+ *   floor   `perf record -F 999 -e cpu-clock --per-thread` without call chains:
+ *           what the kernel's sampling interrupts alone cost on this machine (a
+ *           VM makes them dear), the floor under any 999 Hz sampler
  *
  * Usage: bench_unwind NOFP_CHAIN [POLLS [ROUNDS]]     (120 polls per worker, 5)
  * Figures only: exits 0 whatever they are (1 when something fails to run).
@@ -42,8 +45,8 @@
 
 extern char **environ;
 
-enum { OFF, HOOKS, DWARF, AUTO, FP, PERF, NCONF };
-static const char *const conf_name[NCONF] = { "off", "hooks", "dwarf", "auto", "fp", "perf" };
+enum { OFF, HOOKS, DWARF, AUTO, FP, PERF, FLOOR, NCONF };
+static const char *const conf_name[NCONF] = { "off", "hooks", "dwarf", "auto", "fp", "perf", "floor" };
 
 static const char *prog, *perf;
 static char tmp[256], polls[32];
@@ -59,7 +62,7 @@ static double run(int conf, const char *out)
 	char dir[600], perf_out[600];
 	snprintf(dir, sizeof dir, "STALLSCOPE_OUTPUT_DIR=%s", out);
 	snprintf(perf_out, sizeof perf_out, "%s/perf.data", out);
-	if (conf != OFF && conf != PERF) {
+	if (conf != OFF && conf != PERF && conf != FLOOR) {
 		envp[n++] = (char *)"STALLSCOPE_ENABLED=1";
 		envp[n++] = dir;
 		envp[n++] = (char *)"STALLSCOPE_SAMPLE_HZ=999";
@@ -76,7 +79,10 @@ static double run(int conf, const char *out)
 	char *argv_perf[] = { (char *)perf, (char *)"record", (char *)"-q", (char *)"-F", (char *)"999",
 			      (char *)"--call-graph", (char *)"dwarf,8192", (char *)"-o", perf_out, (char *)"--",
 			      (char *)prog, (char *)"work", polls, (char *)"2", NULL };
-	char **argv = conf == PERF ? argv_perf : argv_prog;
+	char *argv_floor[] = { (char *)perf, (char *)"record", (char *)"-q", (char *)"-F", (char *)"999",
+			       (char *)"-e", (char *)"cpu-clock", (char *)"--per-thread", (char *)"-o", perf_out,
+			       (char *)"--", (char *)prog, (char *)"work", polls, (char *)"2", NULL };
+	char **argv = conf == PERF ? argv_perf : conf == FLOOR ? argv_floor : argv_prog;
 	mkdir(out, 0755);
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
@@ -186,7 +192,7 @@ int main(int argc, char **argv)
 		/* Alternate the order, so drift on the machine hits every one alike. */
 		for (int k = 0; k < NCONF; k++) {
 			int c = r % 2 ? NCONF - 1 - k : k;
-			if (c == PERF && !perf) {
+			if ((c == PERF || c == FLOOR) && !perf) {
 				cpu[c][r] = 0;
 				continue;
 			}
@@ -195,16 +201,16 @@ int main(int argc, char **argv)
 			cpu[c][r] = run(c, out);
 			if (cpu[c][r] < 0)
 				return 1;
-			struct disk d = c == PERF ? perf_data(out) : segments(out);
+			struct disk d = c == PERF || c == FLOOR ? perf_data(out) : segments(out);
 			disk[c].bytes += d.bytes;
 			disk[c].cpu_samples += d.cpu_samples;
 			disk[c].stacks += d.stacks;
 			disk[c].truncated += d.truncated;
 			rm_dir(out);
 		}
-		printf("  round %d: off %.3f s, hooks %.3f s, dwarf %.3f s, auto %.3f s, fp %.3f s, perf %.3f s "
-		       "CPU\n", r + 1, cpu[OFF][r], cpu[HOOKS][r], cpu[DWARF][r], cpu[AUTO][r], cpu[FP][r],
-		       cpu[PERF][r]);
+		printf("  round %d: off %.3f s, hooks %.3f s, dwarf %.3f s, auto %.3f s, fp %.3f s, perf %.3f s, "
+		       "floor %.3f s CPU\n", r + 1, cpu[OFF][r], cpu[HOOKS][r], cpu[DWARF][r], cpu[AUTO][r],
+		       cpu[FP][r], cpu[PERF][r], cpu[FLOOR][r]);
 	}
 	rmdir(tmp);
 	double med[NCONF];
@@ -213,17 +219,19 @@ int main(int argc, char **argv)
 	printf("CPU (median of %d, user + system of the whole process):\n", rounds);
 	printf("  off   %.3f s (baseline)\n", med[OFF]);
 	for (int c = HOOKS; c < NCONF; c++) {
-		if (c == PERF && !perf) {
-			printf("  perf  not run: /usr/bin/perf missing (Debian package linux-perf)\n");
+		if ((c == PERF || c == FLOOR) && !perf) {
+			printf("  %-5s not run: /usr/bin/perf missing (Debian package linux-perf)\n", conf_name[c]);
 			continue;
 		}
 		printf("  %-5s %.3f s, ratio %.4f to off (%+.2f%%)%s\n", conf_name[c], med[c], med[c] / med[OFF],
-		       100.0 * (med[c] / med[OFF] - 1), c == PERF ? ", perf record's own CPU included" : "");
+		       100.0 * (med[c] / med[OFF] - 1),
+		       c == PERF ? ", perf record's own CPU included"
+		       : c == FLOOR ? ", the kernel's 999 Hz sampling alone (perf, no call chains)" : "");
 	}
 	printf("  unwinding alone: dwarf / fp %.4f, auto / fp %.4f (the same sampler, copies and CFI on top)\n",
 	       med[DWARF] / med[FP], med[AUTO] / med[FP]);
 	printf("disk per CPU sample (all rounds):\n");
-	for (int c = DWARF; c < NCONF; c++) {
+	for (int c = DWARF; c < FLOOR; c++) {
 		if (c == PERF && !perf)
 			continue;
 		struct disk *d = &disk[c];
