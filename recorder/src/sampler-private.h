@@ -123,6 +123,8 @@ SS_INTERNAL int ss_read_int_file(const char *path, int dflt);
  * else -errno with why written into why. */
 SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len);
 SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len);
+/* Rings are not limited by the unprivileged mlock budget (root or CAP_IPC_LOCK). */
+SS_INTERNAL int ss_perf_mlock_unlimited(void);
 SS_INTERNAL void ss_perf_close_fds(struct ss_sthread *t);
 SS_INTERNAL void ss_perf_unmap(struct ss_sthread *t);
 SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink *sink);

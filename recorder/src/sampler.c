@@ -140,11 +140,13 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	ss_smp.period_ns = 1000000000ull / ss_smp.hz;
 	ss_smp.stack_copy = cfg->stack_copy & ~7u;
 	ss_smp.user_chain = cfg->user_chain;
-	/* With copies a sample is the copy plus ~1 KiB: the ring holds ~25 ms of
-	 * samples at hz (the writer drains every 10 ms). */
+	/* With copies a sample is the copy plus ~1 KiB. The writer drains every
+	 * 10 ms; the ring holds ~100 ms of samples at hz where the mlock budget is
+	 * unlimited, ~25 ms where ~35 threads share the unprivileged one. */
 	uint32_t pages = 8;
 	if (ss_smp.stack_copy) {
-		uint64_t want = (uint64_t)(ss_smp.hz / 40 + 1) * (ss_smp.stack_copy + 1024);
+		uint32_t per_s = ss_perf_mlock_unlimited() ? 10 : 40;
+		uint64_t want = (uint64_t)(ss_smp.hz / per_s + 1) * (ss_smp.stack_copy + 1024);
 		while ((uint64_t)pages * 4096 < want && pages < 512)
 			pages *= 2;
 	}

@@ -111,6 +111,13 @@ static void attr_cs(struct perf_event_attr *a)
 	a->exclude_kernel = 0; /* the switch-out happens in the kernel */
 }
 
+static int has_cap_ipc_lock(void);
+
+SS_INTERNAL int ss_perf_mlock_unlimited(void)
+{
+	return geteuid() == 0 || has_cap_ipc_lock();
+}
+
 static int has_cap_ipc_lock(void)
 {
 	FILE *f = fopen("/proc/self/status", "re");
@@ -232,7 +239,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 	}
 
 	char budget[120];
-	if (geteuid() == 0 || has_cap_ipc_lock()) {
+	if (ss_perf_mlock_unlimited()) {
 		snprintf(budget, sizeof budget, "mlock budget unlimited (CAP_IPC_LOCK)");
 	} else {
 		struct rlimit rl = {0, 0};
