@@ -9,9 +9,10 @@
  * debuginfod server by themselves when DEBUGINFOD_URLS is set, with no time
  * limit of ours. Here the local places come first (the recorded path, the debug
  * directories by build id, .gnu_debuglink next to the file), and debuginfod is
- * asked last, once per build id, under a time limit (see symbolize.h).
+ * asked last (debuginfod.c).
  */
 #include "symbolize.h"
+#include "debuginfod.h"
 #include "demangle.h"
 
 #include <dwarf.h>
@@ -26,12 +27,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-#include <elfutils/debuginfod.h>
-#endif
 
 struct sym_map {
 	char *path;            /* with the build id, what the cache is keyed on */
@@ -49,14 +46,6 @@ struct ksym {
 	char *name;
 };
 
-/* A build id asked of debuginfod, and what came back. */
-struct dc_answer {
-	char hex[129];
-	bool executable;
-	char *path;               /* the cached file, NULL when none */
-	char note[96];            /* why not */
-};
-
 struct ss_symbolizer {
 	char **dirs;
 	size_t n_dirs;
@@ -67,16 +56,7 @@ struct ss_symbolizer {
 	struct ksym *ksyms;
 	size_t n_ksyms;
 	bool ksyms_loaded;
-	/* debuginfod */
-	bool dc_on;               /* DEBUGINFOD_URLS set and libdebuginfod built in */
-	void *dc;                 /* debuginfod_client *, made on first use */
-	uint64_t dc_deadline, dc_spent;
-	uint64_t dc_request_ns;   /* limit of one request */
-	struct dc_answer *dc_asked;
-	size_t n_asked, cap_asked;
-	unsigned dc_fetched, dc_missing, dc_failed;
-	char dc_stopped[96];      /* why asking stopped, "" while it goes on */
-	char dc_summary[256];
+	struct ss_dc *dc;         /* debuginfod, NULL when DEBUGINFOD_URLS is unset */
 };
 
 void ss_sym_hex(const uint8_t *id, size_t len, char *out)
@@ -101,15 +81,6 @@ bool ss_sym_boot_id_matches(const char *boot_id)
 	return ok && boot_id && boot_id[0] && strcmp(buf, boot_id) == 0;
 }
 
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-#endif
-
 void ss_sym_readable(struct ss_sym_frame *f)
 {
 	char buf[SS_SYM_NAME];
@@ -117,124 +88,6 @@ void ss_sym_readable(struct ss_sym_frame *f)
 		return;
 	snprintf(f->mangled, sizeof f->mangled, "%s", f->function);
 	snprintf(f->function, sizeof f->function, "%s", buf);
-}
-
-/* ---- debuginfod ----------------------------------------------------------------- */
-
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-/* Called by libdebuginfod while it waits (about once a second at least):
- * nonzero ends the request. */
-static int dc_progress(debuginfod_client *c, long a, long b)
-{
-	(void)a, (void)b;
-	struct ss_symbolizer *s = debuginfod_get_user_data(c);
-	return mono_ns() >= s->dc_deadline;
-}
-#endif
-
-/* A file for build id (the binary itself, or its debug info) from debuginfod:
- * its path in libdebuginfod's cache (owned by s), or NULL with *why. */
-static const char *dc_fetch(struct ss_symbolizer *s, const uint8_t *id, size_t len, bool executable,
-			    const char **why)
-{
-	*why = "";
-	if (!s->dc_on || !len || len > 64)
-		return NULL;
-	char hex[129];
-	ss_sym_hex(id, len, hex);
-	for (size_t i = 0; i < s->n_asked; i++)
-		if (s->dc_asked[i].executable == executable && strcmp(s->dc_asked[i].hex, hex) == 0) {
-			*why = s->dc_asked[i].note;
-			return s->dc_asked[i].path;
-		}
-	if (s->n_asked == s->cap_asked) {
-		size_t nc = s->cap_asked ? 2 * s->cap_asked : 16;
-		struct dc_answer *na = realloc(s->dc_asked, nc * sizeof *na);
-		if (!na)
-			return NULL;
-		s->dc_asked = na;
-		s->cap_asked = nc;
-	}
-	struct dc_answer *a = &s->dc_asked[s->n_asked++];
-	memset(a, 0, sizeof *a);
-	snprintf(a->hex, sizeof a->hex, "%s", hex);
-	a->executable = executable;
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-	if (s->dc_stopped[0]) {
-		snprintf(a->note, sizeof a->note, "%s", s->dc_stopped);
-		*why = a->note;
-		return NULL;
-	}
-	if (!s->dc) {
-		s->dc = debuginfod_begin();
-		if (!s->dc) {
-			snprintf(s->dc_stopped, sizeof s->dc_stopped, "debuginfod: client not available");
-			snprintf(a->note, sizeof a->note, "%s", s->dc_stopped);
-			*why = a->note;
-			return NULL;
-		}
-		debuginfod_set_user_data(s->dc, s);
-		debuginfod_set_progressfn(s->dc, dc_progress);
-	}
-	uint64_t t0 = mono_ns(), left = (uint64_t)SS_SYM_DEBUGINFOD_BUDGET_S * 1000000000u - s->dc_spent;
-	uint64_t limit = s->dc_request_ns;
-	s->dc_deadline = t0 + (limit < left ? limit : left);
-	char *path = NULL;
-	int fd = executable ? debuginfod_find_executable(s->dc, id, (int)len, &path)
-			    : debuginfod_find_debuginfo(s->dc, id, (int)len, &path);
-	uint64_t t1 = mono_ns();
-	s->dc_spent += t1 - t0;
-	if (fd >= 0) {
-		close(fd);
-		a->path = path;
-		s->dc_fetched++;
-		return a->path;
-	}
-	free(path);
-	if (t1 >= s->dc_deadline) {
-		s->dc_failed++;
-		snprintf(a->note, sizeof a->note, "debuginfod: no answer within %.0f s",
-			 (double)(s->dc_deadline - t0) / 1e9);
-		if (s->dc_spent >= (uint64_t)SS_SYM_DEBUGINFOD_BUDGET_S * 1000000000u)
-			snprintf(s->dc_stopped, sizeof s->dc_stopped,
-				 "debuginfod: not asked, its %d s budget is spent", SS_SYM_DEBUGINFOD_BUDGET_S);
-	} else if (fd == -ENOENT) {
-		s->dc_missing++;
-		snprintf(a->note, sizeof a->note, "debuginfod: not on the servers");
-	} else {
-		s->dc_failed++;
-		snprintf(a->note, sizeof a->note, "debuginfod: %s", strerror(-fd));
-	}
-	*why = a->note;
-	return NULL;
-#else
-	snprintf(a->note, sizeof a->note, "debuginfod: not built in");
-	*why = a->note;
-	return NULL;
-#endif
-}
-
-bool ss_sym_debuginfod_available(void)
-{
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-	return true;
-#else
-	return false;
-#endif
-}
-
-const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s)
-{
-	struct ss_symbolizer *m = (struct ss_symbolizer *)s;
-	if (!s->n_asked) {
-		m->dc_summary[0] = 0;
-		return m->dc_summary;
-	}
-	snprintf(m->dc_summary, sizeof m->dc_summary,
-		 "debuginfod: %u files fetched, %u build ids not on the servers, %u requests failed "
-		 "(%.1f s)%s%s", s->dc_fetched, s->dc_missing, s->dc_failed, (double)s->dc_spent / 1e9,
-		 s->dc_stopped[0] ? "; " : "", s->dc_stopped);
-	return m->dc_summary;
 }
 
 /* ---- finding files -------------------------------------------------------------- */
@@ -291,7 +144,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		}
 	}
 	const char *why;
-	const char *path = s && idlen > 0 ? dc_fetch(s, id, (size_t)idlen, false, &why) : NULL;
+	const char *path = s && idlen > 0 ? ss_dc_fetch(s->dc, id, (size_t)idlen, false, &why) : NULL;
 	if (path && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		*debuginfo_file_name = strdup(path);
 		return fd;
@@ -324,17 +177,7 @@ struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
 	}
 	s->cb.find_elf = refuse_find_elf;
 	s->cb.find_debuginfo = find_debuginfo;
-	const char *urls = getenv("DEBUGINFOD_URLS");
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-	s->dc_on = urls && *urls;
-#else
-	(void)urls;
-#endif
-	/* libdebuginfod's own per-download limit, when shorter, is ours too. */
-	const char *maxtime = getenv("DEBUGINFOD_MAXTIME");
-	long mt = maxtime ? strtol(maxtime, NULL, 10) : 0;
-	s->dc_request_ns = (uint64_t)(mt > 0 && mt < SS_SYM_DEBUGINFOD_REQUEST_S ? mt : SS_SYM_DEBUGINFOD_REQUEST_S)
-			   * 1000000000u;
+	s->dc = ss_dc_new();
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	return s;
@@ -357,13 +200,7 @@ void ss_sym_free(struct ss_symbolizer *s)
 		free(s->ksyms[i].name);
 	free(s->ksyms);
 	free(s->debuginfo_path);
-	for (size_t i = 0; i < s->n_asked; i++)
-		free(s->dc_asked[i].path);
-	free(s->dc_asked);
-#ifdef STALLSCOPE_HAVE_DEBUGINFOD
-	if (s->dc)
-		debuginfod_end(s->dc);
-#endif
+	ss_dc_free(s->dc);
 	free(s);
 }
 
@@ -555,9 +392,9 @@ static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_map
 		/* Last, the debuginfod servers: the binary, else its debug info (which
 		 * holds the symbols and the same addresses). */
 		const char *why = "", *why2 = "";
-		use = dc_fetch(s, m->build_id, m->build_id_len, true, &why);
+		use = ss_dc_fetch(s->dc, m->build_id, m->build_id_len, true, &why);
 		if (!use)
-			use = dc_fetch(s, m->build_id, m->build_id_len, false, &why2);
+			use = ss_dc_fetch(s->dc, m->build_id, m->build_id_len, false, &why2);
 		if (use && !build_id_matches(use, m))
 			use = NULL, why2 = "debuginfod: the file it sent has another build id";
 		if (!use) {
@@ -768,4 +605,14 @@ void ss_sym_kernel(struct ss_symbolizer *s, uint64_t addr, struct ss_sym_result 
 		return;
 	}
 	copy(out->f[0].function, s->ksyms[lo - 1].name);
+}
+
+bool ss_sym_debuginfod_available(void)
+{
+	return ss_dc_available();
+}
+
+const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s)
+{
+	return ss_dc_summary(s->dc);
 }
