@@ -1,6 +1,10 @@
 /*
  * symbolize.h - code addresses to function names, inline chains and source
- * file:line, with libdw (elfutils).
+ * file:line, with libdw (elfutils). The folder: symbolize.c (this header),
+ * debuginfod.c (files from debuginfod servers), demangle.c (readable names),
+ * symtab.c (the symbol tables `stallscope symbolize` embeds in segments); the
+ * importer and the CLI depend on it, it depends on libdw, libelf and, when
+ * built with them, libiberty and libdebuginfod.
  *
  * User addresses are looked up in the file a mapping names, used only when its
  * GNU build id matches the recorded one (a mismatching file is never used
