@@ -167,7 +167,8 @@ enum ss_record_type {
 	SS_REC_SAMPLER_LOSS = 0x44, /* v tid (0 = any), v ts, v ts_end - ts, v count,
 				   * v reason (enum ss_sampler_loss_reason)               */
 	/* 0x45..0x4f reserved for more sampling records                  */
-	SS_REC_STACK = 0x50,      /* v id, v nkernel, v nframes, nframes x v address:
+	SS_REC_STACK = 0x50,      /* v id, v nkernel, v nframes, nframes x v address,
+				   * then optionally v flags (SS_STACK_F_*; absent = 0):
 				   * leaf first; the first nkernel are kernel addresses.
 				   * Ids are unique within a segment and defined before
 				   * use; a writer never reuses an id in a segment.       */
@@ -177,9 +178,11 @@ enum ss_record_type {
 	SS_REC_SYMBOL = 0x52,     /* v address (as looked up: return addresses minus 1),
 				   * v inline_depth (0 = the function the code is in,
 				   * 1 = inlined into it ...), v line (0 = unknown),
-				   * s function, s file: added to sealed segments by
-				   * `stallscope symbolize`, in one EVENTS block just
-				   * before the footer that starts with a SYMBOL record */
+				   * s function, s file, then optionally s mangled (the
+				   * symbol's mangled name when function is demangled):
+				   * added to sealed segments by `stallscope symbolize`,
+				   * in one EVENTS block just before the footer that
+				   * starts with a SYMBOL record */
 	/* 0x53..0x5f reserved: more symbol records                        */
 	SS_REC_STALL = 0x60,      /* v thread, v tid, v task, v location, v poll_ts,
 				   * v capture_ts (absolute ns), v index (0 = the capture
@@ -206,6 +209,13 @@ enum ss_sample_kind_rec {
 	SS_SAMPLE_KIND_CPU = 1,    /* a CPU-time sample: the thread was running */
 	SS_SAMPLE_KIND_OFFCPU = 2, /* taken at a switch-out: where the thread blocked */
 };
+
+/* STACK flags. */
+#define SS_STACK_F_TRUNCATED 1u  /* the unwinder could not get past the last frame: the
+				  * stack ends early there (the outermost callers are
+				  * missing), it is not a guess */
+#define SS_STACK_F_CFI 2u        /* the user frames were unwound by CFI from a stack
+				  * copy (else they are a frame-pointer chain) */
 
 #define SS_SWITCH_F_OUT 1u       /* switched out (else: switched in) */
 #define SS_SWITCH_F_PREEMPT 2u   /* out while still runnable (preempted), not blocked */

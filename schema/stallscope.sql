@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 2 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 3 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -280,17 +280,25 @@ CREATE TABLE IF NOT EXISTS mappings (
 -- Frames: one code address of a mapping, symbolized. An address inside inlined
 -- code gives several rows with the same rel_pc: inline_depth 0 is the function
 -- the code was compiled into, 1 the function inlined into it, and so on.
+-- A stack the recorder's unwinder could not follow to its end (STALLSCOPE_UNWIND:
+-- no CFI, the stack copy ended ...) has one more frame at its root: function
+-- '[truncated]' in the '[unknown]' mapping, rel_pc -1, so it never looks whole.
 CREATE TABLE IF NOT EXISTS frames (
   id INTEGER PRIMARY KEY,
   mapping_id INTEGER NOT NULL REFERENCES mappings(id),
   rel_pc INTEGER NOT NULL,          -- file offset of the address looked up (return addresses
                                     -- minus 1); for kernel frames the absolute address
-  function TEXT,                    -- NULL when unknown
+  function TEXT,                    -- as people read it: C++ and Rust names demangled;
+                                    -- NULL when unknown
   file TEXT,                        -- source file, NULL when unknown
   line INTEGER,                     -- source line, NULL when unknown
   inline_depth INTEGER NOT NULL DEFAULT 0,
-  symbol_note TEXT                  -- why a frame has no name ('no debug info',
-                                    -- 'build-id mismatch: PATH', 'file not found', ...)
+  symbol_note TEXT,                 -- why a frame has no name ('no debug info',
+                                    -- 'build-id mismatch: PATH', 'file not found',
+                                    -- 'debuginfod: ...', ...)
+  mangled TEXT                      -- the symbol's mangled name when function was demangled
+                                    -- (_Z..., _R...), NULL otherwise; added later, so a
+                                    -- database from before has it only after the next import
 );
 
 -- Callsites: a prefix tree of stacks. A row is one frame reached through its

@@ -23,6 +23,7 @@ static const char *const known[] = {
 	"STALLSCOPE_METRICS_FILE", "STALLSCOPE_FLUSH_INTERVAL_MS", "STALLSCOPE_BUFFER_EVENTS",
 	"STALLSCOPE_MAX_THREADS", "STALLSCOPE_COMPRESS", "STALLSCOPE_SAMPLER",
 	"STALLSCOPE_OFFCPU_STACKS", "STALLSCOPE_SAMPLE_ALL_THREADS", "STALLSCOPE_UNWIND",
+	"STALLSCOPE_STACK_COPY",
 	/* set by `stallscope record` for the preload shim (recorder/src/shim-abi.h) */
 	"STALLSCOPE_PRELOAD_ROOT_PID", "STALLSCOPE_FOLLOW_CHILDREN", NULL,
 };
@@ -192,6 +193,7 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 		{"STALLSCOPE_FLUSH_INTERVAL_MS", 1, 60000, 0, "milliseconds"},
 		{"STALLSCOPE_BUFFER_EVENTS", 64, 1u << 26, 1, "an event count"},
 		{"STALLSCOPE_MAX_THREADS", 1, 65536, 0, "a thread count"},
+		{"STALLSCOPE_STACK_COPY", 1024, 65528, 1, "a size in bytes (suffix K allowed)"},
 	};
 	uint64_t n;
 	int r;
@@ -210,6 +212,7 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 		case 6: cfg->flush_interval_ms = (uint32_t)n; break;
 		case 7: cfg->buffer_events = (uint32_t)n; break;
 		case 8: cfg->max_threads = (uint32_t)n; break;
+		case 9: cfg->stack_copy_bytes = (uint32_t)n; break;
 		}
 	}
 	/* 0 must mean "no time rotation" here, but 0 in the struct means "default". */
@@ -219,8 +222,11 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 
 	static const char *const sampler_words[] = {"auto", "perf", "timer", "off", NULL};
 	static const char *const offcpu_words[] = {"auto", "on", "off", NULL};
+	/* In the order of STALLSCOPE_UNWIND_AUTO, _FP, _DWARF. */
+	static const char *const unwind_words[] = {"auto", "fp", "dwarf", NULL};
 	if (get_word("STALLSCOPE_SAMPLER", sampler_words, &cfg->sampler, err, errlen) < 0 ||
 	    get_word("STALLSCOPE_OFFCPU_STACKS", offcpu_words, &cfg->offcpu_stacks, err, errlen) < 0 ||
+	    get_word("STALLSCOPE_UNWIND", unwind_words, &cfg->unwind, err, errlen) < 0 ||
 	    get_bool("STALLSCOPE_SAMPLE_ALL_THREADS", &cfg->sample_all_threads, err, errlen) < 0)
 		return -1;
 	if (get_bool("STALLSCOPE_CPU_SAMPLING", &cfg->cpu_sampling, err, errlen) < 0 ||

@@ -9,6 +9,7 @@
  */
 #include "recorder-private.h"
 #include "sampler.h"
+#include "unwind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,20 @@ static void append(char *buf, size_t len, size_t *need, const char *line, int n)
 		memcpy(buf + *need, line, (size_t)n < room ? (size_t)n : room);
 	}
 	*need += (size_t)n;
+}
+
+/* An enum as a labelled gauge: one series per value, 1 for the one in use. */
+static void enum_gauge(char *buf, size_t len, size_t *need, const char *name, const char *help,
+		       const char *const *values, size_t nvalues, const char *cur)
+{
+	char line[512];
+	int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+	append(buf, len, need, line, n);
+	for (size_t i = 0; i < nvalues; i++) {
+		n = snprintf(line, sizeof line, "%s{mode=\"%s\"} %d\n", name, values[i],
+			     strcmp(values[i], cur) == 0);
+		append(buf, len, need, line, n);
+	}
 }
 
 STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
@@ -60,26 +75,44 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
 	};
 	size_t need = 0;
-	char line[512];
+	char line[1024];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
 		int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name,
 				 m[i].help, m[i].name, m[i].type, m[i].name,
 				 (unsigned long long)m[i].value);
 		append(buf, len, &need, line, n);
 	}
-	/* An enum as a labelled gauge: one series per mode, 1 for the one in use. */
-	enum ss_sampler_mode cur = ss_sampler_mode_published();
-	static const enum ss_sampler_mode modes[] = {SS_SAMPLER_PERF, SS_SAMPLER_TIMER, SS_SAMPLER_OFF};
-	int n = snprintf(line, sizeof line, "# HELP stallscope_sampler_mode How CPU samples are "
-			 "taken: perf (perf_event_open), timer (the signal-timer fallback) or off "
-			 "(none, or no session); 1 for the mode in use.\n"
-			 "# TYPE stallscope_sampler_mode gauge\n");
+	static const char *const sampler_modes[] = { "perf", "timer", "off" };
+	enum_gauge(buf, len, &need, "stallscope_sampler_mode", "How CPU samples are taken: perf "
+		   "(perf_event_open), timer (the signal-timer fallback) or off (none, or no session); "
+		   "1 for the mode in use.", sampler_modes, 3,
+		   ss_sampler_mode_name(ss_sampler_mode_published()));
+	static const char *const unwind_modes[] = { "fp", "dwarf", "auto" };
+	enum_gauge(buf, len, &need, "stallscope_unwind_mode", "How user stacks are taken: fp "
+		   "(frame-pointer chains), dwarf (CFI on stack copies) or auto (frame-pointer chains "
+		   "where whole, else CFI); 1 for the mode in use (fp when no session).", unwind_modes, 3,
+		   ss_unwind_mode_name(ss_unwind_mode()));
+	int n;
+	struct ss_unwind_stats us;
+	ss_unwind_get_stats(&us);
+	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_stacks_total User stacks taken from "
+		     "stack copies: kept as whole frame-pointer chains (fp) or unwound by CFI (cfi).\n"
+		     "# TYPE stallscope_unwind_stacks_total counter\n"
+		     "stallscope_unwind_stacks_total{method=\"fp\"} %llu\n"
+		     "stallscope_unwind_stacks_total{method=\"cfi\"} %llu\n",
+		     (unsigned long long)us.fp, (unsigned long long)us.cfi);
 	append(buf, len, &need, line, n);
-	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-		n = snprintf(line, sizeof line, "stallscope_sampler_mode{mode=\"%s\"} %d\n",
-			     ss_sampler_mode_name(modes[i]), modes[i] == cur);
-		append(buf, len, &need, line, n);
-	}
+	n = snprintf(line, sizeof line, "# HELP stallscope_unwind_truncated_total Stacks unwound by "
+		     "CFI that end early, marked truncated, by why: the stack copy ended, no CFI or a "
+		     "register unknown, a frame outside code, more frames than kept.\n"
+		     "# TYPE stallscope_unwind_truncated_total counter\n"
+		     "stallscope_unwind_truncated_total{reason=\"stack_copy\"} %llu\n"
+		     "stallscope_unwind_truncated_total{reason=\"cfi\"} %llu\n"
+		     "stallscope_unwind_truncated_total{reason=\"invalid_frame\"} %llu\n"
+		     "stallscope_unwind_truncated_total{reason=\"depth\"} %llu\n",
+		     (unsigned long long)us.trunc_copy, (unsigned long long)us.trunc_cfi,
+		     (unsigned long long)us.trunc_invalid, (unsigned long long)us.trunc_depth);
+	append(buf, len, &need, line, n);
 	if (buf && len)
 		buf[need < len ? need : len - 1] = 0;
 	return need;

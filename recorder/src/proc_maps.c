@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -244,6 +245,30 @@ SS_INTERNAL uint32_t ss_build_id_lookup(const char *path, uint64_t dev, uint64_t
 	return len;
 }
 
+/* The build id of the vDSO the kernel mapped into this process, read from that
+ * mapping (the kernel's own image: complete and trusted), so an importer can tell
+ * whether its kernel's vDSO is the same one. */
+static uint32_t vdso_build_id(uint8_t out[20])
+{
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!base || memcmp(base, ELFMAG, SELFMAG) != 0 || base[EI_CLASS] != ELFCLASS64)
+		return 0;
+	Elf64_Ehdr eh;
+	memcpy(&eh, base, sizeof eh);
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 64)
+		return 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		memcpy(&ph, base + eh.e_phoff + i * sizeof ph, sizeof ph);
+		if (ph.p_type != PT_NOTE || ph.p_filesz > MAX_NOTES)
+			continue;
+		uint32_t l = scan_notes(base + ph.p_offset, ph.p_filesz, 0, out);
+		if (l)
+			return l;
+	}
+	return 0;
+}
+
 /* ---- /proc/self/maps ------------------------------------------------------------ */
 
 static void maps_emit_at(const struct ss_sample_sink *sink, uint64_t ts);
@@ -314,9 +339,8 @@ static void maps_emit_at(const struct ss_sample_sink *sink, uint64_t ts)
 			.prot = (perms[0] == 'r' ? 1u : 0u) | (perms[1] == 'w' ? 2u : 0u) | 4u,
 			.path = path,
 		};
-		if (!vdso)
-			m.build_id_len = (uint8_t)ss_build_id_lookup(path, makedev(maj, mnr), ino,
-								    m.build_id);
+		m.build_id_len = vdso ? (uint8_t)vdso_build_id(m.build_id)
+				      : (uint8_t)ss_build_id_lookup(path, makedev(maj, mnr), ino, m.build_id);
 		sink->mapping(sink->ctx, &m);
 	}
 	free(line);

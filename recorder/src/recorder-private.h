@@ -22,6 +22,9 @@
  *   config_env.c    STALLSCOPE_* environment parsing
  *   metrics.c       counters and their Prometheus text
  *   session.c       start/stop/toggle: glues the above together
+ *   sampler*.c      CPU samples and switches (sampler.h), stall captures (stall.h)
+ *   unwind*.c       how user stacks are taken: frame pointers or CFI (unwind.h);
+ *                   unwind_libdw.c is the recorder's only use of libdw
  */
 #ifndef STALLSCOPE_RECORDER_PRIVATE_H
 #define STALLSCOPE_RECORDER_PRIVATE_H

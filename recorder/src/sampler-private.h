@@ -16,18 +16,26 @@
 
 #include "recorder-private.h"
 #include "sampler.h"
+#include "unwind.h"
 
 enum ss_st_kind { SS_ST_FREE = 0, SS_ST_PERF, SS_ST_TIMER };
 
-/* One sample as the signal handler stores it: fixed size so the ring is a plain
- * array and the handler never computes a variable length. */
+/* One sample as the signal handler stores it. Every entry of a session has the
+ * same size (ss_smp.tstride), so the ring is a plain array and the handler never
+ * computes a variable length: the header, then either the frames it walked
+ * (frame-pointer mode) or a struct ss_ucopy and ss_smp.stack_copy bytes of stack
+ * (CFI unwinding, done by the writer). */
 struct ss_tsample {
 	uint64_t ts;
 	uint64_t weight;
 	uint32_t nframes;
 	uint32_t pad;
-	uint64_t frames[SS_MAX_FRAMES];
 };
+_Static_assert(sizeof(struct ss_tsample) % 8 == 0, "entries stay 8-aligned");
+
+static inline uint64_t *ss_tsample_frames(struct ss_tsample *s) { return (uint64_t *)(s + 1); }
+static inline struct ss_ucopy *ss_tsample_ucopy(struct ss_tsample *s) { return (struct ss_ucopy *)(s + 1); }
+static inline uint8_t *ss_tsample_stack(struct ss_tsample *s) { return (uint8_t *)(ss_tsample_ucopy(s) + 1); }
 
 struct ss_sthread {
 	/* ---- read by the signal handler ---- */
@@ -38,7 +46,7 @@ struct ss_sthread {
 	 * the ring (a signal queued before timer_delete can still arrive). */
 	_Atomic uint32_t inflight;
 	uint64_t stack_lo, stack_hi;
-	struct ss_tsample *tring;
+	unsigned char *tring;             /* tmask + 1 entries of ss_smp.tstride bytes */
 	uint32_t tmask;
 	uint64_t weight;                  /* timer period, ns */
 	_Atomic uint64_t thead;           /* handler-written */
@@ -66,7 +74,8 @@ struct ss_sthread {
 	 * (PERF_FORMAT_LOST) are read too; both are cumulative counts of the same
 	 * losses, and only what exceeds lost_emitted is reported. */
 	uint64_t lost_emitted, lost_records, lost_counter;
-	uint64_t last_drain;
+	uint64_t last_drain;              /* where the next counter-reported loss starts */
+	uint64_t last_lost_read;          /* when the counters were last read */
 	uint64_t throttled_at;            /* THROTTLE seen, UNTHROTTLE not yet: its time */
 	uint64_t throttled_id;
 };
@@ -91,6 +100,11 @@ struct ss_sampler_state {
 	/* timer */
 	int timer_ready;
 	int signo;
+	size_t tstride;                   /* bytes per timer ring entry */
+
+	/* stack copies for CFI unwinding (0 = none) */
+	uint32_t stack_copy;
+	int user_chain;
 
 	char status[512];
 	struct ss_sampler_stats stats;
@@ -109,6 +123,8 @@ SS_INTERNAL int ss_read_int_file(const char *path, int dflt);
  * else -errno with why written into why. */
 SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len);
 SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len);
+/* Rings are not limited by the unprivileged mlock budget (root or CAP_IPC_LOCK). */
+SS_INTERNAL int ss_perf_mlock_unlimited(void);
 SS_INTERNAL void ss_perf_close_fds(struct ss_sthread *t);
 SS_INTERNAL void ss_perf_unmap(struct ss_sthread *t);
 SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink *sink);

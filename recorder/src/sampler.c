@@ -109,10 +109,12 @@ static void start_timer_mode(const char *perf_why)
 	if (ss_timer_init(why, sizeof why) == 0) {
 		ss_smp.mode = SS_SAMPLER_TIMER;
 		ss_sampler_note("timer: signal %d (SIGRTMIN+%d) on each thread's CPU clock, %u Hz, "
-				"in-process frame-pointer walk, no switch records, no off-CPU stacks "
+				"%s, no switch records, no off-CPU stacks "
 				"(CPU-clock timers expire on scheduler ticks: at most CONFIG_HZ samples "
 				"a second, missed periods add to a sample's weight)",
-				ss_smp.signo, ss_smp.signo - SIGRTMIN, ss_smp.hz);
+				ss_smp.signo, ss_smp.signo - SIGRTMIN, ss_smp.hz,
+				ss_smp.stack_copy ? "registers and a stack copy per sample"
+						  : "in-process frame-pointer walk");
 	} else {
 		ss_smp.mode = SS_SAMPLER_OFF;
 		ss_sampler_note("off: timer fallback refused: %s", why);
@@ -136,8 +138,23 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	if (ss_smp.hz > 100000)
 		ss_smp.hz = 100000; /* perf_event_max_sample_rate's usual value */
 	ss_smp.period_ns = 1000000000ull / ss_smp.hz;
-	ss_smp.perf_pages = pow2_floor(cfg->perf_pages, 8);
-	ss_smp.timer_ring = pow2_floor(cfg->timer_ring, 64);
+	ss_smp.stack_copy = cfg->stack_copy & ~7u;
+	ss_smp.user_chain = cfg->user_chain;
+	/* With copies a sample is the copy plus ~1 KiB. The writer drains every
+	 * 10 ms; the ring holds ~100 ms of samples at hz where the mlock budget is
+	 * unlimited, ~25 ms where ~35 threads share the unprivileged one. */
+	uint32_t pages = 8;
+	if (ss_smp.stack_copy) {
+		uint32_t per_s = ss_perf_mlock_unlimited() ? 10 : 40;
+		uint64_t want = (uint64_t)(ss_smp.hz / per_s + 1) * (ss_smp.stack_copy + 1024);
+		while ((uint64_t)pages * 4096 < want && pages < 512)
+			pages *= 2;
+	}
+	ss_smp.perf_pages = pow2_floor(cfg->perf_pages, pages);
+	ss_smp.timer_ring = pow2_floor(cfg->timer_ring, ss_smp.stack_copy ? 32 : 64);
+	ss_smp.tstride = sizeof(struct ss_tsample) +
+			 (ss_smp.stack_copy ? sizeof(struct ss_ucopy) + ss_smp.stack_copy
+					    : sizeof(uint64_t) * SS_MAX_FRAMES);
 	ss_smp.all_threads = cfg->all_threads;
 	ss_smp.paranoid = ss_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2);
 

@@ -14,6 +14,13 @@
  *   timer  a per-thread timer_create(CLOCK_THREAD_CPUTIME_ID) + signal whose
  *          handler walks frame pointers from the interrupted context, every
  *          read checked against the thread's stack bounds.
+ *
+ * With stack copies asked for (CFI unwinding, unwind.h), a CPU sample also
+ * carries the user registers and a copy of the top of the user stack: from perf
+ * (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER) or from the timer's handler
+ * (the interrupted context and the stack above its sp), and the writer unwinds
+ * them. Off-CPU samples keep the kernel's chains: a copy at every context
+ * switch would cost more than the stacks are worth.
  */
 #ifndef STALLSCOPE_SAMPLER_H
 #define STALLSCOPE_SAMPLER_H
@@ -44,7 +51,13 @@ struct ss_sampler_config {
 	 * samples of ~1 KiB each. Tests shrink both to provoke losses. */
 	uint32_t perf_pages;
 	uint32_t timer_ring;
+	uint32_t stack_copy;  /* bytes of user stack copied per CPU sample, with the
+			       * registers (0 = none: frame-pointer chains only) */
+	int user_chain;       /* with copies: keep the kernel's user frame-pointer
+			       * chain too (auto's fallback when a copy is empty) */
 };
+
+struct ss_ustack;
 
 enum ss_sample_kind { SS_SAMPLE_CPU = 1, SS_SAMPLE_OFFCPU = 2 };
 
@@ -59,6 +72,8 @@ struct ss_sample {
 	uint32_t nframes;     /* <= SS_MAX_FRAMES */
 	uint32_t nkernel;     /* frames[0 .. nkernel) are kernel addresses */
 	const uint64_t *frames; /* leaf first, context markers removed; valid during the callback */
+	const struct ss_ustack *ustack; /* registers + stack copy to unwind the user part
+					 * from, NULL when none; valid during the callback */
 };
 
 struct ss_switch {

@@ -10,11 +10,20 @@
  * writes into the first one's ring (PERF_EVENT_IOC_SET_OUTPUT), so a thread
  * costs one ring of the shared mlock budget and the reader sees one time-ordered
  * stream; PERF_SAMPLE_IDENTIFIER tells the two apart.
+ *
+ * For CFI unwinding (ss_smp.stack_copy) the cpu-clock samples also carry the user
+ * registers and a copy of the top of the user stack (PERF_SAMPLE_REGS_USER,
+ * PERF_SAMPLE_STACK_USER); the kernel then walks no user frame pointers unless
+ * auto mode keeps its chain as a fallback. The context-switch samples do not
+ * carry copies.
  */
 #include "sampler-private.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +37,8 @@
 #define SAMPLE_TYPE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | \
 		     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | \
 		     PERF_SAMPLE_CALLCHAIN)
+#define LOST_READ_NS 500000000ull /* how often the lost counters are read (see the drain) */
+
 /* sample_id trailer of non-sample records for SAMPLE_TYPE with sample_id_all:
  * { u32 pid, tid; u64 time; u32 cpu, res; u64 identifier } */
 #define TRAILER 32
@@ -61,10 +72,28 @@ static void attr_common(struct perf_event_attr *a)
 	a->read_format = ss_smp.fmt_lost ? PERF_FORMAT_LOST : 0;
 }
 
+#if defined(__x86_64__)
+/* The general registers, and where each lands in DWARF numbering (unwind.h):
+ * samples hold them in the order of their bits in the mask. */
+#define REGS_MASK ((1ull << PERF_REG_X86_AX) | (1ull << PERF_REG_X86_BX) | (1ull << PERF_REG_X86_CX) | \
+		   (1ull << PERF_REG_X86_DX) | (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI) | \
+		   (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP) | \
+		   (0xffull << PERF_REG_X86_R8))
+static const uint8_t perf_to_dwarf[SS_UREGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 8, 9, 10, 11, 12, 13, 14, 15 };
+#else
+#define REGS_MASK 0ull
+#endif
+
 static void attr_clock(struct perf_event_attr *a)
 {
 	attr_common(a);
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	if (ss_smp.stack_copy) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = REGS_MASK;
+		a->sample_stack_user = ss_smp.stack_copy;
+		a->exclude_callchain_user = !ss_smp.user_chain;
+	}
 	a->sample_period = ss_smp.period_ns;
 	a->context_switch = 1;
 	/* mmap too: the kernel counts only mmap/mmap_data listeners before it builds
@@ -80,6 +109,13 @@ static void attr_cs(struct perf_event_attr *a)
 	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a->sample_period = 1;
 	a->exclude_kernel = 0; /* the switch-out happens in the kernel */
+}
+
+static int has_cap_ipc_lock(void);
+
+SS_INTERNAL int ss_perf_mlock_unlimited(void)
+{
+	return geteuid() == 0 || has_cap_ipc_lock();
 }
 
 static int has_cap_ipc_lock(void)
@@ -157,6 +193,16 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 		attr_clock(&a);
 		fd = perf_open(&a, self);
 	}
+	char copy_note[160] = "";
+	if (fd < 0 && errno == EINVAL && ss_smp.stack_copy) {
+		/* A kernel without user stack sampling (or one that refuses this size):
+		 * CPU samples fall back to frame-pointer chains. */
+		snprintf(copy_note, sizeof copy_note, ", user stack copies of %u bytes refused (EINVAL): "
+			 "frame-pointer chains instead", ss_smp.stack_copy);
+		ss_smp.stack_copy = 0;
+		attr_clock(&a);
+		fd = perf_open(&a, self);
+	}
 	if (fd < 0) {
 		int e = errno;
 		snprintf(why, len, "perf_event_open(cpu-clock, tid %u): %s (perf_event_paranoid %d)",
@@ -193,7 +239,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 	}
 
 	char budget[120];
-	if (geteuid() == 0 || has_cap_ipc_lock()) {
+	if (ss_perf_mlock_unlimited()) {
 		snprintf(budget, sizeof budget, "mlock budget unlimited (CAP_IPC_LOCK)");
 	} else {
 		struct rlimit rl = {0, 0};
@@ -206,10 +252,19 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 			 "~%ld threads", kb,
 			 kb / ((long)(ss_smp.perf_pages + 1) * page_size() / 1024));
 	}
-	snprintf(why, len, "cpu-clock %u Hz (period %llu ns), call chains user%s%s, max %u frames, "
+	char chains[200];
+	if (ss_smp.stack_copy)
+		snprintf(chains, sizeof chains, "user registers and %u bytes of user stack per sample%s, "
+			 "call chains %s%s", ss_smp.stack_copy, copy_note,
+			 ss_smp.kernel_ok ? (ss_smp.user_chain ? "kernel+user" : "kernel") :
+			 (ss_smp.user_chain ? "user only" : "none"), kern_note);
+	else
+		snprintf(chains, sizeof chains, "call chains user%s%s%s", ss_smp.kernel_ok ? "+kernel" : " only",
+			 kern_note, copy_note);
+	snprintf(why, len, "cpu-clock %u Hz (period %llu ns), %s, max %u frames, "
 		 "switch records on, %s, ring %u+1 pages per thread, %s",
-		 ss_smp.hz, (unsigned long long)ss_smp.period_ns, ss_smp.kernel_ok ? "+kernel" : " only",
-		 kern_note, ss_smp.max_stack, off_note, ss_smp.perf_pages, budget);
+		 ss_smp.hz, (unsigned long long)ss_smp.period_ns, chains, ss_smp.max_stack, off_note,
+		 ss_smp.perf_pages, budget);
 	return 0;
 }
 
@@ -347,6 +402,38 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 			nk = nf;
 	}
 	int off = t->id_cs != 0 && id == t->id_cs;
+	/* After the chain: { u64 abi; u64 regs[weight(mask)]; } { u64 size; char
+	 * data[size]; u64 dyn_size; } on cpu-clock samples with copies. */
+	static struct ss_ucopy uc;
+	struct ss_ustack us = { &uc, NULL };
+	int have_copy = 0;
+	if (!off && ss_smp.stack_copy) {
+		const unsigned char *q = ips + nr * 8, *end = p + n;
+		uc.valid = 0;
+		uc.len = 0;
+		if (end - q >= 8) {
+			uint64_t abi = rd64(q);
+			q += 8;
+			if (abi != PERF_SAMPLE_REGS_ABI_NONE && end - q >= 8 * SS_UREGS) {
+#if defined(__x86_64__)
+				for (int i = 0; i < SS_UREGS; i++)
+					uc.regs[perf_to_dwarf[i]] = rd64(q + 8 * i);
+				uc.valid = (1u << SS_UREGS) - 1;
+#endif
+				q += 8 * SS_UREGS;
+			}
+		}
+		if (uc.valid && end - q >= 8) {
+			uint64_t size = rd64(q);
+			q += 8;
+			if (size && (uint64_t)(end - q) >= size + 8) {
+				uint64_t dyn = rd64(q + size);
+				us.data = q;
+				uc.len = (uint32_t)(dyn < size ? dyn : size) & ~7u;
+			}
+		}
+		have_copy = uc.valid != 0;
+	}
 	struct ss_sample s = {
 		.ts = time,
 		.tid = tid,
@@ -356,6 +443,7 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 		.nframes = nf,
 		.nkernel = nk,
 		.frames = frames,
+		.ustack = have_copy ? &us : NULL,
 	};
 	if (sink->sample)
 		sink->sample(sink->ctx, &s);
@@ -498,15 +586,22 @@ SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 
+	/* Reading an event's counters interrupts the CPU the thread runs on (an
+	 * IPI, dear in a VM), so they are read twice a second, not at every drain;
+	 * closing the descriptors reads them a last time. */
 	uint64_t now = ss_now();
-	if (t->fd_clock >= 0)
+	if (t->fd_clock >= 0 && now - t->last_lost_read >= LOST_READ_NS) {
 		t->lost_counter = read_lost(t->fd_clock) + read_lost(t->fd_cs);
+		t->last_lost_read = now;
+	}
 	if (t->lost_counter > t->lost_emitted) {
 		emit_lost(sink, t->last_drain ? t->last_drain : now, now, t->tid, SS_SLOSS_KERNEL,
 			  t->lost_counter - t->lost_emitted);
 		t->lost_emitted = t->lost_counter;
+		t->last_drain = now;
 	}
-	t->last_drain = now;
+	if (!t->last_drain)
+		t->last_drain = now;
 
 	if (t->closing && t->throttled_at) {
 		emit_lost(sink, t->throttled_at, ss_now(), t->tid, SS_SLOSS_THROTTLE, 1);

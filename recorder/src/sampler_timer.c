@@ -2,7 +2,9 @@
  * sampler_timer.c - the fallback when perf_event_open is refused: one POSIX timer
  * per sampled thread on that thread's CPU-time clock, delivering a real-time
  * signal to that very thread (SIGEV_THREAD_ID). The handler walks frame pointers
- * from the interrupted context into a per-thread single-producer ring.
+ * from the interrupted context into a per-thread single-producer ring, or, when
+ * the writer unwinds by CFI, copies the interrupted registers and the stack above
+ * their sp into it (bounded by the thread's stack, as the walk is).
  *
  * The signal is a free real-time one claimed through sigwalk.c, which also holds
  * the bounded frame walk (shared with stall captures); if every real-time signal
@@ -51,12 +53,19 @@ static void record(struct ss_sthread *t, const ucontext_t *uc, int overrun)
 		atomic_store_explicit(&t->tlost_last, now, memory_order_release);
 		return;
 	}
-	struct ss_tsample *s = &t->tring[head & t->tmask];
-	uint64_t pc, sp, fp;
-	ss_uc_regs(uc, &pc, &sp, &fp);
+	struct ss_tsample *s = (struct ss_tsample *)(void *)(t->tring + (head & t->tmask) * ss_smp.tstride);
 	s->ts = now;
 	s->weight = t->weight * (1u + (overrun > 0 ? (uint64_t)overrun : 0));
-	s->nframes = ss_fp_walk(pc, sp, fp, t->stack_lo, t->stack_hi, s->frames, SS_MAX_FRAMES);
+	if (ss_smp.stack_copy) {
+		ss_ucopy_take(ss_tsample_ucopy(s), ss_tsample_stack(s), ss_smp.stack_copy, uc,
+			      t->stack_lo, t->stack_hi);
+		s->nframes = 0;
+	} else {
+		uint64_t pc, sp, fp;
+		ss_uc_regs(uc, &pc, &sp, &fp);
+		s->nframes = ss_fp_walk(pc, sp, fp, t->stack_lo, t->stack_hi, ss_tsample_frames(s),
+					SS_MAX_FRAMES);
+	}
 	atomic_store_explicit(&t->thead, head + 1, memory_order_release);
 }
 
@@ -147,7 +156,7 @@ static void warn_if_blocked(uint32_t tid)
 SS_INTERNAL int ss_timer_open(struct ss_sthread *t, uint32_t index, char *why, size_t len)
 {
 	if (!t->tring) {
-		t->tring = calloc(ss_smp.timer_ring, sizeof *t->tring);
+		t->tring = calloc(ss_smp.timer_ring, ss_smp.tstride);
 		if (!t->tring) {
 			snprintf(why, len, "timer ring: out of memory");
 			return -1;
@@ -219,7 +228,8 @@ SS_INTERNAL void ss_timer_drain(struct ss_sthread *t, const struct ss_sample_sin
 	uint64_t tail = atomic_load_explicit(&t->ttail, memory_order_relaxed);
 	uint64_t head = atomic_load_explicit(&t->thead, memory_order_acquire);
 	for (; tail != head; tail++) {
-		const struct ss_tsample *ts = &t->tring[tail & t->tmask];
+		struct ss_tsample *ts = (struct ss_tsample *)(void *)(t->tring + (tail & t->tmask) * ss_smp.tstride);
+		struct ss_ustack us = { ss_tsample_ucopy(ts), ss_tsample_stack(ts) };
 		struct ss_sample s = {
 			.ts = ts->ts,
 			.tid = t->tid,
@@ -228,7 +238,8 @@ SS_INTERNAL void ss_timer_drain(struct ss_sthread *t, const struct ss_sample_sin
 			.kind = SS_SAMPLE_CPU,
 			.nframes = ts->nframes <= SS_MAX_FRAMES ? ts->nframes : SS_MAX_FRAMES,
 			.nkernel = 0,
-			.frames = ts->frames,
+			.frames = ss_tsample_frames(ts),
+			.ustack = ss_smp.stack_copy ? &us : NULL,
 		};
 		if (sink->sample)
 			sink->sample(sink->ctx, &s);

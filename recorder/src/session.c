@@ -42,7 +42,12 @@ STALLSCOPE_API void stallscope_config_init(struct stallscope_config *cfg)
 	cfg->stall_threshold_ms = 10;
 	cfg->task_dump_enabled = 0;
 	cfg->task_dump_idle_threshold_ms = 10;
+	cfg->unwind = STALLSCOPE_UNWIND_AUTO;
+	cfg->stack_copy_bytes = 8192;
 }
+
+/* The layout is ABI: fields only ever take the place of reserved words. */
+_Static_assert(sizeof(struct stallscope_config) == 144, "struct stallscope_config size");
 
 static uint32_t round_pow2(uint32_t v)
 {
@@ -91,6 +96,16 @@ static int adopt_config(const struct stallscope_config *in)
 		c.sample_hz = d.sample_hz;
 	if (!c.task_dump_idle_threshold_ms)
 		c.task_dump_idle_threshold_ms = d.task_dump_idle_threshold_ms;
+	if (c.unwind < STALLSCOPE_UNWIND_AUTO || c.unwind > STALLSCOPE_UNWIND_DWARF) {
+		ss_set_error("unwind %d is not STALLSCOPE_UNWIND_AUTO, _FP or _DWARF", (int)c.unwind);
+		return -1;
+	}
+	if (!c.stack_copy_bytes)
+		c.stack_copy_bytes = d.stack_copy_bytes;
+	if (c.stack_copy_bytes < 1024 || c.stack_copy_bytes > 65528) {
+		ss_set_error("stack_copy_bytes %u is out of range (1024 to 65528)", c.stack_copy_bytes);
+		return -1;
+	}
 	for (int i = 0; i < 3; i++) {
 		free(cfg_strings[i]);
 		cfg_strings[i] = NULL;

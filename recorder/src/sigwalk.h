@@ -15,6 +15,24 @@
 
 #include "recorder-private.h"
 
+/* One word of the stack, read where the bounds checks below allow it: through an
+ * instruction the sanitizers do not see, because the walk is inlined into
+ * instrumented callers (its no_sanitize attribute does not follow it there) and
+ * a frame-pointer register of code built without frame pointers may point at a
+ * redzone beside a local array. */
+static inline uint64_t ss_stack_word(uint64_t addr)
+{
+	uint64_t v;
+#if defined(__x86_64__)
+	__asm__ volatile("movq (%1), %0" : "=r"(v) : "r"(addr) : "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("ldr %0, [%1]" : "=r"(v) : "r"(addr) : "memory");
+#else
+	v = *(const volatile uint64_t *)(uintptr_t)addr;
+#endif
+	return v;
+}
+
 /* Walks frame pointers: out[0] = pc, then one return address per frame, at most
  * max entries. Every load is from [max(lo, sp), hi), 8-aligned, and frame
  * addresses must strictly increase, so a garbage frame pointer ends the walk
@@ -37,8 +55,7 @@ static inline uint32_t ss_fp_walk(uint64_t pc, uint64_t sp, uint64_t fp, uint64_
 	while (n < max) {
 		if ((fp & 7) || fp < lo || fp > hi || hi - fp < 16)
 			break;
-		const volatile uint64_t *f = (const volatile uint64_t *)(uintptr_t)fp;
-		uint64_t next = f[0], ret = f[1];
+		uint64_t next = ss_stack_word(fp), ret = ss_stack_word(fp + 8);
 		if (ret < 4096)
 			break; /* not a code address: the end of the chain */
 		out[n++] = ret;

@@ -17,7 +17,7 @@
 struct entry {
 	uint64_t hash;
 	uint32_t id;
-	uint32_t off;     /* into arena: nkernel, nframes, frames... */
+	uint32_t off;     /* into arena: nkernel | flags << 32, nframes, frames... */
 };
 
 static struct entry *table;
@@ -26,9 +26,9 @@ static uint64_t *arena;
 static uint32_t arena_len, arena_cap;
 static uint32_t next_id;
 
-static uint64_t hash_frames(const uint64_t *f, uint32_t n, uint32_t nk)
+static uint64_t hash_frames(const uint64_t *f, uint32_t n, uint64_t head)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 32 | nk);
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 48) ^ head;
 	for (uint32_t i = 0; i < n; i++) {
 		h ^= f[i];
 		h *= 0xff51afd7ed558ccdull;
@@ -81,25 +81,26 @@ static int arena_room(uint32_t words)
 }
 
 SS_INTERNAL uint32_t ss_stacks_intern(const uint64_t *frames, uint32_t n, uint32_t nkernel,
-				      int *is_new)
+				      uint32_t flags, int *is_new)
 {
 	*is_new = 0;
+	uint64_t head = (uint64_t)flags << 32 | nkernel;
 	if (arena_len + n + 2 > MAX_ARENA_WORDS)
 		ss_stacks_forget();
 	if ((used + 1) * 4 >= table_size * 3 && grow_table() != 0)
 		return 0;
-	uint64_t h = hash_frames(frames, n, nkernel);
+	uint64_t h = hash_frames(frames, n, head);
 	uint32_t j = (uint32_t)h & (table_size - 1);
 	for (; table[j].hash; j = (j + 1) & (table_size - 1)) {
 		if (table[j].hash != h)
 			continue;
 		const uint64_t *e = arena + table[j].off;
-		if (e[0] == nkernel && e[1] == n && memcmp(e + 2, frames, n * sizeof *frames) == 0)
+		if (e[0] == head && e[1] == n && memcmp(e + 2, frames, n * sizeof *frames) == 0)
 			return table[j].id;
 	}
 	if (arena_room(n + 2) != 0)
 		return 0;
-	arena[arena_len] = nkernel;
+	arena[arena_len] = head;
 	arena[arena_len + 1] = n;
 	memcpy(arena + arena_len + 2, frames, n * sizeof *frames);
 	table[j] = (struct entry){.hash = h, .id = ++next_id, .off = arena_len};

@@ -23,12 +23,16 @@
 #include <stdint.h>
 
 #include "recorder-private.h"
+#include "unwind.h"
 
 #define SS_STALL_FRAMES 64
 #define SS_STALL_MAX_CAPTURES 8
 #define SS_TASK_DUMP_FRAMES 24
 
-/* One STALL capture, or (is_end) the STALL_END of a poll that had captures. */
+/* One STALL capture, or (is_end) the STALL_END of a poll that had captures.
+ * With CFI unwinding (ss_unwind_copy_bytes() > 0) a capture carries registers and
+ * a stack copy instead of frames, and the writer unwinds them: uc.len bytes of
+ * stack follow the struct (a message takes ss_stall_msg_size() bytes). */
 struct ss_stall_msg {
 	uint32_t is_end;
 	uint32_t thread;        /* slot thread id */
@@ -43,7 +47,16 @@ struct ss_stall_msg {
 	uint32_t nframes;
 	uint64_t frames[SS_STALL_FRAMES];
 	char reason[160];
+	uint32_t blocked;       /* uc is of a thread blocked in a system call: sp, pc only */
+	uint32_t pad;
+	struct ss_ucopy uc;     /* uc.valid 0: frames[] hold the stack */
 };
+
+static inline size_t ss_stall_msg_size(uint32_t copy) { return sizeof(struct ss_stall_msg) + copy; }
+static inline uint8_t *ss_stall_msg_stack(const struct ss_stall_msg *m)
+{
+	return (uint8_t *)(uintptr_t)(m + 1);
+}
 
 struct ss_task_dump_msg {
 	uint64_t task;
@@ -73,8 +86,9 @@ SS_INTERNAL void ss_watchdog_free(void);
 SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink);
 
 /* ---- stall_capture.c (watchdog thread only) ---- */
+/* copy: bytes of stack a capture copies for the writer's unwinder (0: frames). */
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
-				char *why, size_t len);
+				uint32_t copy, char *why, size_t len);
 SS_INTERNAL void ss_capture_fini(void);
 /* Classifies and takes the stack of the thread of slot index i into m (kind,
  * syscall1, frames, reason). */

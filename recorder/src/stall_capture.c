@@ -18,6 +18,11 @@
  * frame-pointer chain. The syscall file is read again right before tgkill, which
  * narrows the window in which a thread could enter a system call to
  * microseconds; should it happen anyway, SA_RESTART restarts the call.
+ *
+ * With CFI unwinding (a stack copy size given to ss_capture_init) the handler
+ * copies the interrupted registers and the stack above sp instead of walking,
+ * and a blocked thread's copy goes out with the sp and pc /proc gave; the writer
+ * unwinds both (unwind.h).
  */
 #include "stall.h"
 #include "sigwalk.h"
@@ -39,17 +44,21 @@
 #define SCAN_BYTES (64u << 10)       /* stack copied above a blocked thread's sp */
 #define MAX_CODE_RANGES 256
 
-/* Written by the handler on the worker, read by the watchdog after done == req. */
+/* Written by the handler on the worker, read by the watchdog after done == req.
+ * With copies, C.copy bytes of stack follow each cell (C.stride apart). */
 struct cap_cell {
 	_Atomic uint32_t req;
 	_Atomic uint32_t done;
 	uint32_t n;
 	uint32_t pad;
 	uint64_t frames[SS_STALL_FRAMES];
+	struct ss_ucopy uc;
 };
 
 static struct {
-	struct cap_cell *cells;
+	unsigned char *cells;
+	size_t stride;
+	uint32_t copy;
 	uint32_t ncells;
 	struct ss_slot *slots;
 	uint32_t session;
@@ -63,25 +72,37 @@ static struct {
 } C;
 
 /* Read by the handler: cleared before the cells go away. */
-static _Atomic(struct cap_cell *) armed_cells;
+static _Atomic(unsigned char *) armed_cells;
 static _Atomic uint32_t inflight;
+
+static struct cap_cell *cell_at(unsigned char *cells, size_t i)
+{
+	return (struct cap_cell *)(void *)(cells + i * C.stride);
+}
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
 	(void)sig;
 	int saved = errno;
 	atomic_fetch_add(&inflight, 1);
-	struct cap_cell *cells = atomic_load(&armed_cells);
+	unsigned char *cells = atomic_load(&armed_cells);
 	struct ss_slot *s = ss_tls_slot;
 	if (cells && s && si && si->si_code == SI_TKILL && ss_tls_session == C.session &&
 	    s >= C.slots && s < C.slots + C.ncells) {
-		struct cap_cell *c = &cells[s - C.slots];
+		struct cap_cell *c = cell_at(cells, (size_t)(s - C.slots));
 		uint32_t r = atomic_load_explicit(&c->req, memory_order_acquire);
 		if (r != atomic_load_explicit(&c->done, memory_order_relaxed)) {
-			uint64_t pc, sp, fp;
-			ss_uc_regs((const ucontext_t *)ucv, &pc, &sp, &fp);
-			c->n = ss_fp_walk(pc, sp, fp, ss_tls_stack_lo, ss_tls_stack_hi, c->frames,
-					  SS_STALL_FRAMES);
+			const ucontext_t *uc = ucv;
+			if (C.copy) {
+				ss_ucopy_take(&c->uc, (uint8_t *)(c + 1), C.copy, uc, ss_tls_stack_lo,
+					      ss_tls_stack_hi);
+				c->n = 0;
+			} else {
+				uint64_t pc, sp, fp;
+				ss_uc_regs(uc, &pc, &sp, &fp);
+				c->n = ss_fp_walk(pc, sp, fp, ss_tls_stack_lo, ss_tls_stack_hi,
+						  c->frames, SS_STALL_FRAMES);
+			}
 			atomic_store_explicit(&c->done, r, memory_order_release);
 		}
 	}
@@ -113,10 +134,12 @@ static int is_code(uint64_t a)
 }
 
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
-				char *why, size_t len)
+				uint32_t copy, char *why, size_t len)
 {
 	memset(&C, 0, sizeof C);
-	C.cells = calloc(nslots, sizeof *C.cells);
+	C.copy = copy;
+	C.stride = (sizeof(struct cap_cell) + copy + 7) & ~(size_t)7;
+	C.cells = calloc(nslots, C.stride);
 	C.scan = malloc(SCAN_BYTES);
 	if (!C.cells || !C.scan) {
 		snprintf(why, len, "out of memory for capture cells");
@@ -367,10 +390,37 @@ static uint32_t scan_blocked(const struct ss_slot *s, uint64_t sp, uint64_t pc, 
 	return n;
 }
 
-/* Signals the thread and waits for its handler's walk. */
-static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint32_t *n)
+/* A blocked thread for the writer's unwinder: the pc and sp /proc gave and the
+ * stack above sp (no other register of a thread in a system call is readable). */
+static void copy_blocked(const struct ss_slot *s, uint64_t sp, uint64_t pc, struct ss_stall_msg *m,
+			 const char **how)
 {
-	struct cap_cell *c = &C.cells[i];
+	m->blocked = 1;
+	m->uc.valid = (1u << SS_UREG_PC) | (1u << SS_UREG_SP);
+	m->uc.regs[SS_UREG_PC] = pc;
+	m->uc.regs[SS_UREG_SP] = sp;
+	m->uc.len = 0;
+	uint64_t lo = s->stack_lo, hi = s->stack_hi;
+	if (!lo || sp < lo || sp >= hi || (sp & 7)) {
+		*how = "no stack bounds for the thread (stallscope_worker_begin not called?)";
+		return;
+	}
+	size_t len = hi - sp < C.copy ? (size_t)(hi - sp) : C.copy;
+	struct iovec local = { ss_stall_msg_stack(m), len }, remote = { (void *)(uintptr_t)sp, len };
+	ssize_t got = process_vm_readv(C.pid, &local, 1, &remote, 1, 0);
+	if (got < 16) {
+		*how = "its stack could not be read (process_vm_readv refused)";
+		return;
+	}
+	m->uc.len = (uint32_t)got & ~7u;
+	*how = "stack copied from its memory above the blocked sp";
+}
+
+/* Signals the thread and waits for its handler's walk (or copy, into m). */
+static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint32_t *n,
+		       struct ss_stall_msg *m)
+{
+	struct cap_cell *c = cell_at(C.cells, i);
 	uint32_t gen = ++C.gen ? C.gen : ++C.gen;
 	atomic_store_explicit(&c->req, gen, memory_order_release);
 	if (syscall(SYS_tgkill, C.pid, s->tid, C.signo) != 0)
@@ -383,6 +433,14 @@ static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint3
 	}
 	*n = c->n < SS_STALL_FRAMES ? c->n : SS_STALL_FRAMES;
 	memcpy(out, c->frames, *n * sizeof *out);
+	if (C.copy && c->uc.valid) {
+		m->uc = c->uc;
+		if (m->uc.len > C.copy)
+			m->uc.len = 0;
+		memcpy(ss_stall_msg_stack(m), c + 1, m->uc.len);
+		out[0] = c->uc.regs[SS_UREG_PC];
+		*n = 1;
+	}
 	return 0;
 }
 
@@ -432,7 +490,13 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 		const char *how = "";
 		char st = proc_state(tid);
 		m->kind = SS_STALL_BLOCKED;
-		m->nframes = scan_blocked(s, sp, pc, m->frames, &how);
+		if (C.copy) {
+			copy_blocked(s, sp, pc, m, &how);
+			m->frames[0] = pc;
+			m->nframes = 1;
+		} else {
+			m->nframes = scan_blocked(s, sp, pc, m->frames, &how);
+		}
 		if (nr >= 0) {
 			const char *name = syscall_name(nr);
 			m->syscall1 = (uint32_t)nr + 1;
@@ -456,9 +520,11 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 	int on_cpu = window_cpu * 10 >= window;
 	m->kind = on_cpu ? SS_STALL_RUNNING : SS_STALL_RUNNABLE;
 	uint32_t n = 0;
-	int w = signal_walk(s, i, m->frames, &n);
+	int w = signal_walk(s, i, m->frames, &n, m);
 	m->nframes = n;
-	const char *stack = w == 0 ? (n > 1 ? "stack by signal" : "stack by signal: pc only "
+	const char *stack = w == 0 ? (m->uc.valid ? (m->uc.len ? "registers and stack copied by signal"
+				      : "registers by signal, no stack copy (no stack bounds)")
+				      : n > 1 ? "stack by signal" : "stack by signal: pc only "
 				      "(no stack bounds, or no frame pointers)")
 			  : w == -1 ? "no stack: tgkill failed (thread gone)"
 				    : "no stack: the thread did not answer the signal in 50 ms "

@@ -55,10 +55,18 @@ static struct {
 	/* Guards ws: the writer scans a slot it is about to release (below). */
 	pthread_mutex_t smu;
 	pthread_mutex_t qmu;
-	struct ss_stall_msg *q;
+	unsigned char *q;         /* QUEUE_LEN messages of msg_size bytes */
+	size_t msg_size;          /* ss_stall_msg_size(the stack copy) */
+	uint32_t copy;            /* bytes of stack a capture copies (0: frames only) */
+	struct ss_stall_msg *cap_msg, *drain_msg; /* watchdog's, writer's */
 	uint32_t qhead, qlen;
 	uint64_t qdropped;
 } D;
+
+static struct ss_stall_msg *q_at(uint32_t i)
+{
+	return (struct ss_stall_msg *)(void *)(D.q + (size_t)(i % QUEUE_LEN) * D.msg_size);
+}
 
 static void enqueue(const struct ss_stall_msg *m)
 {
@@ -67,7 +75,8 @@ static void enqueue(const struct ss_stall_msg *m)
 		/* The writer is far behind; losing stall reports beats blocking here. */
 		D.qdropped++;
 	} else {
-		D.q[(D.qhead + D.qlen) % QUEUE_LEN] = *m;
+		uint32_t len = m->uc.len <= D.copy ? m->uc.len : 0;
+		memcpy(q_at(D.qhead + D.qlen), m, sizeof *m + len);
 		D.qlen++;
 	}
 	pthread_mutex_unlock(&D.qmu);
@@ -77,18 +86,21 @@ SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink)
 {
 	if (!D.q)
 		return;
-	static struct ss_stall_msg m; /* writer thread only; too big for its stack */
+	struct ss_stall_msg *m = D.drain_msg;
 	for (;;) {
 		pthread_mutex_lock(&D.qmu);
 		if (!D.qlen) {
 			pthread_mutex_unlock(&D.qmu);
 			break;
 		}
-		m = D.q[D.qhead];
+		const struct ss_stall_msg *e = q_at(D.qhead);
+		memcpy(m, e, sizeof *m + (e->uc.len <= D.copy ? e->uc.len : 0));
+		if (m->uc.len > D.copy)
+			m->uc.len = 0;
 		D.qhead = (D.qhead + 1) % QUEUE_LEN;
 		D.qlen--;
 		pthread_mutex_unlock(&D.qmu);
-		sink->stall(&m);
+		sink->stall(m);
 	}
 }
 
@@ -96,7 +108,7 @@ static void emit_end(struct wd_slot *w, uint64_t end_ts)
 {
 	if (w->open && w->captures) {
 		struct ss_stall_msg m;
-		memset(&m, 0, offsetof(struct ss_stall_msg, frames));
+		memset(&m, 0, sizeof m);
 		m.is_end = 1;
 		m.thread = w->thread;
 		m.tid = (uint32_t)w->tid;
@@ -105,7 +117,6 @@ static void emit_end(struct wd_slot *w, uint64_t end_ts)
 		m.poll_ts = w->poll_ts;
 		m.ts = end_ts > w->poll_ts ? end_ts : w->poll_ts;
 		m.index = w->captures;
-		m.reason[0] = 0;
 		enqueue(&m);
 	}
 	w->open = 0;
@@ -201,17 +212,20 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 
 static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t now)
 {
-	static struct ss_stall_msg m; /* watchdog thread only */
-	memset(&m, 0, offsetof(struct ss_stall_msg, frames));
-	m.thread = w->thread;
-	m.tid = (uint32_t)w->tid;
-	m.task = w->task;
-	m.location = w->loc;
-	m.poll_ts = w->poll_ts;
-	m.ts = now;
-	m.index = w->captures;
-	ss_capture(s, i, &m);
-	enqueue(&m);
+	struct ss_stall_msg *m = D.cap_msg;
+	memset(m, 0, offsetof(struct ss_stall_msg, frames));
+	m->blocked = 0;
+	m->uc.valid = 0;
+	m->uc.len = 0;
+	m->thread = w->thread;
+	m->tid = (uint32_t)w->tid;
+	m->task = w->task;
+	m->location = w->loc;
+	m->poll_ts = w->poll_ts;
+	m->ts = now;
+	m->index = w->captures;
+	ss_capture(s, i, m);
+	enqueue(m);
 	w->captures++;
 	w->next_due = w->poll_ts + (D.threshold_ns << w->captures);
 }
@@ -274,14 +288,18 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	if (D.tick_ns > 100000000u)
 		D.tick_ns = 100000000u;
 	D.pool = ss_pool_get();
+	D.copy = ss_unwind_copy_bytes();
+	D.msg_size = (ss_stall_msg_size(D.copy) + 7) & ~(size_t)7;
 	D.ws = calloc(D.pool->nslots, sizeof *D.ws);
-	D.q = calloc(QUEUE_LEN, sizeof *D.q);
+	D.q = calloc(QUEUE_LEN, D.msg_size);
+	D.cap_msg = calloc(1, D.msg_size);
+	D.drain_msg = calloc(1, D.msg_size);
 	char why[200] = "";
-	if (!D.ws || !D.q) {
+	if (!D.ws || !D.q || !D.cap_msg || !D.drain_msg) {
 		snprintf(status, len, "off: out of memory");
 		goto fail;
 	}
-	if (ss_capture_init(D.pool->slots, D.pool->nslots, session, why, sizeof why) != 0) {
+	if (ss_capture_init(D.pool->slots, D.pool->nslots, session, D.copy, why, sizeof why) != 0) {
 		snprintf(status, len, "off: %s", why);
 		goto fail;
 	}
@@ -305,12 +323,15 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	}
 	D.started = 1;
 	snprintf(status, len, "on: threshold %u ms, captures at 1x 2x 4x ... (max %d), "
-		 "running threads by signal, blocked ones from /proc and their stack memory",
-		 cfg->stall_threshold_ms, SS_STALL_MAX_CAPTURES);
+		 "running threads by signal, blocked ones from /proc and their stack memory%s",
+		 cfg->stall_threshold_ms, SS_STALL_MAX_CAPTURES,
+		 D.copy ? "; registers and stack copies unwound by the writer (see unwind)" : "");
 	return;
 fail:
 	free(D.ws);
 	free(D.q);
+	free(D.cap_msg);
+	free(D.drain_msg);
 	memset(&D, 0, sizeof D);
 }
 
@@ -350,6 +371,8 @@ SS_INTERNAL void ss_watchdog_stop(void)
 		       (unsigned long long)D.qdropped);
 	free(D.ws);
 	D.ws = NULL;
+	free(D.cap_msg);
+	D.cap_msg = NULL;
 	pthread_mutex_destroy(&D.mu);
 	pthread_mutex_destroy(&D.smu);
 	pthread_cond_destroy(&D.cv);
@@ -362,6 +385,8 @@ SS_INTERNAL void ss_watchdog_free(void)
 		return;
 	free(D.q);
 	D.q = NULL;
+	free(D.drain_msg);
+	free(D.cap_msg);
 	pthread_mutex_destroy(&D.qmu);
 	memset(&D, 0, sizeof D);
 }

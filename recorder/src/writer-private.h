@@ -65,6 +65,7 @@ struct writer {
 
 	uint64_t last_metrics_ns;
 	char sampler_status[512];
+	char unwind_status[512];
 	char stall_status[256];
 	uint64_t sampler_lost;       /* samples that arrived with no segment to go to */
 	_Atomic int sampling_on;     /* what stallscope_set_enabled() asked for */
@@ -96,7 +97,7 @@ SS_INTERNAL void put_new_defs(void);
 SS_INTERNAL void put_thread_def(struct ss_slot *s);
 SS_INTERNAL void put_event(struct ss_slot *s, const struct ss_ev *e);
 SS_INTERNAL void put_lp(uint8_t type, const uint8_t *body, size_t n);
-SS_INTERNAL uint32_t put_stack(const uint64_t *frames, uint32_t n);
+SS_INTERNAL uint32_t put_stack(const uint64_t *frames, uint32_t n, uint32_t nkernel, uint32_t flags);
 SS_INTERNAL void reset_block(void);
 SS_INTERNAL void note_lost(uint64_t count, uint64_t first, uint64_t last);
 SS_INTERNAL void merge_range(uint64_t *count, uint64_t *first, uint64_t *last,

@@ -26,6 +26,7 @@
  */
 #include "writer-private.h"
 #include "stack_table.h"
+#include "unwind.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -348,11 +349,18 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	wr.sg = ss_segments_open(&cfg->seg, err, errlen);
 	if (!wr.sg)
 		goto fail;
+	/* The unwinder first: it decides whether samples and captures carry stack
+	 * copies, and the log and every segment's META say what it chose. */
+	ss_unwind_start(cfg->user->unwind, cfg->user->stack_copy_bytes, wr.unwind_status,
+			sizeof wr.unwind_status);
+	ss_log("stacks: %s", ss_unwind_brief());
 	struct ss_sampler_config sc = {
 		.mode = !cfg->user->cpu_sampling ? SS_SAMPLER_OFF : (enum ss_sampler_mode)cfg->user->sampler,
 		.offcpu = (enum ss_offcpu_mode)cfg->user->offcpu_stacks,
 		.hz = cfg->user->sample_hz,
 		.all_threads = cfg->user->sample_all_threads,
+		.stack_copy = ss_unwind_copy_bytes(),
+		.user_chain = ss_unwind_mode() == SS_UNWIND_AUTO,
 	};
 	ss_sampler_start(&sc, wr.sampler_status, sizeof wr.sampler_status);
 	ss_watchdog_start(cfg->user, cfg->session, wr.stall_status, sizeof wr.stall_status);
@@ -380,6 +388,7 @@ fail:
 	ss_task_dump_disarm();
 	ss_task_dump_free();
 	ss_sampler_stop();
+	ss_unwind_stop();
 	ss_stacks_free();
 	if (wr.sg) {
 		ss_segments_abandon(wr.sg);
@@ -405,6 +414,7 @@ SS_INTERNAL int ss_writer_stop(void)
 	ss_watchdog_free();
 	ss_task_dump_free();
 	ss_sampler_stop();
+	ss_unwind_stop();
 	ss_stacks_free();
 	int healthy = !wr.failing;
 	atomic_store(&ss_counters.writer_healthy, 0u);

@@ -186,8 +186,9 @@ SS_INTERNAL void begin_segment(uint64_t start_ts)
 	begin_block_if_needed();
 	put_session_meta();
 	put_new_defs();
-	if (ss_sampler_mode() != SS_SAMPLER_OFF)
-		ss_sampler_mappings(&sink);
+	/* Every segment names its code, whatever takes stacks (samples, stall
+	 * captures, task dumps): without mappings no stack can be symbolized. */
+	ss_sampler_mappings(&sink);
 	set_failing(0, 0);
 }
 

@@ -94,6 +94,7 @@ SS_INTERNAL void put_session_meta(void)
 	put_meta("max_threads", "%u", c->max_threads);
 	put_meta("compress", "%s", wr.cfg.compress ? "zstd" : "none");
 	put_meta("sampler", "%s", ss_writer_sampler_status());
+	put_meta("unwind", "%s", wr.unwind_status[0] ? wr.unwind_status : "fp");
 	put_meta("stalls", "%s", wr.stall_status[0] ? wr.stall_status : "off");
 	put_meta("task_dumps", c->task_dump_enabled ? "on: mean idle threshold %u ms" : "off",
 		 c->task_dump_idle_threshold_ms);
@@ -239,20 +240,27 @@ SS_INTERNAL void put_lp(uint8_t type, const uint8_t *body, size_t n)
 /* ---- stalls and task dumps (stall.h) ----------------------------------------- */
 
 /* The STACK id of frames in the active segment, writing its definition when new;
- * 0 for no frames. */
-SS_INTERNAL uint32_t put_stack(const uint64_t *frames, uint32_t n)
+ * 0 for no frames. flags (SS_STACK_F_*) are appended to the body only when set,
+ * so a frame-pointer recording stays what it was byte for byte. */
+SS_INTERNAL uint32_t put_stack(const uint64_t *frames, uint32_t n, uint32_t nkernel, uint32_t flags)
 {
 	if (!n)
 		return 0;
+	if (n > SS_MAX_STACK_FRAMES)
+		n = SS_MAX_STACK_FRAMES;
+	if (nkernel > n)
+		nkernel = n;
 	int is_new;
-	uint32_t id = ss_stacks_intern(frames, n, 0, &is_new);
+	uint32_t id = ss_stacks_intern(frames, n, nkernel, flags, &is_new);
 	if (is_new) {
-		uint8_t body[SS_STALL_FRAMES * 10 + 32];
+		uint8_t body[SS_MAX_STACK_FRAMES * 10 + 48];
 		size_t k = ss_put_varint(body, id);
-		k += ss_put_varint(body + k, 0);
+		k += ss_put_varint(body + k, nkernel);
 		k += ss_put_varint(body + k, n);
 		for (uint32_t i = 0; i < n; i++)
 			k += ss_put_varint(body + k, frames[i]);
+		if (flags)
+			k += ss_put_varint(body + k, flags);
 		put_lp(SS_REC_STACK, body, k);
 	}
 	return id;

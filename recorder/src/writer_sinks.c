@@ -6,6 +6,9 @@
  */
 #include "writer-private.h"
 #include "stack_table.h"
+#include "unwind.h"
+
+#include <stdio.h>
 
 /* ---- samples, switches and mappings from the sampler -------------------------- */
 
@@ -58,19 +61,20 @@ static void sink_sample(void *ctx, const struct ss_sample *sm)
 		return;
 	}
 	uint32_t n = sm->nframes > SS_MAX_FRAMES ? SS_MAX_FRAMES : sm->nframes;
-	int is_new;
-	uint32_t stack = ss_stacks_intern(sm->frames, n, sm->nkernel, &is_new);
-	uint8_t body[SS_MAX_FRAMES * 10 + 64];
-	size_t k;
-	if (is_new) {
-		k = ss_put_varint(body, stack);
-		k += ss_put_varint(body + k, sm->nkernel);
-		k += ss_put_varint(body + k, n);
-		for (uint32_t i = 0; i < n; i++)
-			k += ss_put_varint(body + k, sm->frames[i]);
-		put_lp(SS_REC_STACK, body, k);
+	uint32_t nk = sm->nkernel < n ? sm->nkernel : n, flags = 0;
+	const uint64_t *frames = sm->frames;
+	/* Kernel frames as the kernel gave them, user frames unwound from the copy
+	 * (when it holds something: else auto keeps the kernel's user chain). */
+	static uint64_t all[SS_MAX_STACK_FRAMES];
+	if (sm->ustack && ss_unwind_mode() != SS_UNWIND_FP &&
+	    (sm->ustack->uc->len || ss_unwind_mode() == SS_UNWIND_DWARF || n == nk)) {
+		memcpy(all, sm->frames, nk * sizeof *all);
+		n = nk + ss_unwind_user(sm->ustack, 0, all + nk, SS_MAX_FRAMES, &flags);
+		frames = all;
 	}
-	k = ss_put_varint(body, thread_of_tid(sm->tid));
+	uint32_t stack = put_stack(frames, n, nk, flags);
+	uint8_t body[64];
+	size_t k = ss_put_varint(body, thread_of_tid(sm->tid));
 	k += ss_put_varint(body + k, sm->tid);
 	k += ss_put_varint(body + k, sm->ts);
 	k += ss_put_varint(body + k, sm->cpu == UINT32_MAX ? 0 : (uint64_t)sm->cpu + 1);
@@ -100,6 +104,8 @@ static void sink_switch(void *ctx, const struct ss_switch *sw)
 static void sink_mapping(void *ctx, const struct ss_mapping *m)
 {
 	(void)ctx;
+	if (m->ts)
+		ss_unwind_mappings_changed(); /* a dlopen: the unwinder must know the code */
 	if (!sink_ready())
 		return;
 	size_t pl = m->path ? strlen(m->path) : 0;
@@ -163,7 +169,7 @@ static void sink_stall(const struct ss_stall_msg *m)
 {
 	if (!sink_ready())
 		return;
-	uint8_t body[256];
+	uint8_t body[400];
 	size_t k;
 	if (m->is_end) {
 		k = ss_put_varint(body, m->thread);
@@ -176,8 +182,25 @@ static void sink_stall(const struct ss_stall_msg *m)
 		sink_flush_if_full();
 		return;
 	}
-	uint32_t stack = put_stack(m->frames, m->nframes < SS_STALL_FRAMES ? m->nframes : SS_STALL_FRAMES);
-	size_t rl = strnlen(m->reason, sizeof m->reason);
+	/* With CFI unwinding the watchdog sent registers and a stack copy: unwound
+	 * here, where the unwinder lives, and the reason says how it went. */
+	static uint64_t frames[SS_STALL_FRAMES];
+	const uint64_t *f = m->frames;
+	uint32_t n = m->nframes < SS_STALL_FRAMES ? m->nframes : SS_STALL_FRAMES, flags = 0;
+	char reason[sizeof m->reason + 96];
+	snprintf(reason, sizeof reason, "%s", m->reason);
+	if (m->uc.valid && ss_unwind_mode() != SS_UNWIND_FP) {
+		struct ss_ustack us = { &m->uc, ss_stall_msg_stack(m) };
+		n = ss_unwind_user(&us, m->blocked, frames, SS_STALL_FRAMES, &flags);
+		f = frames;
+		size_t used = strlen(reason);
+		snprintf(reason + used, sizeof reason - used, "; %u frames %s%s", n,
+			 flags & SS_STACK_F_CFI ? "by CFI" : "by frame pointers",
+			 flags & SS_STACK_F_TRUNCATED ? ", truncated (the unwinder could not get past "
+							"the last)" : "");
+	}
+	uint32_t stack = put_stack(f, n, 0, flags);
+	size_t rl = strnlen(reason, sizeof reason);
 	k = ss_put_varint(body, m->thread);
 	k += ss_put_varint(body + k, m->tid);
 	k += ss_put_varint(body + k, m->task);
@@ -189,7 +212,7 @@ static void sink_stall(const struct ss_stall_msg *m)
 	k += ss_put_varint(body + k, m->syscall1);
 	k += ss_put_varint(body + k, stack);
 	k += ss_put_varint(body + k, rl);
-	memcpy(body + k, m->reason, rl);
+	memcpy(body + k, reason, rl);
 	k += rl;
 	put_lp(SS_REC_STALL, body, k);
 	sink_flush_if_full();
@@ -199,7 +222,7 @@ static void sink_task_dump(const struct ss_task_dump_msg *m)
 {
 	if (!sink_ready())
 		return;
-	uint32_t stack = put_stack(m->frames, m->nframes);
+	uint32_t stack = put_stack(m->frames, m->nframes, 0, 0);
 	uint8_t body[96];
 	size_t k = ss_put_varint(body, m->task);
 	k += ss_put_varint(body + k, m->thread);

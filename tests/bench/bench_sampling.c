@@ -109,23 +109,6 @@ static void count_dir(const char *dir, struct counts *c)
 	closedir(d);
 }
 
-static void rm_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			char path[1024];
-			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-}
-
 /* ---- a recorded run ---- */
 
 struct job {

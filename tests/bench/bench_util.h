@@ -5,9 +5,12 @@
 #ifndef STALLSCOPE_BENCH_UTIL_H
 #define STALLSCOPE_BENCH_UTIL_H
 
+#include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline uint64_t now_ns(void)
 {
@@ -35,6 +38,24 @@ static inline double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof *v, cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Removes a directory of plain files (a run's segments). */
+static inline void rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			char path[1024];
+			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
 }
 
 #endif

@@ -249,6 +249,55 @@ void sb_ext(struct sb *b, uint8_t type, const void *body, size_t len)
 	blk_put(b, body, len);
 }
 
+void sb_mapping(struct sb *b, uint64_t start, uint64_t end, uint64_t pgoff, const uint8_t *build_id,
+		size_t build_id_len, const char *path)
+{
+	uint8_t body[4096 + 128];
+	size_t pl = strlen(path), n = 0;
+	if (pl > 4096 || build_id_len > 64)
+		abort();
+	n += ss_put_varint(body + n, 0);
+	n += ss_put_varint(body + n, start);
+	n += ss_put_varint(body + n, end);
+	n += ss_put_varint(body + n, pgoff);
+	n += ss_put_varint(body + n, 5);
+	n += ss_put_varint(body + n, build_id_len);
+	memcpy(body + n, build_id, build_id_len);
+	n += build_id_len;
+	n += ss_put_varint(body + n, pl);
+	memcpy(body + n, path, pl);
+	n += pl;
+	sb_ext(b, SS_REC_MAPPING, body, n);
+}
+
+void sb_stack(struct sb *b, uint64_t id, const uint64_t *pcs, size_t n)
+{
+	uint8_t body[SS_MAX_STACK_FRAMES * 10 + 32];
+	size_t k = 0;
+	if (n > SS_MAX_STACK_FRAMES)
+		abort();
+	k += ss_put_varint(body + k, id);
+	k += ss_put_varint(body + k, 0);
+	k += ss_put_varint(body + k, n);
+	for (size_t i = 0; i < n; i++)
+		k += ss_put_varint(body + k, pcs[i]);
+	sb_ext(b, SS_REC_STACK, body, k);
+}
+
+void sb_cpu_sample(struct sb *b, uint64_t thread, uint64_t tid, uint64_t ts, uint64_t stack)
+{
+	uint8_t body[80];
+	size_t k = 0;
+	k += ss_put_varint(body + k, thread);
+	k += ss_put_varint(body + k, tid);
+	k += ss_put_varint(body + k, ts);
+	k += ss_put_varint(body + k, 1);    /* cpu 0 */
+	k += ss_put_varint(body + k, 1000); /* weight */
+	k += ss_put_varint(body + k, SS_SAMPLE_KIND_CPU);
+	k += ss_put_varint(body + k, stack);
+	sb_ext(b, SS_REC_SAMPLE, body, k);
+}
+
 void sb_meta(struct sb *b, const char *key, const char *value)
 {
 	uint8_t body[512];

@@ -52,6 +52,13 @@ void sb_thread(struct sb *b, uint64_t thread, uint64_t ts);
  * by n varint fields, each passed as uint64_t. */
 void sb_event(struct sb *b, uint8_t type, uint64_t ts, int n, ...);
 void sb_meta(struct sb *b, const char *key, const char *value);
+/* An executable MAPPING (ts 0: the segment-start snapshot), prot r-x. */
+void sb_mapping(struct sb *b, uint64_t start, uint64_t end, uint64_t pgoff, const uint8_t *build_id,
+		size_t build_id_len, const char *path);
+/* A STACK of n user addresses, leaf first. */
+void sb_stack(struct sb *b, uint64_t id, const uint64_t *pcs, size_t n);
+/* A CPU SAMPLE of thread (0 = none defined) / tid at absolute ts, weight 1000 ns. */
+void sb_cpu_sample(struct sb *b, uint64_t thread, uint64_t tid, uint64_t ts, uint64_t stack);
 /* A length-prefixed record with an arbitrary body. */
 void sb_ext(struct sb *b, uint8_t type, const void *body, size_t len);
 /* Raw record bytes, not counted (for malformed records in tests). */

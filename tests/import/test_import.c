@@ -833,40 +833,14 @@ static void seg_with_stack(const char *file, const struct symrun *s, const char 
 	sb_init(&b, &h);
 	sb_begin_block(&b);
 	defs(&b);
-	uint8_t body[4096];
-	size_t n = 0;
-	put_v(body, &n, 0);
-	put_v(body, &n, s->lo);
-	put_v(body, &n, s->hi);
-	put_v(body, &n, s->off);
-	put_v(body, &n, 5);
-	put_v(body, &n, bid_len);
-	memcpy(body + n, bid, bid_len);
-	n += bid_len;
-	put_v(body, &n, strlen(map_path));
-	memcpy(body + n, map_path, strlen(map_path));
-	n += strlen(map_path);
-	sb_ext(&b, SS_REC_MAPPING, body, n);
-	n = 0;
-	put_v(body, &n, 1);
-	put_v(body, &n, 0);
-	put_v(body, &n, 3);
-	for (int i = 0; i < 3; i++)
-		put_v(body, &n, s->pc[i]);
-	sb_ext(&b, SS_REC_STACK, body, n);
+	sb_mapping(&b, s->lo, s->hi, s->off, bid, bid_len, map_path);
+	uint64_t pcs[3] = { s->pc[0], s->pc[1], s->pc[2] };
+	sb_stack(&b, 1, pcs, 3);
 	thread_def_open(&b, 1, 0, 0, 0);
 	sb_thread(&b, 1, 2000);
 	sb_event(&b, SS_REC_POLL_BEGIN, 2000, 2, (uint64_t)5, (uint64_t)2);
 	sb_event(&b, SS_REC_POLL_END, 9000, 0);
-	n = 0;
-	put_v(body, &n, 1);    /* thread */
-	put_v(body, &n, 101);  /* tid */
-	put_v(body, &n, 4000); /* ts */
-	put_v(body, &n, 1);    /* cpu + 1 */
-	put_v(body, &n, 1000); /* weight */
-	put_v(body, &n, SS_SAMPLE_KIND_CPU);
-	put_v(body, &n, 1);    /* stack */
-	sb_ext(&b, SS_REC_SAMPLE, body, n);
+	sb_cpu_sample(&b, 1, 101, 4000, 1);
 	sb_end_block(&b, false);
 	sb_footer(&b, SS_SEALED_WRITER, 0);
 	spit(file, b.buf, b.len);

@@ -263,7 +263,7 @@ static const char *common_rows =
 	"INSERT INTO locations VALUES (1, 'src/server.c', 10, 'handle_request'), (2, 'src/cache.c', 20, 'flush_cache'),"
 	" (3, 'src/hash.c', 30, 'compute_hash');"
 	"INSERT INTO mappings VALUES (1, 1, '/usr/bin/demo', 'abcd', 4096, 1048576, 0);"
-	"INSERT INTO frames VALUES (1, 1, 100, 'main', 'src/main.c', 5, 0, NULL), (2, 1, 200, 'handle_request', 'src/server.c', 12, 0, NULL),"
+	"INSERT INTO frames(id, mapping_id, rel_pc, function, file, line, inline_depth, symbol_note) VALUES (1, 1, 100, 'main', 'src/main.c', 5, 0, NULL), (2, 1, 200, 'handle_request', 'src/server.c', 12, 0, NULL),"
 	" (3, 1, 300, 'compute_hash', 'src/hash.c', 33, 0, NULL), (4, 1, 400, 'sha256_block', 'src/sha.c', 77, 0, NULL),"
 	" (5, 1, 500, 'read', NULL, NULL, 0, 'no debug info');"
 	"INSERT INTO callsites VALUES (1, NULL, 1, 0), (2, 1, 3, 1), (3, 2, 4, 2), (4, 2, 5, 2);";

@@ -32,7 +32,9 @@ void cmd_symbolize_help(FILE *out)
 	      "address the segments' stacks reference to each sealed segment, so that\n"
 	      "`stallscope import` can name frames where the binaries are not at hand.\n"
 	      "Files are rewritten crash-safely (new file, then rename). Unsealed,\n"
-	      "damaged and already symbolized segments are skipped.\n"
+	      "damaged and already symbolized segments are skipped. C++ and Rust names\n"
+	      "are demangled (the mangled name is kept too); with DEBUGINFOD_URLS set,\n"
+	      "debug info missing here is asked of those debuginfod servers.\n"
 	      "\n"
 	      "options:\n"
 	      "  --debug-dir DIR      also look for debug info here (repeatable)\n"
@@ -157,7 +159,7 @@ static void emit_cb(void *ctx, uint64_t pc, uint64_t kernel, uint64_t mapi)
 	e->named++;
 	for (size_t i = 0; i < res.n && i < SS_SYM_MAX_INLINE; i++)
 		if (ss_symtab_put(&e->buf, &e->len, &e->cap, pc, i, (uint64_t)(res.f[i].line > 0 ? res.f[i].line : 0),
-				  res.f[i].function, res.f[i].file) != 0)
+				  res.f[i].function, res.f[i].file, res.f[i].mangled) != 0)
 			abort();
 }
 
@@ -266,6 +268,8 @@ int cmd_symbolize(int argc, char **argv)
 		fprintf(stderr, "stallscope symbolize: no sealed segment found\n");
 		rc = SS_EXIT_USAGE;
 	}
+	if (!quiet && sym && ss_sym_debuginfod_summary(sym)[0])
+		printf("%s\n", ss_sym_debuginfod_summary(sym));
 out:
 	if (sym)
 		ss_sym_free(sym);

@@ -374,6 +374,12 @@ static int print_sampling_record(struct dump *d, const struct ss_record *rec, co
 			else
 				put_user_frame(d, f[i]);
 		}
+		if (rec->u.stack.flags & SS_STACK_F_CFI)
+			fputs(" [cfi]", o);
+		if (rec->u.stack.flags & SS_STACK_F_TRUNCATED)
+			fputs(" [truncated]", o);
+		if (rec->u.stack.flags & ~(uint64_t)(SS_STACK_F_CFI | SS_STACK_F_TRUNCATED))
+			fprintf(o, " [flags 0x%" PRIx64 "]", rec->u.stack.flags);
 		fputc('\n', o);
 		break;
 	}

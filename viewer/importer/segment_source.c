@@ -174,7 +174,8 @@ static int definition(struct ss_model *m, struct ss_reader *rd, const struct ss_
 	case SS_REC_STACK: {
 		uint64_t pcs[SS_MAX_STACK_FRAMES];
 		size_t n = ss_stack_frames(r, pcs, SS_MAX_STACK_FRAMES);
-		return ss_model_stack(m, r->u.stack.id, pcs, n, (size_t)(r->u.stack.nkernel < n ? r->u.stack.nkernel : n));
+		return ss_model_stack(m, r->u.stack.id, pcs, n, (size_t)(r->u.stack.nkernel < n ? r->u.stack.nkernel : n),
+				      (r->u.stack.flags & SS_STACK_F_TRUNCATED) != 0);
 	}
 	case SS_REC_MAPPING:
 		return ss_model_mapping(m, r->u.mapping.start, r->u.mapping.end, r->u.mapping.pgoff, r->u.mapping.path,

@@ -107,8 +107,9 @@ int ss_model_location(struct ss_model *m, uint64_t id, const char *file, size_t 
 		      const char *function, size_t function_len);
 int ss_model_thread_def(struct ss_model *m, const struct ss_model_thread_def *d);
 /* pcs leaf first, the first nkernel kernel addresses, every frame but the first a
- * return address. */
-int ss_model_stack(struct ss_model *m, uint64_t id, const uint64_t *pcs, size_t n, size_t nkernel);
+ * return address; truncated when the recorder's unwinder stopped short of the
+ * stack's end (a '[truncated]' root frame marks it). */
+int ss_model_stack(struct ss_model *m, uint64_t id, const uint64_t *pcs, size_t n, size_t nkernel, bool truncated);
 int ss_model_mapping(struct ss_model *m, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		     size_t path_len, const uint8_t *build_id, size_t build_id_len);
 int ss_model_meta(struct ss_model *m, const char *key, size_t key_len, const char *value, size_t value_len);

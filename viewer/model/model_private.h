@@ -245,7 +245,7 @@ int mdl_sampler_event(struct ss_model *m, const struct ss_event *e);
 int mdl_add_map(struct ss_model *m, int64_t id, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		size_t path_len, const uint8_t *bid, size_t bid_len);
 void mdl_free_maps(struct mdl_recording *rc);
-int64_t mdl_stack_callsite(struct ss_model *m, const uint64_t *pcs, size_t n, size_t nkernel);
+int64_t mdl_stack_callsite(struct ss_model *m, const uint64_t *pcs, size_t n, size_t nkernel, bool truncated);
 int64_t mdl_stack_of(struct ss_model *m, uint64_t seg_stack);
 
 /* stalls.c */

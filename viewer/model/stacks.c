@@ -194,7 +194,8 @@ static int frames_of(struct ss_model *m, bool kernel, uint64_t pc, int64_t *firs
 			mdl_new_id(m, ID_FRAME), mid, (int64_t)rel,
 			res->f[i].function[0] ? res->f[i].function : NULL,
 			res->f[i].file[0] ? res->f[i].file : NULL,
-			res->f[i].line, (int64_t)i, res->note[0] ? res->note : NULL, NULL,
+			res->f[i].line, (int64_t)i, res->note[0] ? res->note : NULL,
+			res->f[i].mangled[0] ? res->f[i].mangled : NULL,
 		};
 		if (MDL_SINK(m, frame, &r) != 0)
 			return -1;
@@ -202,6 +203,28 @@ static int frames_of(struct ss_model *m, bool kernel, uint64_t pc, int64_t *firs
 	return ss_hmap_put(&m->frames, (uint64_t)mid, rel, (uint64_t)*first | (uint64_t)*count << 56) != 0
 		       ? mdl_fail(m)
 		       : 0;
+}
+
+/* The root of a stack the recorder's unwinder could not follow to its end
+ * (STACK flag truncated): one frame in the '[unknown]' mapping at rel_pc -1,
+ * which no address can have. */
+static int truncated_frame(struct ss_model *m, int64_t *frame)
+{
+	int64_t mid = special_mapping(m, &m->rec->unknown_mapping, "[unknown]");
+	if (mid < 0)
+		return -1;
+	uint64_t v;
+	if (ss_hmap_get(&m->frames, (uint64_t)mid, UINT64_MAX, &v)) {
+		*frame = (int64_t)(v & ((1ull << 56) - 1));
+		return 0;
+	}
+	*frame = mdl_new_id(m, ID_FRAME);
+	struct ss_frame_row r = { *frame, mid, -1, "[truncated]", NULL, 0, 0,
+				  "the recorder's unwinder could not get past the next frame", NULL };
+	if (MDL_SINK(m, frame, &r) != 0)
+		return -1;
+	return ss_hmap_put(&m->frames, (uint64_t)mid, UINT64_MAX, (uint64_t)*frame | 1ull << 56) != 0 ? mdl_fail(m)
+												       : 0;
 }
 
 static int64_t callsite(struct ss_model *m, int64_t parent, int64_t frame, int64_t depth)
@@ -218,10 +241,16 @@ static int64_t callsite(struct ss_model *m, int64_t parent, int64_t frame, int64
 	return id;
 }
 
-/* The leaf callsite of a leaf-first address list (0 for an empty stack). */
-int64_t mdl_stack_callsite(struct ss_model *m, const uint64_t *pcs, size_t n, size_t nkernel)
+/* The leaf callsite of a leaf-first address list (0 for an empty stack), below a
+ * '[truncated]' root when the stack ends early. */
+int64_t mdl_stack_callsite(struct ss_model *m, const uint64_t *pcs, size_t n, size_t nkernel, bool truncated)
 {
 	int64_t parent = 0, depth = 0;
+	if (truncated && n) {
+		int64_t marker;
+		if (truncated_frame(m, &marker) != 0 || (parent = callsite(m, 0, marker, depth++)) < 0)
+			return -1;
+	}
 	for (size_t k = n; k-- > 0;) {
 		/* Every frame but the leaf is a return address: the call is before it. */
 		uint64_t pc = k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;
@@ -238,11 +267,11 @@ int64_t mdl_stack_callsite(struct ss_model *m, const uint64_t *pcs, size_t n, si
 	return parent;
 }
 
-int ss_model_stack(struct ss_model *m, uint64_t id, const uint64_t *pcs, size_t n, size_t nkernel)
+int ss_model_stack(struct ss_model *m, uint64_t id, const uint64_t *pcs, size_t n, size_t nkernel, bool truncated)
 {
 	if (m->failed || !m->rec)
 		return -1;
-	int64_t leaf = mdl_stack_callsite(m, pcs, n, nkernel < n ? nkernel : n);
+	int64_t leaf = mdl_stack_callsite(m, pcs, n, nkernel < n ? nkernel : n, truncated);
 	if (leaf < 0)
 		return -1;
 	return ss_hmap_put(&m->seg_stacks, id, 0, (uint64_t)leaf) != 0 ? mdl_fail(m) : 0;

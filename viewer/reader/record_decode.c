@@ -160,6 +160,10 @@ static int decode_extension(struct cursor *c, uint8_t type, struct ss_record *re
 		for (uint64_t i = 0; ok && i < rec->u.stack.nframes; i++)
 			ok = get_v(&body, &addr);
 		rec->u.stack.frames_len = ok ? (size_t)(body.p - rec->u.stack.frames) : 0;
+		/* Appended later (FORMAT.md): absent means 0. */
+		rec->u.stack.flags = 0;
+		if (ok && body.left)
+			ok = get_v(&body, &rec->u.stack.flags);
 		break;
 	}
 	case SS_REC_MAPPING: {

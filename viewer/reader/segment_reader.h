@@ -152,8 +152,12 @@ struct ss_record {
 		struct { uint64_t thread, tid; const char *name; size_t name_len; } comm;
 		/* SAMPLER_LOSS (first lost at ts, last at ts + span) */
 		struct { uint64_t tid, span, count, reason; } sampler_loss;
-		/* STACK: frames are still varints; ss_stack_frames() decodes them */
-		struct { uint64_t id, nkernel, nframes; const uint8_t *frames; size_t frames_len; } stack;
+		/* STACK: frames are still varints; ss_stack_frames() decodes them. flags
+		 * SS_STACK_F_* (0 when the record has none: older writers, fp stacks) */
+		struct {
+			uint64_t id, nkernel, nframes; const uint8_t *frames; size_t frames_len;
+			uint64_t flags;
+		} stack;
 		/* STALL (capture time in ts): syscall1 is the system call + 1 (0 = none),
 		 * kind enum ss_stall_kind_rec, stack a STACK id (0 = none) */
 		struct {

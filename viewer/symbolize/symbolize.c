@@ -4,10 +4,19 @@
  * happens once per file); addresses are translated from the process to the ELF
  * file's virtual addresses through the PT_LOAD segment that maps the recorded
  * file offset, which is right for PIE, non-PIE and shared objects alike.
+ *
+ * Files are found by our own callbacks, not libdw's standard ones: those ask a
+ * debuginfod server by themselves when DEBUGINFOD_URLS is set, with no time
+ * limit of ours. Here the local places come first (the recorded path, the debug
+ * directories by build id, .gnu_debuglink next to the file), and debuginfod is
+ * asked last (debuginfod.c).
  */
 #include "symbolize.h"
+#include "debuginfod.h"
+#include "demangle.h"
 
 #include <dwarf.h>
+#include <errno.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
@@ -16,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
 
 struct sym_map {
 	char *path;            /* with the build id, what the cache is keyed on */
@@ -26,7 +38,7 @@ struct sym_map {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	int64_t load_adjust;  /* ELF vaddr = addr - start + pgoff + load_adjust */
-	char note[SS_SYM_TEXT];
+	char note[SS_SYM_TEXT + 128];
 };
 
 struct ksym {
@@ -37,13 +49,14 @@ struct ksym {
 struct ss_symbolizer {
 	char **dirs;
 	size_t n_dirs;
-	char *debuginfo_path;     /* for libdwfl's debuglink / build-id search */
+	char *debuginfo_path;     /* for libdwfl's build-id search */
 	Dwfl_Callbacks cb;
 	struct sym_map *maps;
 	size_t n_maps, cap_maps;
 	struct ksym *ksyms;
 	size_t n_ksyms;
 	bool ksyms_loaded;
+	struct ss_dc *dc;         /* debuginfod, NULL when DEBUGINFOD_URLS is unset */
 };
 
 void ss_sym_hex(const uint8_t *id, size_t len, char *out)
@@ -68,6 +81,78 @@ bool ss_sym_boot_id_matches(const char *boot_id)
 	return ok && boot_id && boot_id[0] && strcmp(buf, boot_id) == 0;
 }
 
+void ss_sym_readable(struct ss_sym_frame *f)
+{
+	char buf[SS_SYM_NAME];
+	if (f->mangled[0] || !ss_demangle(f->function, buf, sizeof buf))
+		return;
+	snprintf(f->mangled, sizeof f->mangled, "%s", f->function);
+	snprintf(f->function, sizeof f->function, "%s", buf);
+}
+
+/* ---- finding files -------------------------------------------------------------- */
+
+static int refuse_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			   char **file_name, Elf **elfp)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name, (void)elfp;
+	return -1; /* every module is reported with its file (dwfl_report_elf) */
+}
+
+static bool build_id_matches_raw(const char *path, const uint8_t *id, size_t len);
+
+/* Separate debug info of a module whose file has none: by build id in the debug
+ * directories, by .gnu_debuglink beside the file and in them, then debuginfod. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					      debuglink_crc, debuginfo_file_name);
+	if (fd >= 0)
+		return fd;
+	struct ss_symbolizer *s = userdata ? *userdata : NULL;
+	const unsigned char *id = NULL;
+	GElf_Addr vaddr;
+	int idlen = dwfl_module_build_id(mod, &id, &vaddr);
+	if (debuglink_file && file_name && s) {
+		char dir[4096], cand[8192];
+		snprintf(dir, sizeof dir, "%s", file_name);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else
+			snprintf(dir, sizeof dir, ".");
+		for (size_t k = 0; k < s->n_dirs + 2; k++) {
+			if (k == 0)
+				snprintf(cand, sizeof cand, "%s/%s", dir, debuglink_file);
+			else if (k == 1)
+				snprintf(cand, sizeof cand, "%s/.debug/%s", dir, debuglink_file);
+			else if (s->dirs[k - 2])
+				snprintf(cand, sizeof cand, "%s%s/%s", s->dirs[k - 2], dir, debuglink_file);
+			else
+				continue;
+			/* The link names a file; only the one built with this binary counts. */
+			if (strcmp(cand, file_name) == 0 || access(cand, R_OK) != 0 ||
+			    (idlen > 0 && !build_id_matches_raw(cand, id, (size_t)idlen)))
+				continue;
+			fd = open(cand, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				*debuginfo_file_name = strdup(cand);
+				return fd;
+			}
+		}
+	}
+	const char *why;
+	const char *path = s && idlen > 0 ? ss_dc_fetch(s->dc, id, (size_t)idlen, false, &why) : NULL;
+	if (path && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		*debuginfo_file_name = strdup(path);
+		return fd;
+	}
+	errno = 0;
+	return -1;
+}
+
 struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
 {
 	elf_version(EV_CURRENT);
@@ -90,8 +175,9 @@ struct ss_symbolizer *ss_sym_new(const char *const *debug_dirs, size_t n_dirs)
 			strcat(s->debuginfo_path, s->dirs[i] ? s->dirs[i] : "");
 		}
 	}
-	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_elf = refuse_find_elf;
+	s->cb.find_debuginfo = find_debuginfo;
+	s->dc = ss_dc_new();
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	return s;
@@ -114,6 +200,7 @@ void ss_sym_free(struct ss_symbolizer *s)
 		free(s->ksyms[i].name);
 	free(s->ksyms);
 	free(s->debuginfo_path);
+	ss_dc_free(s->dc);
 	free(s);
 }
 
@@ -138,11 +225,16 @@ static size_t file_build_id(const char *path, uint8_t *out, size_t max)
 	return n;
 }
 
-static bool build_id_matches(const char *path, const struct ss_sym_mapping *m)
+static bool build_id_matches_raw(const char *path, const uint8_t *want, size_t len)
 {
 	uint8_t id[64];
 	size_t n = file_build_id(path, id, sizeof id);
-	return n && n == m->build_id_len && memcmp(id, m->build_id, n) == 0;
+	return n && n == len && memcmp(id, want, n) == 0;
+}
+
+static bool build_id_matches(const char *path, const struct ss_sym_mapping *m)
+{
+	return build_id_matches_raw(path, m->build_id, m->build_id_len);
 }
 
 /* A file that holds the mapping's code or its debug info, by build id, from the
@@ -180,6 +272,59 @@ static bool find_by_build_id(struct ss_symbolizer *s, const struct ss_sym_mappin
 		}
 	}
 	return false;
+}
+
+/* The vDSO of this machine's kernel as a file (a memfd holding the image the
+ * kernel mapped into this process) when its build id is the recorded one, else
+ * -1 with why. It is not a file anywhere, but the same kernel maps the same
+ * image into every process. */
+static int vdso_file(const struct ss_sym_mapping *m, char *why, size_t len)
+{
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!m->build_id_len) {
+		snprintf(why, len, "[vdso]: no build id recorded");
+		return -1;
+	}
+	if (!base) {
+		snprintf(why, len, "[vdso]: this process has none");
+		return -1;
+	}
+	/* The image ends with its section headers (or its last loaded byte). */
+	GElf_Ehdr eh;
+	Elf *e = elf_memory((char *)(uintptr_t)base, 4096);
+	size_t size = 0;
+	if (e && gelf_getehdr(e, &eh)) {
+		size = (size_t)(eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize);
+		for (size_t i = 0; i < eh.e_phnum; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
+				size = (size_t)(ph.p_offset + ph.p_filesz);
+		}
+	}
+	if (e)
+		elf_end(e);
+	if (!size || size > (64u << 20)) {
+		snprintf(why, len, "[vdso]: unreadable image");
+		return -1;
+	}
+	const void *id = NULL;
+	e = elf_memory((char *)(uintptr_t)base, size);
+	ssize_t idlen = e ? dwelf_elf_gnu_build_id(e, &id) : -1;
+	bool same = idlen > 0 && (size_t)idlen == m->build_id_len && memcmp(id, m->build_id, (size_t)idlen) == 0;
+	if (e)
+		elf_end(e);
+	if (!same) {
+		snprintf(why, len, "[vdso]: recorded under another kernel (build id differs)");
+		return -1;
+	}
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0 || write(fd, base, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) != 0) {
+		snprintf(why, len, "[vdso]: memfd: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static int64_t load_adjust(Dwfl_Module *mod, uint64_t pgoff)
@@ -230,37 +375,79 @@ static struct sym_map *open_map(struct ss_symbolizer *s, const struct ss_sym_map
 	sm->pgoff = m->pgoff;
 	char found[4096];
 	const char *use = NULL;
+	int use_fd = -1;
 	bool exists = m->path && m->path[0] == '/' && access(m->path, R_OK) == 0;
-	if (exists && (build_id_matches(m->path, m) || !m->build_id_len)) {
+	if (m->path && strcmp(m->path, "[vdso]") == 0) {
+		use_fd = vdso_file(m, sm->note, sizeof sm->note);
+		if (use_fd < 0)
+			return sm;
+		use = "[vdso]";
+	} else if (exists && (build_id_matches(m->path, m) || !m->build_id_len)) {
 		use = m->path;
 		if (!m->build_id_len)
 			snprintf(sm->note, sizeof sm->note, "no build id recorded: %.200s used unchecked", m->path);
 	} else if (find_by_build_id(s, m, found, sizeof found)) {
 		use = found;
 	} else {
-		snprintf(sm->note, sizeof sm->note, exists ? "build-id mismatch: %.200s" : "file not found: %.200s",
-			 m->path ? m->path : "?");
-		return sm;
+		/* Last, the debuginfod servers: the binary, else its debug info (which
+		 * holds the symbols and the same addresses). */
+		const char *why = "", *why2 = "";
+		use = ss_dc_fetch(s->dc, m->build_id, m->build_id_len, true, &why);
+		if (!use)
+			use = ss_dc_fetch(s->dc, m->build_id, m->build_id_len, false, &why2);
+		if (use && !build_id_matches(use, m))
+			use = NULL, why2 = "debuginfod: the file it sent has another build id";
+		if (!use) {
+			snprintf(sm->note, sizeof sm->note, "%s: %.160s%s%.80s",
+				 exists ? "build-id mismatch" : "file not found", m->path ? m->path : "?",
+				 why2[0] ? "; " : why[0] ? "; " : "", why2[0] ? why2 : why);
+			return sm;
+		}
 	}
 	sm->dwfl = dwfl_begin(&s->cb);
 	if (!sm->dwfl) {
 		snprintf(sm->note, sizeof sm->note, "libdw: %s", dwfl_errmsg(-1));
+		if (use_fd >= 0)
+			close(use_fd);
 		return sm;
 	}
 	dwfl_report_begin(sm->dwfl);
-	sm->mod = dwfl_report_elf(sm->dwfl, m->path ? m->path : use, use, -1, 0, false);
+	/* libdw owns use_fd from here (closed with the session). */
+	sm->mod = dwfl_report_elf(sm->dwfl, m->path ? m->path : use, use, use_fd, 0, false);
 	dwfl_report_end(sm->dwfl, NULL, NULL);
 	if (!sm->mod) {
 		snprintf(sm->note, sizeof sm->note, "libdw: %.120s: %.100s", use, dwfl_errmsg(-1));
 		return sm;
 	}
+	/* The find_debuginfo callback gets this back as its userdata. */
+	void **ud = NULL;
+	dwfl_module_info(sm->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (ud)
+		*ud = s;
 	sm->load_adjust = load_adjust(sm->mod, m->pgoff);
 	return sm;
 }
 
-static void copy(char *dst, const char *src)
+static void copy_n(char *dst, size_t n, const char *src)
 {
-	snprintf(dst, SS_SYM_TEXT, "%s", src ? src : "");
+	snprintf(dst, n, "%.*s", (int)(n - 1), src ? src : "");
+}
+#define copy(dst, src) copy_n((dst), sizeof(dst), (src))
+
+/* A function's name: its linkage (mangled) name demangled when it has one, so
+ * C++ methods and Rust paths come out whole, else the DWARF name. */
+static void die_name(Dwarf_Die *d, struct ss_sym_frame *f)
+{
+	Dwarf_Attribute a;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(d, DW_AT_linkage_name, &a));
+	if (!link)
+		link = dwarf_formstring(dwarf_attr_integrate(d, DW_AT_MIPS_linkage_name, &a));
+	if (link && ss_demangle(link, f->function, sizeof f->function)) {
+		copy(f->mangled, link);
+		return;
+	}
+	copy(f->function, dwarf_diename(d));
+	ss_sym_readable(f);
 }
 
 static bool is_function_scope(Dwarf_Die *d)
@@ -317,7 +504,7 @@ static bool from_dwarf(Dwfl_Module *mod, GElf_Addr vaddr, struct ss_sym_result *
 	for (int j = 0; j < k; j++) {
 		/* out->f[0] is the outermost: reverse the order. */
 		struct ss_sym_frame *f = &out->f[k - 1 - j];
-		copy(f->function, dwarf_diename(&fns[j]));
+		die_name(&fns[j], f);
 		if (j == 0) {
 			Dwfl_Line *line = dwfl_module_getsrc(mod, vaddr);
 			int ln = 0;
@@ -359,6 +546,7 @@ void ss_sym_user(struct ss_symbolizer *s, int64_t key, const struct ss_sym_mappi
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(sm->mod, vaddr, &off, &sym, NULL, NULL, NULL);
 	copy(out->f[0].function, name);
+	ss_sym_readable(&out->f[0]);
 	if (!out->note[0])
 		copy(out->note, name ? "no debug info" : "no symbol");
 }
@@ -417,4 +605,14 @@ void ss_sym_kernel(struct ss_symbolizer *s, uint64_t addr, struct ss_sym_result 
 		return;
 	}
 	copy(out->f[0].function, s->ksyms[lo - 1].name);
+}
+
+bool ss_sym_debuginfod_available(void)
+{
+	return ss_dc_available();
+}
+
+const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s)
+{
+	return ss_dc_summary(s->dc);
 }

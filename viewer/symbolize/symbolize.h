@@ -1,6 +1,10 @@
 /*
  * symbolize.h - code addresses to function names, inline chains and source
- * file:line, with libdw (elfutils).
+ * file:line, with libdw (elfutils). The folder: symbolize.c (this header),
+ * debuginfod.c (files from debuginfod servers), demangle.c (readable names),
+ * symtab.c (the symbol tables `stallscope symbolize` embeds in segments); the
+ * importer and the CLI depend on it, it depends on libdw, libelf and, when
+ * built with them, libiberty and libdebuginfod.
  *
  * User addresses are looked up in the file a mapping names, used only when its
  * GNU build id matches the recorded one (a mismatching file is never used
@@ -9,6 +13,15 @@
  * /proc/kallsyms, which the caller allows only when the trace was taken on this
  * boot of this machine. Everything is cached per mapping, so the cost is per
  * distinct address, not per sample.
+ *
+ * When DEBUGINFOD_URLS is set, what is not found locally (the binary, or the
+ * debug info of a stripped one) is asked of those debuginfod servers by build id
+ * (libdebuginfod, which keeps what it fetched in its cache: DEBUGINFOD_CACHE_PATH
+ * or ~/.cache/debuginfod_client). Each build id is asked once per symbolizer, a
+ * request gets at most SS_SYM_DEBUGINFOD_REQUEST_S seconds (DEBUGINFOD_MAXTIME
+ * when that is shorter) and all of them together SS_SYM_DEBUGINFOD_BUDGET_S;
+ * past that the notes say so and symbolizing goes on with what is local. Names are demangled (demangle.h); the mangled name
+ * is kept beside the readable one.
  */
 #ifndef STALLSCOPE_SYMBOLIZE_H
 #define STALLSCOPE_SYMBOLIZE_H
@@ -19,9 +32,13 @@
 
 #define SS_SYM_MAX_INLINE 8
 #define SS_SYM_TEXT 256
+#define SS_SYM_NAME 1024            /* demangled C++ names run long */
+#define SS_SYM_DEBUGINFOD_REQUEST_S 10
+#define SS_SYM_DEBUGINFOD_BUDGET_S 60
 
 struct ss_sym_frame {
-	char function[SS_SYM_TEXT]; /* "" when unknown */
+	char function[SS_SYM_NAME]; /* as people read it (demangled); "" when unknown */
+	char mangled[SS_SYM_NAME];  /* the mangled name when function was demangled, else "" */
 	char file[SS_SYM_TEXT];     /* "" when unknown */
 	int line;                   /* 0 when unknown */
 };
@@ -55,6 +72,18 @@ void ss_sym_user(struct ss_symbolizer *s, int64_t key, const struct ss_sym_mappi
 		 struct ss_sym_result *out);
 /* Kernel address via /proc/kallsyms (symbol name only). */
 void ss_sym_kernel(struct ss_symbolizer *s, uint64_t addr, struct ss_sym_result *out);
+
+/* Puts f's function in readable form when it is a mangled name, keeping the
+ * mangled one in f->mangled (for names that come from a segment's symbol table
+ * written before demangling, or from any other source). */
+void ss_sym_readable(struct ss_sym_frame *f);
+
+/* Whether this build can ask debuginfod servers (libdebuginfod was found). */
+bool ss_sym_debuginfod_available(void);
+
+/* What debuginfod did for this symbolizer ("" when it was never asked): files
+ * fetched, build ids not found, and why asking stopped if it did. */
+const char *ss_sym_debuginfod_summary(const struct ss_symbolizer *s);
 
 /* Whether boot_id is the boot id of the running system. */
 bool ss_sym_boot_id_matches(const char *boot_id);

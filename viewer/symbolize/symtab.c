@@ -14,6 +14,7 @@ void ss_symtab_clear(struct ss_symtab *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i].function);
 		free(t->v[i].file);
+		free(t->v[i].mangled);
 	}
 	free(t->v);
 	ss_hmap_free(&t->index);
@@ -71,10 +72,17 @@ static void parse(struct ss_symtab *t, const uint8_t *p, size_t len)
 			continue;
 		uint64_t addr = get_v(&body), depth = get_v(&body), line = get_v(&body);
 		char *fn = get_s(&body), *file = get_s(&body);
+		/* Appended later (FORMAT.md): older tables end here. */
+		char *mangled = !body.bad && body.left ? get_s(&body) : NULL;
 		if (body.bad || depth >= SS_SYM_MAX_INLINE) {
 			free(fn);
 			free(file);
+			free(mangled);
 			continue;
+		}
+		if (mangled && !mangled[0]) {
+			free(mangled);
+			mangled = NULL;
 		}
 		if (t->n == t->cap) {
 			size_t nc = t->cap ? t->cap * 2 : 256;
@@ -82,12 +90,13 @@ static void parse(struct ss_symtab *t, const uint8_t *p, size_t len)
 			if (!nv) {
 				free(fn);
 				free(file);
+				free(mangled);
 				return;
 			}
 			t->v = nv;
 			t->cap = nc;
 		}
-		t->v[t->n] = (struct ss_symtab_entry){ fn, file, line > UINT32_MAX ? 0 : (uint32_t)line };
+		t->v[t->n] = (struct ss_symtab_entry){ fn, file, mangled, line > UINT32_MAX ? 0 : (uint32_t)line };
 		ss_hmap_put(&t->index, addr, depth, t->n);
 		uint64_t lv = 0;
 		ss_hmap_get(&t->levels, addr, 0, &lv);
@@ -141,11 +150,14 @@ bool ss_symtab_lookup(const struct ss_symtab *t, uint64_t address, struct ss_sym
 		struct ss_sym_frame *f = &out->f[d];
 		if (!ss_hmap_get(&t->index, address, d, &idx))
 			continue;
-		snprintf(f->function, SS_SYM_TEXT, "%s", t->v[idx].function ? t->v[idx].function : "");
-		snprintf(f->file, SS_SYM_TEXT, "%s", t->v[idx].file ? t->v[idx].file : "");
+		snprintf(f->function, sizeof f->function, "%s", t->v[idx].function ? t->v[idx].function : "");
+		snprintf(f->mangled, sizeof f->mangled, "%s", t->v[idx].mangled ? t->v[idx].mangled : "");
+		snprintf(f->file, sizeof f->file, "%s", t->v[idx].file ? t->v[idx].file : "");
 		f->line = (int)t->v[idx].line;
+		/* A table written before names were demangled holds them mangled. */
+		ss_sym_readable(f);
 	}
-	snprintf(out->note, SS_SYM_TEXT, "from the segment's symbol table");
+	snprintf(out->note, sizeof out->note, "from the segment's symbol table");
 	return true;
 }
 
@@ -156,10 +168,11 @@ static int put_v(uint8_t *p, size_t *n, uint64_t v)
 }
 
 int ss_symtab_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t address, uint64_t depth,
-		  uint64_t line, const char *function, const char *file)
+		  uint64_t line, const char *function, const char *file, const char *mangled)
 {
 	size_t fl = function ? strlen(function) : 0, sl = file ? strlen(file) : 0;
-	size_t body = 50 + fl + sl, need = *len + body + 11;
+	size_t ml = mangled ? strlen(mangled) : 0;
+	size_t body = 60 + fl + sl + ml, need = *len + body + 11;
 	if (need > *cap) {
 		size_t nc = *cap ? *cap : 4096;
 		while (nc < need)
@@ -176,7 +189,8 @@ int ss_symtab_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t address, uin
 	put_v(tmp, &n, depth);
 	put_v(tmp, &n, line);
 	size_t blen = n + (size_t)ss_put_varint((uint8_t[10]){ 0 }, fl) + fl +
-		      (size_t)ss_put_varint((uint8_t[10]){ 0 }, sl) + sl;
+		      (size_t)ss_put_varint((uint8_t[10]){ 0 }, sl) + sl +
+		      (ml ? (size_t)ss_put_varint((uint8_t[10]){ 0 }, ml) + ml : 0);
 	uint8_t *p = *buf + *len;
 	size_t k = 0;
 	p[k++] = SS_REC_SYMBOL;
@@ -189,6 +203,11 @@ int ss_symtab_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t address, uin
 	k += ss_put_varint(p + k, sl);
 	memcpy(p + k, file ? file : "", sl);
 	k += sl;
+	if (ml) {
+		k += ss_put_varint(p + k, ml);
+		memcpy(p + k, mangled, ml);
+		k += ml;
+	}
 	*len += k;
 	return 0;
 }

@@ -18,7 +18,7 @@
 #include "symbolize.h"
 
 struct ss_symtab_entry {
-	char *function, *file;
+	char *function, *file, *mangled; /* mangled NULL when the record has none */
 	uint32_t line;
 };
 
@@ -40,8 +40,9 @@ size_t ss_symtab_load(struct ss_symtab *t, ss_symtab_read_fn rd, void *ctx, uint
 bool ss_symtab_lookup(const struct ss_symtab *t, uint64_t address, struct ss_sym_result *out);
 void ss_symtab_clear(struct ss_symtab *t);
 
-/* Appends one SYMBOL record to buf (grown as needed); returns 0 or -1 (memory). */
+/* Appends one SYMBOL record to buf (grown as needed); returns 0 or -1 (memory).
+ * mangled may be NULL or "" (the name was not mangled). */
 int ss_symtab_put(uint8_t **buf, size_t *len, size_t *cap, uint64_t address, uint64_t depth,
-		  uint64_t line, const char *function, const char *file);
+		  uint64_t line, const char *function, const char *file, const char *mangled);
 
 #endif /* STALLSCOPE_SYMTAB_H */

@@ -60,8 +60,13 @@ struct stallscope_config {
 					* STALLSCOPE_OFFCPU_AUTO, _ON or _OFF (AUTO) */
 	int32_t sample_all_threads;    /* 1 sample every thread that made a hook, not only
 					* workers (0) */
-	uint32_t pad0;
-	uint64_t reserved[6];          /* zero; room for later options without an ABI break */
+	int32_t unwind;                /* how user stacks are taken: STALLSCOPE_UNWIND_AUTO
+					* (frame-pointer chains where whole, else CFI), _FP
+					* or _DWARF (CFI always) (AUTO) */
+	uint32_t stack_copy_bytes;     /* user stack copied per sample and stall capture
+					* for CFI unwinding, 1024..65528 (8192) */
+	uint32_t pad1;
+	uint64_t reserved[5];          /* zero; room for later options without an ABI break */
 };
 
 enum {
@@ -69,6 +74,7 @@ enum {
 	STALLSCOPE_SAMPLER_TIMER = 2, STALLSCOPE_SAMPLER_OFF = 3,
 };
 enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2 };
+enum { STALLSCOPE_UNWIND_AUTO = 0, STALLSCOPE_UNWIND_FP = 1, STALLSCOPE_UNWIND_DWARF = 2 };
 
 /* Counters for tests and dashboards. They are totals over the life of the process
  * (all sessions), as Prometheus counters must be; compare two readings for one

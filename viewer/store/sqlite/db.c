@@ -48,7 +48,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_MAPPING] = "INSERT INTO mappings(id, recording_id, path, build_id, start, \"end\","
 		" \"offset\") VALUES(?,?,?,?,?,?,?)",
 	[ST_INS_FRAME] = "INSERT INTO frames(id, mapping_id, rel_pc, function, file, line,"
-		" inline_depth, symbol_note) VALUES(?,?,?,?,?,?,?,?)",
+		" inline_depth, symbol_note, mangled) VALUES(?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CALLSITE] = "INSERT INTO callsites(id, parent_id, frame_id, depth) VALUES(?,?,?,?)",
 	[ST_INS_STALL] = "INSERT INTO stalls(id, worker_id, task_id, ts, kind, thread_id, location_id,"
 		" detected_ts) VALUES(?,?,?,?,?,?,?,?)",
@@ -71,6 +71,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	[2] = "ALTER TABLE recordings ADD COLUMN arch TEXT;"
 	      "ALTER TABLE stall_captures ADD COLUMN syscall_name TEXT;",
+	[3] = "ALTER TABLE frames ADD COLUMN mangled TEXT;",
 };
 
 static const char *const id_table[ID_COUNT] = {

@@ -347,6 +347,7 @@ static int s_frame(void *ctx, const struct ss_frame_row *x)
 	ss_bind_z(r, 6, x->line);
 	ss_bind_i(r, 7, x->inline_depth);
 	ss_bind_st(r, 8, x->symbol_note);
+	ss_bind_st(r, 9, x->mangled);
 	return step(s, ST_INS_FRAME);
 }
 
