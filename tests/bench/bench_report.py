@@ -49,9 +49,9 @@ d.close()
 print(f"  database: {os.path.getsize(db) / 1e6:.0f} MB, rows: " + ", ".join(f"{k} {v}" for k, v in counts.items()) +
       f"; {len(rows)} polls made 20 ms long")
 
-SCAN = ("SELECT (SELECT count(*) + sum(dur) FROM polls), (SELECT count(*) + sum(delay) FROM wakes), "
-        "(SELECT count(*) + sum(dur) FROM parks), (SELECT count(*) + sum(dur) FROM cpu_intervals), "
-        "(SELECT count(*) + sum(spawn_ts) FROM tasks)")
+SCAN = ("SELECT (SELECT count(*) + total(dur) FROM polls), (SELECT count(*) + total(delay) FROM wakes), "
+        "(SELECT count(*) + total(dur) FROM parks), (SELECT count(*) + total(dur) FROM cpu_intervals), "
+        "(SELECT count(*) + total(spawn_ts) FROM tasks)")
 
 
 def timed(args):
