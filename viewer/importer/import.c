@@ -447,18 +447,17 @@ static int import_dial9(struct imp *im, const char *path, const uint8_t *buf, si
 		.damage_reason = first ? first->reason : problem, .note = note[0] ? note : NULL,
 	};
 	ss_dial9_run_free(&run);
-	d9_close(r);
+	int rc = 0;
 	if (nothing_new) {
 		im->res->unchanged++;
-		return 0;
-	}
-	im->res->imported++;
-	if (ss_sqlite_segment_write(im->store, &g) != 0) {
-		if (!im->o->quiet)
+	} else {
+		im->res->imported++;
+		/* g points into the reader: written before it is closed */
+		if ((rc = ss_sqlite_segment_write(im->store, &g)) != 0 && !im->o->quiet)
 			fprintf(im->log, "stallscope import: database write failed: %s\n", ss_sqlite_error(im->store));
-		return -1;
 	}
-	return 0;
+	d9_close(r);
+	return rc ? -1 : 0;
 }
 
 static struct ss_reader_options reader_opts(const struct ss_import_options *o)

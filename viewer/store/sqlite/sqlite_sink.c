@@ -17,7 +17,7 @@
 
 struct ss_sqlite_store {
 	struct ss_db db;
-	int64_t first_new_sample;
+	int64_t first_new_sample, first_new_poll;
 	/* the statements of the state written where an import ends */
 	sqlite3_stmt *st_wake, *st_pending, *st_thread_state, *st_span, *st_summary, *st_ended;
 };
@@ -901,10 +901,15 @@ struct ss_sqlite_store *ss_sqlite_open(const char *path, bool threaded, char *er
 		return NULL;
 	}
 	sqlite3_stmt *st;
-	s->first_new_sample = 1;
+	s->first_new_sample = s->first_new_poll = 1;
 	if (sqlite3_prepare_v2(s->db.db, "SELECT coalesce(max(rowid), 0) + 1 FROM samples", -1, &st, NULL) == 0) {
 		if (sqlite3_step(st) == SQLITE_ROW)
 			s->first_new_sample = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (sqlite3_prepare_v2(s->db.db, "SELECT coalesce(max(id), 0) + 1 FROM polls", -1, &st, NULL) == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			s->first_new_poll = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
 	return s;
@@ -1002,6 +1007,43 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Samples of an earlier import that no poll held then, inside a poll of this
+ * one: a trace whose threads are written in batches (dial9) can bring a poll
+ * after samples taken during it. Per worker, from its first new poll on, so
+ * that the range scanned is what this import added (samples_by_thread). */
+static int link_old_samples(struct ss_sqlite_store *s)
+{
+	sqlite3_stmt *w, *u;
+	if (sqlite3_prepare_v2(s->db.db, "SELECT p.worker_id, k.thread_id, min(p.ts) FROM polls p"
+			       " JOIN workers k ON k.id = p.worker_id WHERE p.id >= ?1 GROUP BY p.worker_id",
+			       -1, &w, NULL) != SQLITE_OK)
+		goto failed;
+	if (sqlite3_prepare_v2(s->db.db, "UPDATE samples SET poll_id = (SELECT id FROM (SELECT id, ts, dur FROM polls p"
+			       " WHERE p.worker_id = samples.worker_id AND p.ts <= samples.ts ORDER BY p.ts DESC LIMIT 1)"
+			       " WHERE ts + dur > samples.ts) WHERE thread_id = ?1 AND ts >= ?2 AND rowid < ?3"
+			       " AND poll_id IS NULL AND worker_id = ?4", -1, &u, NULL) != SQLITE_OK) {
+		sqlite3_finalize(w);
+		goto failed;
+	}
+	sqlite3_bind_int64(w, 1, s->first_new_poll);
+	int rc = 0;
+	while (rc == 0 && sqlite3_step(w) == SQLITE_ROW) {
+		sqlite3_bind_int64(u, 1, sqlite3_column_int64(w, 1));
+		sqlite3_bind_int64(u, 2, sqlite3_column_int64(w, 2));
+		sqlite3_bind_int64(u, 3, s->first_new_sample);
+		sqlite3_bind_int64(u, 4, sqlite3_column_int64(w, 0));
+		rc = sqlite3_step(u) == SQLITE_DONE ? 0 : -1;
+		sqlite3_reset(u);
+	}
+	sqlite3_finalize(w);
+	sqlite3_finalize(u);
+	if (rc == 0)
+		return 0;
+failed:
+	snprintf(s->db.err, sizeof s->db.err, "linking samples: %s", sqlite3_errmsg(s->db.db));
+	return -1;
+}
+
 /* Indexes, then what needs them: each sample's poll and each stall's. Then
  * commit. */
 int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const char *what), void *ctx, bool timing,
@@ -1026,6 +1068,8 @@ int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const c
 		(long long)s->first_new_sample);
 	int rc = sql ? ss_db_exec(&s->db, sql) : -1;
 	sqlite3_free(sql);
+	if (rc == 0 && s->first_new_sample > 1)
+		rc = link_old_samples(s);
 	if (rc == 0)
 		rc = ss_db_exec(&s->db, "UPDATE stalls SET poll_id = (SELECT p.id FROM polls p WHERE"
 				" p.worker_id = stalls.worker_id AND p.ts = stalls.ts) WHERE poll_id IS NULL");
