@@ -21,7 +21,7 @@ void d9_buf_free(struct d9_buf *b)
 	memset(b, 0, sizeof *b);
 }
 
-static void put(struct d9_buf *b, const char *s, size_t n)
+void d9_buf_put(struct d9_buf *b, const char *s, size_t n)
 {
 	if (!b || b->failed)
 		return;
@@ -44,6 +44,11 @@ static void put(struct d9_buf *b, const char *s, size_t n)
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = 0;
+}
+
+static void put(struct d9_buf *b, const char *s, size_t n)
+{
+	d9_buf_put(b, s, n);
 }
 
 static void puts_(struct d9_buf *b, const char *s)

@@ -122,6 +122,8 @@ struct d9_buf {
 };
 #define D9_MAX_JSON (4u << 20)
 void d9_buf_free(struct d9_buf *b);
+/* Appends n bytes (sets failed instead past D9_MAX_JSON or out of memory). */
+void d9_buf_put(struct d9_buf *b, const char *s, size_t n);
 /* The event's fields as a JSON object, in schema order (absent optional
  * fields are null; pooled strings resolved; stacks as arrays of "0x..."
  * addresses; bytes as hex; maps with non-string keys as [key, value] pairs).
