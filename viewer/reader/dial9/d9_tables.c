@@ -194,7 +194,7 @@ uint32_t d9_stacks_intern(struct d9_stacks *t, const uint8_t *le, uint32_t count
 	}
 	if ((t->len + count) * 8 > D9_MAX_STACK_BYTES || t->n + 1 >= UINT32_MAX)
 		return t->full = true, 0;
-	if (t->len + count > t->cap) {
+	if (t->len + count > t->cap || !t->arena) { /* allocated even for an empty first stack */
 		size_t nc = t->cap ? t->cap * 2 : 1u << 14;
 		while (nc < t->len + count)
 			nc *= 2;
