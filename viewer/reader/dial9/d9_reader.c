@@ -386,7 +386,10 @@ static long event_frame(struct cursor *c, const uint8_t *p, size_t avail)
 	return (long)*at;
 }
 
-static long string_pool_frame(struct cursor *c, const uint8_t *p, size_t avail)
+/* A string pool (unit 1) or stack pool (unit 8) frame: entries of a u32 pool
+ * id, a u32 count and count units of data, each interned in the file's table
+ * and mapped from the stream's id. */
+static long pool_frame(struct cursor *c, const uint8_t *p, size_t avail, size_t unit)
 {
 	size_t a = 1, *at = &a;
 	NEED(4);
@@ -394,44 +397,21 @@ static long string_pool_frame(struct cursor *c, const uint8_t *p, size_t avail)
 	*at = 5;
 	for (uint32_t i = 0; i < n; i++) {
 		NEED(8);
-		uint32_t len = d9_le32(p + *at + 4);
-		NEED(8 + (size_t)len);
-		*at += 8 + (size_t)len;
+		uint32_t k = d9_le32(p + *at + 4);
+		NEED(8 + (size_t)k * unit);
+		*at += 8 + (size_t)k * unit;
 	}
 	struct d9_reader *r = c->r;
+	struct d9_map *pool = unit == 1 ? &c->str_pool : &c->stack_pool;
 	for (size_t q = 5; q < *at;) {
-		uint32_t id = d9_le32(p + q), len = d9_le32(p + q + 4);
-		uint32_t fid = d9_strings_intern(&r->strings, p + q + 8, len);
+		uint32_t id = d9_le32(p + q), k = d9_le32(p + q + 4);
+		uint32_t fid = unit == 1 ? d9_strings_intern(&r->strings, p + q + 8, k)
+					 : d9_stacks_intern(&r->stacks, p + q + 8, k);
 		if (!fid)
 			r->stats.tables_full = true;
-		if (d9_map_put(&c->str_pool, id, fid ? fid : UNRESOLVED) != 0)
+		if (d9_map_put(pool, id, fid ? fid : UNRESOLVED) != 0)
 			return bad(c, "out of memory");
-		q += 8 + (size_t)len;
-	}
-	return (long)*at;
-}
-
-static long stack_pool_frame(struct cursor *c, const uint8_t *p, size_t avail)
-{
-	size_t a = 1, *at = &a;
-	NEED(4);
-	uint32_t n = d9_le32(p + 1);
-	*at = 5;
-	for (uint32_t i = 0; i < n; i++) {
-		NEED(8);
-		uint32_t count = d9_le32(p + *at + 4);
-		NEED(8 + (size_t)count * 8);
-		*at += 8 + (size_t)count * 8;
-	}
-	struct d9_reader *r = c->r;
-	for (size_t q = 5; q < *at;) {
-		uint32_t id = d9_le32(p + q), count = d9_le32(p + q + 4);
-		uint32_t fid = d9_stacks_intern(&r->stacks, p + q + 8, count);
-		if (!fid)
-			r->stats.tables_full = true;
-		if (d9_map_put(&c->stack_pool, id, fid ? fid : UNRESOLVED) != 0)
-			return bad(c, "out of memory");
-		q += 8 + (size_t)count * 8;
+		q += 8 + (size_t)k * unit;
 	}
 	return (long)*at;
 }
@@ -468,9 +448,9 @@ static long frame(struct cursor *c, const uint8_t *p, size_t avail)
 	case D9_TAG_EVENT:
 		return event_frame(c, p, avail);
 	case D9_TAG_STRING_POOL:
-		return string_pool_frame(c, p, avail);
+		return pool_frame(c, p, avail, 1);
 	case D9_TAG_STACK_POOL:
-		return stack_pool_frame(c, p, avail);
+		return pool_frame(c, p, avail, 8);
 	case D9_TAG_TS_RESET:
 		if (avail < 9)
 			return 0;

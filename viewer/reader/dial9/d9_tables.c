@@ -97,6 +97,23 @@ uint64_t d9_hash(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
+/* Makes room for need elements of elem bytes in *arena (first: the capacity
+ * it starts with); false when memory ran out. */
+static bool room(void **arena, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	if (need <= *cap && *arena)
+		return true;
+	size_t nc = *cap ? *cap * 2 : first;
+	while (nc < need)
+		nc *= 2;
+	void *na = realloc(*arena, nc * elem);
+	if (!na)
+		return false;
+	*arena = na;
+	*cap = nc;
+	return true;
+}
+
 /* Makes room for id n + 1 in the per-id arrays of a table. */
 static int ids_room(size_t n, size_t *capn, uint64_t **off, uint32_t **a, uint32_t **b)
 {
@@ -131,17 +148,10 @@ uint32_t d9_strings_intern(struct d9_strings *t, const uint8_t *p, size_t len)
 			return id;
 	if (t->len + len + 1 > D9_MAX_STRING_BYTES || t->n + 1 >= UINT32_MAX)
 		return t->full = true, 0;
-	if (t->len + len + 1 > t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 1u << 16;
-		while (nc < t->len + len + 1)
-			nc *= 2;
-		char *na = realloc(t->arena, nc);
-		if (!na)
-			return t->full = true, 0;
-		t->arena = na;
-		t->cap = nc;
-	}
-	if (ids_room(t->n, &t->capn, &t->off, &t->slen, &t->next) != 0)
+	void *arena = t->arena;
+	bool ok = room(&arena, &t->cap, t->len + len + 1, 1, 1u << 16);
+	t->arena = arena;
+	if (!ok || ids_room(t->n, &t->capn, &t->off, &t->slen, &t->next) != 0)
 		return t->full = true, 0;
 	uint32_t id = (uint32_t)++t->n;
 	if (len)
@@ -194,17 +204,11 @@ uint32_t d9_stacks_intern(struct d9_stacks *t, const uint8_t *le, uint32_t count
 	}
 	if ((t->len + count) * 8 > D9_MAX_STACK_BYTES || t->n + 1 >= UINT32_MAX)
 		return t->full = true, 0;
-	if (t->len + count > t->cap || !t->arena) { /* allocated even for an empty first stack */
-		size_t nc = t->cap ? t->cap * 2 : 1u << 14;
-		while (nc < t->len + count)
-			nc *= 2;
-		uint64_t *na = realloc(t->arena, nc * sizeof *na);
-		if (!na)
-			return t->full = true, 0;
-		t->arena = na;
-		t->cap = nc;
-	}
-	if (ids_room(t->n, &t->capn, &t->off, &t->count, &t->next) != 0)
+	/* allocated even for an empty first stack: a + 0 on NULL is undefined */
+	void *arena = t->arena;
+	bool ok = room(&arena, &t->cap, t->len + count, sizeof *t->arena, 1u << 14);
+	t->arena = arena;
+	if (!ok || ids_room(t->n, &t->capn, &t->off, &t->count, &t->next) != 0)
 		return t->full = true, 0;
 	uint32_t id = (uint32_t)++t->n;
 	for (uint32_t i = 0; i < count; i++)
