@@ -85,6 +85,8 @@ struct src {
 	size_t n_gaps;
 	uint64_t period;
 	struct ss_symtab symtab;
+	uint64_t shadow_addr;        /* the last address given an entry one byte back too */
+	bool shadow;
 	struct meta *meta;
 	size_t n_meta;
 	bool have_anchor;
@@ -463,8 +465,13 @@ static void symbol(struct src *s, const struct d9_event *e, const struct kind_in
 	 * there too unless that byte has an entry of its own. */
 	if (ss_symtab_add(&s->symtab, addr, depth, line, fn && fl ? fn : NULL, file && sl ? file : NULL) != 0)
 		return;
-	struct ss_sym_result probe;
-	if (!ss_symtab_lookup(&s->symtab, addr - 1, &probe) || depth > 0)
+	/* decided at an address's outermost entry, which dial9 writes first */
+	if (depth == 0 || addr != s->shadow_addr) {
+		struct ss_sym_result probe;
+		s->shadow_addr = addr;
+		s->shadow = !ss_symtab_lookup(&s->symtab, addr - 1, &probe);
+	}
+	if (s->shadow)
 		ss_symtab_add(&s->symtab, addr - 1, depth, line, fn && fl ? fn : NULL, file && sl ? file : NULL);
 }
 
@@ -488,10 +495,14 @@ static void metadata(struct src *s, const struct d9_event *e, const struct kind_
 			if (s->n_meta >= 4096)
 				return;
 			struct meta *nm = realloc(s->meta, (s->n_meta + 1) * sizeof *nm);
-			if (!nm)
+			char *key = strndup(k, kl);
+			if (nm)
+				s->meta = nm;
+			if (!nm || !key) {
+				free(key);
 				return;
-			s->meta = nm;
-			s->meta[s->n_meta++] = (struct meta){ strndup(k, kl), NULL };
+			}
+			s->meta[s->n_meta++] = (struct meta){ key, NULL };
 		}
 		free(s->meta[j].value);
 		s->meta[j].value = strndup(val, vl);
