@@ -18,7 +18,8 @@
  *     sealed gives the rows of one import (symbols aside: they come with the
  *     seal);
  *   - a truncated gzip imports its intact streams and says where it ended;
- *     a re-import is "unchanged"; gzip data that is not a trace is refused.
+ *     a re-import is "unchanged"; gzip data that is not a trace, and a trace
+ *     of another format version, are refused with what they are.
  *
  * usage: test_dial9_import
  */
@@ -324,6 +325,16 @@ int main(void)
 	      log);
 	free(log);
 	free(oz);
+
+	/* a dial9 header of a version this reader does not know: said so */
+	char v2[512], db6[512];
+	path(v2, sizeof v2, "v2", "trace.0.bin");
+	snprintf(db6, sizeof db6, "%s/v2.db", tmp);
+	write_file(v2, "TRC\0\x02\x01\x00", 7);
+	log = import(db6, v2, &rc);
+	CHECK(rc == SS_IMPORT_NOTHING && strstr(log, "dial9 trace of format version 2 (only version 1 is known)"),
+	      "version 2: %d\n%s", rc, log);
+	free(log);
 
 	sqlite3_close(one);
 	free(z);

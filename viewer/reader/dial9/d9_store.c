@@ -41,7 +41,8 @@ struct d9_store {
 
 enum d9_detect d9_detect(const uint8_t *p, size_t n)
 {
-	if (n >= D9_HEADER_LEN && d9_is_header(p))
+	/* Any version: opening it then says which version it is. */
+	if (n >= D9_HEADER_LEN && memcmp(p, D9_MAGIC, D9_MAGIC_LEN) == 0)
 		return D9_DETECT_RAW;
 	if (n < 2 || p[0] != 0x1f || p[1] != 0x8b)
 		return D9_DETECT_NO;
@@ -58,7 +59,7 @@ enum d9_detect d9_detect(const uint8_t *p, size_t n)
 	size_t got = sizeof out - z.avail_out;
 	inflateEnd(&z);
 	(void)rc;
-	return got >= D9_HEADER_LEN && d9_is_header(out) ? D9_DETECT_GZIP : D9_DETECT_OTHER_GZIP;
+	return got >= D9_HEADER_LEN && memcmp(out, D9_MAGIC, D9_MAGIC_LEN) == 0 ? D9_DETECT_GZIP : D9_DETECT_OTHER_GZIP;
 }
 
 enum d9_detect d9_detect_file(const char *path)

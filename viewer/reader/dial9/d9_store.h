@@ -32,8 +32,8 @@ struct d9_window {
 
 enum d9_detect {
 	D9_DETECT_NO = 0,    /* neither a dial9 trace nor gzip */
-	D9_DETECT_RAW,       /* starts with a version 1 header */
-	D9_DETECT_GZIP,      /* gzip whose content starts with a version 1 header */
+	D9_DETECT_RAW,       /* starts with the TRC\0 magic (of any version) */
+	D9_DETECT_GZIP,      /* gzip whose content starts with it */
 	D9_DETECT_OTHER_GZIP /* gzip, but not of a dial9 trace */
 };
 
