@@ -195,6 +195,20 @@ enum ss_record_type {
 				   * pending), v tid, v location, v pending_ts,
 				   * v idle_ns (idle so far when dumped), v stack        */
 	/* 0x63..0x6f reserved for more stall and task records            */
+	SS_REC_CLOCK = 0x70,      /* v source (enum ss_clock_source), v tsc, v mono_ns (the
+				   * latest calibration point: a TSC reading and the
+				   * CLOCK_MONOTONIC time of the same instant), v tsc_hz
+				   * (ticks per second so far), v points (calibration
+				   * points in this segment so far), v drift_ns (their
+				   * largest difference from what the previous interval
+				   * predicted); all 0 but source for SS_CLOCK_VDSO      */
+};
+
+/* How the hooks stamped the events of a segment (CLOCK records). Either way the
+ * segment holds CLOCK_MONOTONIC ns. */
+enum ss_clock_source {
+	SS_CLOCK_TSC = 1,  /* the TSC, converted by the writer between calibration points */
+	SS_CLOCK_VDSO = 2, /* clock_gettime(CLOCK_MONOTONIC) in every hook */
 };
 
 enum ss_stall_kind_rec {

@@ -496,6 +496,19 @@ static void print_record(struct dump *d, const struct ss_record *rec)
 		fputc('\n', o);
 		return;
 	}
+	if (rec->type == SS_REC_CLOCK) {
+		uint64_t source = rec->u.clock.source;
+		if (source == SS_CLOCK_TSC)
+			fprintf(o, "    clock tsc %.3f MHz, calibrated at tsc %" PRIu64 " = %" PRIu64
+				" ns, %" PRIu64 " points in this segment, largest drift %" PRIu64 " ns\n",
+				(double)rec->u.clock.tsc_hz / 1e6, rec->u.clock.tsc, rec->u.clock.mono_ns,
+				rec->u.clock.points, rec->u.clock.drift_ns);
+		else if (source == SS_CLOCK_VDSO)
+			fputs("    clock vdso (clock_gettime in every hook)\n", o);
+		else
+			fprintf(o, "    clock source %" PRIu64 " (unknown to this reader)\n", source);
+		return;
+	}
 	if (print_sampling_record(d, rec, tname) || print_stall_record(d, rec))
 		return;
 	if (rec->type >= 0x40) {

@@ -36,6 +36,7 @@ const char *ss_record_type_name(uint8_t type)
 	case SS_REC_STALL: return "STALL";
 	case SS_REC_STALL_END: return "STALL_END";
 	case SS_REC_TASK_DUMP: return "TASK_DUMP";
+	case SS_REC_CLOCK: return "CLOCK";
 	default: return NULL;
 	}
 }

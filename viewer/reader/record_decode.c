@@ -189,6 +189,11 @@ static int decode_extension(struct cursor *c, uint8_t type, struct ss_record *re
 		     get_s(&body, &rec->u.stall.reason, &rec->u.stall.reason_len);
 		rec->thread = rec->u.stall.thread;
 		break;
+	case SS_REC_CLOCK:
+		ok = get_v(&body, &rec->u.clock.source) && get_v(&body, &rec->u.clock.tsc) &&
+		     get_v(&body, &rec->u.clock.mono_ns) && get_v(&body, &rec->u.clock.tsc_hz) &&
+		     get_v(&body, &rec->u.clock.points) && get_v(&body, &rec->u.clock.drift_ns);
+		break;
 	case SS_REC_STALL_END:
 		ok = get_v(&body, &rec->u.stall_end.thread) && get_v(&body, &rec->u.stall_end.tid) &&
 		     get_v(&body, &rec->u.stall_end.task) && get_v(&body, &rec->u.stall_end.poll_ts) &&

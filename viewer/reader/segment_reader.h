@@ -168,6 +168,9 @@ struct ss_record {
 		struct { uint64_t thread, tid, task, poll_ts, captures; } stall_end;
 		/* TASK_DUMP (pending time in ts) */
 		struct { uint64_t task, thread, tid, location, idle_ns, stack; } task_dump;
+		/* CLOCK: how the hooks stamped events (enum ss_clock_source) and the
+		 * writer's latest TSC calibration; ts stays 0 */
+		struct { uint64_t source, tsc, mono_ns, tsc_hz, points, drift_ns; } clock;
 		/* MAPPING (ts 0 = snapshot at segment start) */
 		struct {
 			uint64_t start, end, pgoff, prot;
