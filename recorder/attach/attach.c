@@ -105,7 +105,7 @@ static void scan(pid_t pid, struct followed *f, uint32_t *nf, uint32_t cap, uint
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
 	DIR *d = opendir(path);
-	uint64_t now = mono_ns();
+	uint64_t now = ss_stamp(); /* what the slots carry (clock.h) */
 	uint32_t session = atomic_load_explicit(&ss_state, memory_order_acquire);
 	if (d) {
 		struct dirent *de;
@@ -207,7 +207,7 @@ int ss_attach_run(const struct ss_attach_config *cfg, struct ss_attach_result *r
 		struct timespec ts = { 0, (long)SCAN_NS };
 		nanosleep(&ts, NULL);
 	}
-	uint64_t end = mono_ns();
+	uint64_t end = ss_stamp();
 	for (uint32_t i = 0; i < nf; i++)
 		ss_retire_foreign(f[i].slot, end);
 	free(f);

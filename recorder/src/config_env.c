@@ -23,7 +23,7 @@ static const char *const known[] = {
 	"STALLSCOPE_METRICS_FILE", "STALLSCOPE_FLUSH_INTERVAL_MS", "STALLSCOPE_BUFFER_EVENTS",
 	"STALLSCOPE_MAX_THREADS", "STALLSCOPE_COMPRESS", "STALLSCOPE_SAMPLER",
 	"STALLSCOPE_OFFCPU_STACKS", "STALLSCOPE_SAMPLE_ALL_THREADS", "STALLSCOPE_UNWIND",
-	"STALLSCOPE_STACK_COPY",
+	"STALLSCOPE_STACK_COPY", "STALLSCOPE_CLOCK",
 	/* set by `stallscope record` for the preload shim (recorder/src/shim-abi.h) */
 	"STALLSCOPE_PRELOAD_ROOT_PID", "STALLSCOPE_FOLLOW_CHILDREN", NULL,
 };
@@ -224,9 +224,12 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 	static const char *const offcpu_words[] = {"auto", "on", "off", NULL};
 	/* In the order of STALLSCOPE_UNWIND_AUTO, _FP, _DWARF. */
 	static const char *const unwind_words[] = {"auto", "fp", "dwarf", NULL};
+	/* In the order of STALLSCOPE_CLOCK_AUTO, _TSC, _VDSO. */
+	static const char *const clock_words[] = {"auto", "tsc", "vdso", NULL};
 	if (get_word("STALLSCOPE_SAMPLER", sampler_words, &cfg->sampler, err, errlen) < 0 ||
 	    get_word("STALLSCOPE_OFFCPU_STACKS", offcpu_words, &cfg->offcpu_stacks, err, errlen) < 0 ||
 	    get_word("STALLSCOPE_UNWIND", unwind_words, &cfg->unwind, err, errlen) < 0 ||
+	    get_word("STALLSCOPE_CLOCK", clock_words, &cfg->hook_clock, err, errlen) < 0 ||
 	    get_bool("STALLSCOPE_SAMPLE_ALL_THREADS", &cfg->sample_all_threads, err, errlen) < 0)
 		return -1;
 	if (get_bool("STALLSCOPE_CPU_SAMPLING", &cfg->cpu_sampling, err, errlen) < 0 ||

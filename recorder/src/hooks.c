@@ -1,8 +1,10 @@
 /*
  * hooks.c - the hot path. Every public hook is: one load of ss_state and a branch
  * when not recording; otherwise a clock read and one 32-byte store into the calling
- * thread's single-producer ring. No locks, no allocation, no system calls (the
- * clock is read through the vDSO), no loops. A full ring drops the event and counts
+ * thread's single-producer ring. No locks, no allocation, no system calls, no
+ * loops. The clock is ss_stamp(): one rdtsc where the TSC is usable (the writer
+ * converts it to CLOCK_MONOTONIC ns, clock.c), else clock_gettime through the
+ * vDSO. A full ring drops the event and counts
  * it; the next event that fits is preceded by a LOSS entry carrying the count and
  * time range, so the loss lands in the trace at the place it happened.
  */
@@ -88,7 +90,7 @@ static inline struct ss_slot *slot(void)
 	do {                                                                       \
 		struct ss_slot *s_ = slot();                                       \
 		if (s_)                                                            \
-			push(s_, (kind), ss_now(), (a), (b), (c));                 \
+			push(s_, (kind), ss_stamp(), (a), (b), (c));                 \
 	} while (0)
 
 /* The hooks that shape a worker's lane (polls, parks) also tell the preload shim,
@@ -99,7 +101,7 @@ static inline struct ss_slot *slot(void)
 		struct ss_slot *s_ = slot();                                       \
 		if (s_) {                                                          \
 			ss_shim_app_owns_thread();                                 \
-			push(s_, (kind), ss_now(), (a), (b), (c));                 \
+			push(s_, (kind), ss_stamp(), (a), (b), (c));                 \
 		}                                                                  \
 	} while (0)
 

@@ -13,6 +13,7 @@
  *
  * The moving parts:
  *   hooks.c         the hot path: timestamp + append to the calling thread's ring
+ *   clock.c         the hooks' clock (the TSC where usable) and stamps to ns (clock.h)
  *   thread_slots.c  the pool of per-thread rings and how threads attach/retire
  *   intern.c        strings and locations interned to small ids
  *   log.c           logging and the last error (log.h)
@@ -51,6 +52,22 @@ static inline uint64_t ss_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* 1 while hooks stamp with the TSC (clock.c decides per session, before any hook
+ * of the session runs). */
+extern SS_INTERNAL int ss_clock_tsc_on;
+
+/* What ring entries are stamped with: the raw TSC where it is usable (half the
+ * cost of the vDSO's clock_gettime, which reads it and scales it), else
+ * CLOCK_MONOTONIC ns. The writer turns stamps into ns (clock.h). */
+static inline uint64_t ss_stamp(void)
+{
+#if defined(__x86_64__)
+	if (SS_LIKELY(ss_clock_tsc_on))
+		return __builtin_ia32_rdtsc();
+#endif
+	return ss_now();
+}
+
 /* ---- ring entries ----------------------------------------------------------- */
 
 /* Event kinds in a ring. They map 1:1 to segment record types where one exists. */
@@ -71,7 +88,8 @@ enum ss_ev_kind {
 	SS_EV_LOSS, /* ts = first lost, a = count, c = last lost ts */
 };
 
-/* One ring entry: half a cache line, so a producer touches one line per two events. */
+/* One ring entry: half a cache line, so a producer touches one line per two events.
+ * ts (and c of a LOSS) is a stamp (ss_stamp()), which the writer converts. */
 struct ss_ev {
 	uint64_t ts;
 	uint64_t a;
@@ -112,7 +130,7 @@ struct ss_slot {
 	uint32_t session;
 	uint32_t thread_id;        /* synthetic, unique within a session */
 	int32_t tid;
-	_Atomic uint64_t retired_ts;
+	_Atomic uint64_t retired_ts; /* a stamp, like drop_first_ts and drop_last_ts */
 	uint64_t stack_lo, stack_hi; /* the thread's stack, when known (worker_begin) */
 
 	/* Writer-private from here on. */

@@ -103,6 +103,10 @@ static int adopt_config(const struct stallscope_config *in)
 	}
 	if (!c.stack_copy_bytes)
 		c.stack_copy_bytes = d.stack_copy_bytes;
+	if (c.hook_clock < STALLSCOPE_CLOCK_AUTO || c.hook_clock > STALLSCOPE_CLOCK_VDSO) {
+		ss_set_error("hook_clock %d is not STALLSCOPE_CLOCK_AUTO, _TSC or _VDSO", (int)c.hook_clock);
+		return -1;
+	}
 	if (c.stack_copy_bytes < 1024 || c.stack_copy_bytes > 65528) {
 		ss_set_error("stack_copy_bytes %u is out of range (1024 to 65528)", c.stack_copy_bytes);
 		return -1;
@@ -285,7 +289,7 @@ SS_INTERNAL void ss_worker_begin_id(uint32_t runtime_id, uint32_t index)
 		ss_attach(st); /* attaching announces the worker */
 		return;
 	}
-	ss_push(ss_tls_slot, SS_EV_WORKER_BEGIN, ss_now(), ss_tls_worker_runtime, index, 0);
+	ss_push(ss_tls_slot, SS_EV_WORKER_BEGIN, ss_stamp(), ss_tls_worker_runtime, index, 0);
 }
 
 STALLSCOPE_API void stallscope_worker_begin(const char *runtime, uint32_t index)
@@ -305,7 +309,7 @@ STALLSCOPE_API void stallscope_worker_end(void)
 	/* A thread without a buffer tries once more; a refusal is counted as loss. */
 	struct ss_slot *s = ss_tls_session == st ? ss_tls_slot : ss_attach(st);
 	if (s)
-		ss_push(s, SS_EV_WORKER_END, ss_now(), 0, 0, 0);
+		ss_push(s, SS_EV_WORKER_END, ss_stamp(), 0, 0, 0);
 }
 
 STALLSCOPE_API void stallscope_get_stats(struct stallscope_stats *st)

@@ -156,7 +156,7 @@ STALLSCOPE_API void stallscope_shim_thread_end(void)
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_acquire);
 	if (!st || ss_shim_tls.app || ss_tls_session != st)
 		return;
-	uint64_t now = ss_now();
+	uint64_t now = ss_stamp();
 	close_iteration(ss_tls_slot, st, now);
 	if (ss_shim_tls.loop)
 		ss_push(ss_tls_slot, SS_EV_TERMINATE, now, loop_task(ss_tls_slot), 0, 0);
@@ -166,7 +166,7 @@ SS_INTERNAL void ss_shim_take_over(void)
 {
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_relaxed);
 	if (st && ss_tls_session == st) {
-		uint64_t now = ss_now();
+		uint64_t now = ss_stamp();
 		if (ss_shim_tls.parked)
 			ss_push(ss_tls_slot, SS_EV_UNPARK, now, 0, 0, 0);
 		close_iteration(ss_tls_slot, st, now);
@@ -253,7 +253,7 @@ STALLSCOPE_API uint32_t stallscope_shim_wait_begin(uint32_t kind)
 	int fdwait = kind != SS_SHIM_WAIT_WORK;
 	if (!fdwait && ss_shim_tls.iter_session == st)
 		return 0; /* blocked inside a loop iteration: part of it */
-	uint64_t now = ss_now();
+	uint64_t now = ss_stamp();
 	if (ss_shim_tls.parked) /* left by a longjmp out of a wait */
 		ss_push(s, SS_EV_UNPARK, now, 0, 0, 0);
 	close_iteration(s, st, now);
@@ -277,7 +277,7 @@ STALLSCOPE_API void stallscope_shim_wait_end(uint32_t token)
 	if (!st || ss_tls_session != st || ss_shim_tls.app)
 		return; /* the session ended or changed during the wait */
 	struct ss_slot *s = ss_tls_slot;
-	uint64_t now = ss_now();
+	uint64_t now = ss_stamp();
 	ss_push(s, SS_EV_UNPARK, now, 0, 0, 0);
 	if (token == TOKEN_LOOP) {
 		uint32_t k = ss_shim_tls.loop < SS_SHIM_WAIT_KINDS ? ss_shim_tls.loop : 0;

@@ -39,7 +39,7 @@ struct ss_stall_msg {
 	uint32_t tid;
 	uint32_t location;
 	uint64_t task;
-	uint64_t poll_ts;
+	uint64_t poll_ts;       /* stamps (clock.h), converted by the writer */
 	uint64_t ts;            /* capture time, or the poll's end for is_end */
 	uint32_t index;         /* capture number from 0; for is_end the capture count */
 	uint32_t kind;          /* enum ss_stall_kind_rec */
@@ -82,8 +82,9 @@ SS_INTERNAL void ss_watchdog_stop(void);
 SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s);
 /* After the writer's final drain: frees the message queue. */
 SS_INTERNAL void ss_watchdog_free(void);
-/* Hands the stall messages queued so far to sink (writer thread). */
-SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink);
+/* Hands the stall messages queued so far to sink (writer thread), up to the first
+ * one holding a stamp past lim (it waits for the next drain, clock.h). */
+SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink, uint64_t lim);
 
 /* ---- stall_capture.c (watchdog thread only) ---- */
 /* copy: bytes of stack a capture copies for the writer's unwinder (0: frames). */
@@ -101,10 +102,11 @@ SS_INTERNAL void ss_task_dump_start(const struct stallscope_config *cfg, uint32_
 /* Disarms the hook (writer stop, before the final drain). */
 SS_INTERNAL void ss_task_dump_disarm(void);
 SS_INTERNAL int ss_task_dump_active(void);
-/* Writer thread: takes the pending stacks the hooks left since the last call.
+/* Writer thread: takes the pending stacks the hooks left since the last call,
+ * stamped up to lim (clock.h; later ones wait for the next call).
  * Call before draining the rings' events, so a task's next POLL_BEGIN never
  * reaches ss_task_dump_polled() before the pending call it ends. */
-SS_INTERNAL void ss_task_dump_collect(void);
+SS_INTERNAL void ss_task_dump_collect(uint64_t lim);
 /* Writer thread, for each POLL_BEGIN and TERMINATE drained: the idle time of a
  * task that was pending ends there. */
 SS_INTERNAL void ss_task_dump_polled(uint64_t task, uint64_t ts);

@@ -19,6 +19,7 @@
  * (1 - e^(-idle/mean)), so long waits are nearly always dumped while the flood
  * of short ones costs little. Nothing wakes or re-polls a task.
  */
+#include "clock.h"
 #include "stall.h"
 #include "sigwalk.h"
 
@@ -118,7 +119,7 @@ STALLSCOPE_API void stallscope_task_pending(void)
 	}
 	struct td_entry *d = &T.ents[(size_t)i * RING + (rh & (RING - 1))];
 	d->task = task;
-	d->ts = ss_now();
+	d->ts = ss_stamp();
 	d->thread = s->thread_id;
 	d->tid = (uint32_t)s->tid;
 	d->location = loc;
@@ -236,7 +237,7 @@ static void remove_node(uint32_t j)
 	}
 }
 
-SS_INTERNAL void ss_task_dump_collect(void)
+SS_INTERNAL void ss_task_dump_collect(uint64_t lim)
 {
 	if (!T.active)
 		return;
@@ -246,6 +247,8 @@ SS_INTERNAL void ss_task_dump_collect(void)
 		uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
 		for (; tail != head; tail++) {
 			const struct td_entry *e = &T.ents[(size_t)i * RING + (tail & (RING - 1))];
+			if (e->ts > lim)
+				break; /* converted exactly at the next call (clock.h) */
 			uint32_t j = probe(e->task);
 			struct node *n;
 			if (T.table[j] >= 0) {
@@ -258,7 +261,7 @@ SS_INTERNAL void ss_task_dump_collect(void)
 				continue;
 			}
 			n->task = e->task;
-			n->pending_ts = e->ts;
+			n->pending_ts = ss_clock_ns(e->ts);
 			n->threshold_ns = draw_threshold();
 			n->ended_ts = 0;
 			n->thread = e->thread;

@@ -47,7 +47,7 @@ static void slot_destructor(void *p)
 	ss_tls_slot = NULL;
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
 		return;
-	atomic_store_explicit(&s->retired_ts, ss_now(), memory_order_relaxed);
+	atomic_store_explicit(&s->retired_ts, ss_stamp(), memory_order_relaxed);
 	/* Release: every entry this thread pushed is visible before RETIRED is. */
 	atomic_store_explicit(&s->state, SS_SLOT_RETIRED, memory_order_release);
 	if (st)
@@ -171,7 +171,7 @@ SS_INTERNAL struct ss_slot *ss_attach(uint32_t session)
 		ss_tls_session = session;
 		pthread_setspecific(slot_key, s);
 		if (ss_tls_worker_runtime)
-			ss_push(s, SS_EV_WORKER_BEGIN, ss_now(), ss_tls_worker_runtime,
+			ss_push(s, SS_EV_WORKER_BEGIN, ss_stamp(), ss_tls_worker_runtime,
 				ss_tls_worker_index, 0);
 		return s;
 	}
@@ -184,7 +184,8 @@ SS_INTERNAL struct ss_slot *ss_attach(uint32_t session)
 /* A slot for a thread of the process the session follows from outside. The one
  * thread that drives the attachment (recorder/attach/) is the producer of every
  * such slot; nothing is bound to its thread-local state. The thread is a worker
- * lane (runtime, index) from ts on. NULL when the pool is full (counted). */
+ * lane (runtime, index) from ts (a stamp, ss_stamp()) on. NULL when the pool is
+ * full (counted). */
 SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uint32_t runtime,
 					      uint32_t index, uint64_t ts)
 {
@@ -207,11 +208,11 @@ SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uin
 		ss_push(s, SS_EV_WORKER_BEGIN, ts, runtime, index, 0);
 		return s;
 	}
-	ss_pool_no_slot_drop(ts);
+	ss_pool_no_slot_drop(ss_now()); /* process-wide losses are in ns */
 	return NULL;
 }
 
-/* The foreign thread of s ended (or the attachment ends) at ts. */
+/* The foreign thread of s ended (or the attachment ends) at ts (a stamp). */
 SS_INTERNAL void ss_retire_foreign(struct ss_slot *s, uint64_t ts)
 {
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)

@@ -17,8 +17,11 @@
  * SS_STALL_MAX_CAPTURES times; when the watchdog sees it end (the first boundary
  * after its POLL_BEGIN, or the thread's exit), a STALL_END carries its end.
  * Messages go through a small mutex-protected queue to the writer: neither
- * thread is on the hook path, and the writer owns the segment.
+ * thread is on the hook path, and the writer owns the segment. Times here are
+ * stamps, like the ring entries they come from (clock.h); the writer converts
+ * them.
  */
+#include "clock.h"
 #include "stall.h"
 
 #include <errno.h>
@@ -82,18 +85,18 @@ static void enqueue(const struct ss_stall_msg *m)
 	pthread_mutex_unlock(&D.qmu);
 }
 
-SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink)
+SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink, uint64_t lim)
 {
 	if (!D.q)
 		return;
 	struct ss_stall_msg *m = D.drain_msg;
 	for (;;) {
 		pthread_mutex_lock(&D.qmu);
-		if (!D.qlen) {
+		const struct ss_stall_msg *e = D.qlen ? q_at(D.qhead) : NULL;
+		if (!e || e->poll_ts > lim || e->ts > lim) {
 			pthread_mutex_unlock(&D.qmu);
 			break;
 		}
-		const struct ss_stall_msg *e = q_at(D.qhead);
 		memcpy(m, e, sizeof *m + (e->uc.len <= D.copy ? e->uc.len : 0));
 		if (m->uc.len > D.copy)
 			m->uc.len = 0;
@@ -195,7 +198,7 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 					w->loc = l_loc;
 					w->poll_ts = l_ts;
 					w->captures = 0;
-					w->next_due = l_ts + D.threshold_ns;
+					w->next_due = l_ts + ss_clock_delta_stamps(D.threshold_ns);
 				}
 			} else {
 				emit_end(w, l_ts);
@@ -227,7 +230,7 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	ss_capture(s, i, m);
 	enqueue(m);
 	w->captures++;
-	w->next_due = w->poll_ts + (D.threshold_ns << w->captures);
+	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << w->captures);
 }
 
 static void *watchdog_main(void *arg)
@@ -244,7 +247,7 @@ static void *watchdog_main(void *arg)
 	pthread_mutex_lock(&D.mu);
 	while (D.running) {
 		pthread_mutex_unlock(&D.mu);
-		uint64_t now = ss_now(), wake = now + D.tick_ns;
+		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(D.tick_ns);
 		for (uint32_t i = 0; i < D.pool->nslots; i++) {
 			struct ss_slot *s = &D.pool->slots[i];
 			struct wd_slot *w = &D.ws[i];
@@ -252,11 +255,11 @@ static void *watchdog_main(void *arg)
 				continue;
 			pthread_mutex_lock(&D.smu);
 			scan_slot(s, w, now);
-			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_now() >= w->next_due;
+			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
 			if (due)
-				capture(s, i, w, ss_now());
+				capture(s, i, w, ss_stamp());
 			/* The capture took time: is the poll still the same? */
-			scan_slot(s, w, ss_now());
+			scan_slot(s, w, ss_stamp());
 			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
 				wake = w->next_due;
 			pthread_mutex_unlock(&D.smu);
@@ -264,7 +267,9 @@ static void *watchdog_main(void *arg)
 		pthread_mutex_lock(&D.mu);
 		if (!D.running)
 			break;
-		struct timespec ts = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
+		uint64_t at = ss_stamp();
+		at = ss_now() + ss_clock_delta_ns(wake > at ? wake - at : 0);
+		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 		pthread_cond_timedwait(&D.cv, &D.mu, &ts);
 	}
 	pthread_mutex_unlock(&D.mu);
@@ -344,7 +349,7 @@ SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s)
 	if (D.started) {
 		uint32_t i = (uint32_t)(s - D.pool->slots);
 		if (i < D.pool->nslots && D.ws[i].thread)
-			scan_slot(s, &D.ws[i], ss_now());
+			scan_slot(s, &D.ws[i], ss_stamp());
 	}
 	pthread_mutex_unlock(&D.smu);
 }
@@ -363,7 +368,7 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	pthread_mutex_lock(&D.smu);
 	for (uint32_t i = 0; i < D.pool->nslots; i++)
 		if (D.ws[i].thread)
-			scan_slot(&D.pool->slots[i], &D.ws[i], ss_now());
+			scan_slot(&D.pool->slots[i], &D.ws[i], ss_stamp());
 	D.started = 0;
 	pthread_mutex_unlock(&D.smu);
 	if (D.qdropped)

@@ -67,6 +67,7 @@ struct writer {
 	char sampler_status[512];
 	char unwind_status[512];
 	char stall_status[256];
+	char clock_status[400];
 	uint64_t sampler_lost;       /* samples that arrived with no segment to go to */
 	_Atomic int sampling_on;     /* what stallscope_set_enabled() asked for */
 	int sampling_applied;        /* what the sampler was last told */
@@ -109,7 +110,8 @@ SS_INTERNAL void begin_segment(uint64_t start_ts);
 SS_INTERNAL void account_vanished_segment(uint64_t now);
 SS_INTERNAL void seal_segment(uint64_t end_ts);
 extern SS_INTERNAL const struct ss_sample_sink sink;
-SS_INTERNAL void drain_stalls(uint64_t now);
+/* Stall and task-dump messages whose stamps are up to lim (clock.h). */
+SS_INTERNAL void drain_stalls(uint64_t now, uint64_t lim);
 SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting);
 
 #endif /* STALLSCOPE_WRITER_PRIVATE_H */

@@ -25,6 +25,7 @@
  * once a second.
  */
 #include "writer-private.h"
+#include "clock.h"
 #include "stack_table.h"
 #include "unwind.h"
 
@@ -46,9 +47,9 @@ static void put_pending_drops(struct ss_slot *s)
 	if (!n)
 		return;
 	struct ss_ev e = {
-		.ts = atomic_load_explicit(&s->drop_first_ts, memory_order_relaxed),
+		.ts = ss_clock_ns(atomic_load_explicit(&s->drop_first_ts, memory_order_relaxed)),
 		.a = n, .b = SS_LOSS_BUFFER_FULL,
-		.c = atomic_load_explicit(&s->drop_last_ts, memory_order_relaxed),
+		.c = ss_clock_ns(atomic_load_explicit(&s->drop_last_ts, memory_order_relaxed)),
 		.kind = SS_EV_LOSS,
 	};
 	if (!wr.seg_seq1) {
@@ -61,7 +62,8 @@ static void put_pending_drops(struct ss_slot *s)
 	put_event(s, &e);
 }
 
-/* Drains slot s up to time limit. Returns 1 when the slot was released. */
+/* Drains slot s up to stamp limit (clock.h: ring entries carry stamps, the
+ * segment ns). Returns 1 when the slot was released. */
 static int drain_slot(struct ss_slot *s, uint64_t limit)
 {
 	uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
@@ -81,9 +83,13 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 	}
 	uint64_t taken = 0;
 	for (; tail != head; tail++) {
-		const struct ss_ev *e = &s->ring[tail & s->mask];
-		if (e->ts > limit)
+		struct ss_ev ev = s->ring[tail & s->mask];
+		if (ev.ts > limit)
 			break;
+		ev.ts = ss_clock_ns(ev.ts);
+		if (ev.kind == SS_EV_LOSS)
+			ev.c = ss_clock_ns(ev.c);
+		const struct ss_ev *e = &ev;
 		taken += e->kind != SS_EV_LOSS;
 		if (!wr.seg_seq1) {
 			/* No segment to write to: the event is lost, and said so later. */
@@ -117,10 +123,10 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 			if (s->w_defined_seg != wr.seg_seq1)
 				put_thread_def(s);
 			if (wr.cur_thread != s->thread_id)
-				set_thread(s->thread_id, ts);
+				set_thread(s->thread_id, ss_clock_ns(ts));
 			put_u8(SS_REC_THREAD_EXIT);
-			put_dt(ts);
-			note_event(ts);
+			put_dt(ss_clock_ns(ts));
+			note_event(ss_clock_ns(ts));
 		} else if (ts > limit) {
 			return 0;
 		}
@@ -148,7 +154,7 @@ static void drain_all(uint64_t limit)
 		drain_slot(&p->slots[i], limit);
 }
 
-/* The end of the next drain window: the latest time <= end at which no ring holds
+/* The end of the next drain window: the latest stamp <= end at which no ring holds
  * more than k events not yet drained. *busy counts the rings with events <= end
  * (0: nothing to drain). */
 static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
@@ -179,7 +185,7 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
 	return n && lim < oldest ? oldest : lim;
 }
 
-/* Drains every ring up to time end, in windows that take at most window_events
+/* Drains every ring up to stamp end, in windows that take at most window_events
  * events from each ring, and rotates by size between windows. At a window's end
  * every event up to that time has been drained and none after it, so it is a valid
  * segment boundary; and the size check before a window reserves room for all that
@@ -202,15 +208,16 @@ static void drain_windows(uint64_t end)
 		drain_all(busy ? lim : end);
 		if (!busy || lim >= end)
 			break;
-		wr.drained_to = lim;
+		wr.drained_to = ss_clock_ns(lim);
 	}
-	if (wr.drained_to < end)
-		wr.drained_to = end;
+	if (wr.drained_to < ss_clock_ns(end))
+		wr.drained_to = ss_clock_ns(end);
 }
 
 static void cycle(int final)
 {
-	uint64_t now = ss_now();
+	/* A calibration point first: the rings are drained up to it (clock.h). */
+	uint64_t now, lim = ss_clock_point(&now);
 	atomic_store_explicit(&ss_counters.last_cycle_ns, now, memory_order_relaxed);
 	int want = atomic_load(&wr.sampling_on);
 	if (want != wr.sampling_applied) {
@@ -235,14 +242,14 @@ static void cycle(int final)
 	/* Everything up to now, rotating by size on the way; events stamped after now
 	 * wait for the next cycle, so a cycle's work is bounded by its start. Pending
 	 * task stacks first: a task's next POLL_BEGIN must find its pending call. */
-	ss_task_dump_collect();
-	drain_windows(now);
+	ss_task_dump_collect(lim);
+	drain_windows(lim);
 	if (ss_shim_take_names_changed())
 		ss_sampler_reread_names();
 	drain_sampler();
 	if (wr.seg_seq1)
 		ss_sampler_watch_mappings(&sink);
-	drain_stalls(now);
+	drain_stalls(now, lim);
 	if (wr.seg_seq1 && wr.cfg.rotation_period_ns &&
 	    now - wr.seg_opened_ns >= wr.cfg.rotation_period_ns) {
 		seal_segment(now);
@@ -289,11 +296,12 @@ static void *writer_main(void *arg)
 
 	/* Final: everything buffered goes to disk, the last segment is sealed. */
 	cycle(1);
-	uint64_t end = ss_now();
-	ss_task_dump_collect();
+	uint64_t end;
+	ss_clock_point(&end);
+	ss_task_dump_collect(UINT64_MAX);
 	drain_all(UINT64_MAX);
 	drain_sampler();
-	drain_stalls(end);
+	drain_stalls(end, UINT64_MAX);
 	/* Hooks are off now: the trailing drops of live threads, and process-wide
 	 * losses that no later block would carry, go into this last block. */
 	struct ss_pool *p = ss_pool_get();
@@ -354,6 +362,9 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	ss_unwind_start(cfg->user->unwind, cfg->user->stack_copy_bytes, wr.unwind_status,
 			sizeof wr.unwind_status);
 	ss_log("stacks: %s", ss_unwind_brief());
+	/* Before the first hook of the session: its stamps depend on it. */
+	ss_clock_start(cfg->user->hook_clock, wr.clock_status, sizeof wr.clock_status);
+	ss_log("clock: %s", wr.clock_status);
 	struct ss_sampler_config sc = {
 		.mode = !cfg->user->cpu_sampling ? SS_SAMPLER_OFF : (enum ss_sampler_mode)cfg->user->sampler,
 		.offcpu = (enum ss_offcpu_mode)cfg->user->offcpu_stacks,
@@ -389,6 +400,7 @@ fail:
 	ss_task_dump_free();
 	ss_sampler_stop();
 	ss_unwind_stop();
+	ss_clock_stop();
 	ss_stacks_free();
 	if (wr.sg) {
 		ss_segments_abandon(wr.sg);
@@ -415,6 +427,7 @@ SS_INTERNAL int ss_writer_stop(void)
 	ss_task_dump_free();
 	ss_sampler_stop();
 	ss_unwind_stop();
+	ss_clock_stop();
 	ss_stacks_free();
 	int healthy = !wr.failing;
 	atomic_store(&ss_counters.writer_healthy, 0u);

@@ -5,6 +5,7 @@
  * record in the next block that does. Writer thread only.
  */
 #include "writer-private.h"
+#include "clock.h"
 #include "stack_table.h"
 
 #include <errno.h>
@@ -148,8 +149,13 @@ SS_INTERNAL void begin_block_if_needed(void)
 	if (wr.raw_len)
 		return;
 	wr.block_opened_ns = ss_now();
-	if (wr.seg_seq1)
+	if (wr.seg_seq1) {
+		/* Each block says how its times were taken and how well the TSC kept to
+		 * CLOCK_MONOTONIC so far (FORMAT.md, CLOCK). */
+		uint8_t body[SS_CLOCK_BODY_MAX];
+		put_lp(SS_REC_CLOCK, body, ss_clock_record(body));
 		put_process_losses();
+	}
 }
 
 static uint64_t effective_max_size(void)
@@ -181,6 +187,7 @@ SS_INTERNAL void begin_segment(uint64_t start_ts)
 	memset(&wr.foot, 0, sizeof wr.foot);
 	wr.foot.start_ts = start_ts;
 	wr.seg_lost_count = 0;
+	ss_clock_segment_begin();
 	forget_definitions();
 	reset_block();
 	begin_block_if_needed();

@@ -86,6 +86,8 @@ SS_INTERNAL void put_session_meta(void)
 	if (uname(&un) == 0)
 		put_meta("arch", "%s", un.machine);
 	put_meta("clock", "CLOCK_MONOTONIC");
+	/* What the hooks read: the TSC, converted here, or the vDSO clock (clock.c). */
+	put_meta("hook_clock", "%s", wr.clock_status[0] ? wr.clock_status : "vdso");
 	put_meta("max_file_size", "%llu", (unsigned long long)c->max_file_size);
 	put_meta("rotation_count", "%u", c->rotation_count);
 	put_meta("rotation_period_s", "%u", c->rotation_period_s);

@@ -5,6 +5,7 @@
  * length-prefixed record into the block being built. Writer thread only.
  */
 #include "writer-private.h"
+#include "clock.h"
 #include "stack_table.h"
 #include "unwind.h"
 
@@ -171,12 +172,15 @@ static void sink_stall(const struct ss_stall_msg *m)
 		return;
 	uint8_t body[400];
 	size_t k;
+	/* The watchdog's times are stamps; poll_ts converts exactly as its
+	 * POLL_BEGIN did (clock.h). */
+	uint64_t poll_ts = ss_clock_ns(m->poll_ts), ts = ss_clock_ns(m->ts);
 	if (m->is_end) {
 		k = ss_put_varint(body, m->thread);
 		k += ss_put_varint(body + k, m->tid);
 		k += ss_put_varint(body + k, m->task);
-		k += ss_put_varint(body + k, m->poll_ts);
-		k += ss_put_varint(body + k, m->ts);
+		k += ss_put_varint(body + k, poll_ts);
+		k += ss_put_varint(body + k, ts);
 		k += ss_put_varint(body + k, m->index);
 		put_lp(SS_REC_STALL_END, body, k);
 		sink_flush_if_full();
@@ -205,8 +209,8 @@ static void sink_stall(const struct ss_stall_msg *m)
 	k += ss_put_varint(body + k, m->tid);
 	k += ss_put_varint(body + k, m->task);
 	k += ss_put_varint(body + k, m->location);
-	k += ss_put_varint(body + k, m->poll_ts);
-	k += ss_put_varint(body + k, m->ts);
+	k += ss_put_varint(body + k, poll_ts);
+	k += ss_put_varint(body + k, ts);
 	k += ss_put_varint(body + k, m->index);
 	k += ss_put_varint(body + k, m->kind);
 	k += ss_put_varint(body + k, m->syscall1);
@@ -237,9 +241,9 @@ static void sink_task_dump(const struct ss_task_dump_msg *m)
 
 static const struct ss_stall_sink stall_sink = { .stall = sink_stall, .dump = sink_task_dump };
 
-SS_INTERNAL void drain_stalls(uint64_t now)
+SS_INTERNAL void drain_stalls(uint64_t now, uint64_t lim)
 {
-	ss_stall_drain(&stall_sink);
+	ss_stall_drain(&stall_sink, lim);
 	ss_task_dump_emit(&stall_sink, now);
 }
 

@@ -65,7 +65,10 @@ struct stallscope_config {
 					* or _DWARF (CFI always) (AUTO) */
 	uint32_t stack_copy_bytes;     /* user stack copied per sample and stall capture
 					* for CFI unwinding, 1024..65528 (8192) */
-	uint32_t pad1;
+	int32_t hook_clock;            /* what hooks stamp events with: STALLSCOPE_CLOCK_AUTO
+					* (the TSC where usable, else the vDSO clock), _TSC
+					* or _VDSO (clock_gettime); segments always hold
+					* CLOCK_MONOTONIC ns (AUTO) */
 	uint64_t reserved[5];          /* zero; room for later options without an ABI break */
 };
 
@@ -75,6 +78,7 @@ enum {
 };
 enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2 };
 enum { STALLSCOPE_UNWIND_AUTO = 0, STALLSCOPE_UNWIND_FP = 1, STALLSCOPE_UNWIND_DWARF = 2 };
+enum { STALLSCOPE_CLOCK_AUTO = 0, STALLSCOPE_CLOCK_TSC = 1, STALLSCOPE_CLOCK_VDSO = 2 };
 
 /* Counters for tests and dashboards. They are totals over the life of the process
  * (all sessions), as Prometheus counters must be; compare two readings for one
