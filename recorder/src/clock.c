@@ -64,9 +64,12 @@ struct knot {
 	uint64_t mult; /* ns per tick << 32 from here to the next knot */
 };
 
+/* Apart from the rest: a session start resets C, and only the knots a session
+ * appends are ever touched (768 KiB of zero pages otherwise made resident). */
+static struct knot knots[KNOTS];
+
 static struct {
 	int tsc;
-	struct knot k[KNOTS];
 	uint64_t n;              /* knots appended; k[(n - 1) % KNOTS] is the latest */
 	uint64_t hit;            /* index of the knot last converted in */
 	uint64_t max_stamp;      /* largest stamp converted: knots go past it */
@@ -84,7 +87,7 @@ static _Atomic uint64_t rate_mult = 1ull << 32;
 
 static inline struct knot *kt(uint64_t i)
 {
-	return &C.k[i % KNOTS];
+	return &knots[i % KNOTS];
 }
 
 #if defined(__x86_64__)
