@@ -55,8 +55,9 @@ GdkRGBA sv_draw_node_color(const struct sv_tree *t, uint32_t node, const struct 
 		double d = sv_tree_delta(t, node), k = max > 0 ? fmin(1.0, fabs(d) / max) : 0;
 		if (fabs(d) < 0.05)
 			k = 0;
-		double fade = 255 * (1 - 0.85 * k);
-		return d >= 0 ? rgb(255, fade, fade) : rgb(fade, fade, 255);
+		/* Unchanged is a light grey, so frames stay visible on white. */
+		double hi = 236 + 19 * k, lo = 236 * (1 - 0.85 * k);
+		return d >= 0 ? rgb(hi, lo, lo) : rgb(lo, lo, hi);
 	}
 	if (n->sym >= t->n_syms)
 		return rgb(208, 208, 208);
@@ -137,10 +138,17 @@ void sv_draw_flame(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, co
 		if (w < 22)
 			continue;
 		char label[512];
-		if (b->node == SV_NONE)
+		if (b->node == SV_NONE) {
 			snprintf(label, sizeof label, "%u more", b->folded);
-		else
+		} else if (t->nodes[b->node].sym == SV_NONE) {
+			/* The root of a whole tree says what it holds. */
+			char d[48];
+			sv_format_ns(d, sizeof d, t->nodes[b->node].total);
+			snprintf(label, sizeof label, "all: %s, %lld %s", d, (long long)t->nodes[b->node].count,
+				 t->p->kind == SV_KIND_CPU ? "samples" : "times off the CPU");
+		} else {
 			sv_tree_label(t, b->node, label, sizeof label);
+		}
 		pango_layout_set_text(pl, label, -1);
 		pango_layout_set_width(pl, (int)(w - 6) * PANGO_SCALE);
 		int tw, th;
@@ -177,8 +185,14 @@ size_t sv_table_rows(const struct sv_tree *t, double min_share, size_t max, stru
 	return n;
 }
 
+float sv_table_height(size_t n)
+{
+	return (float)(n + 1) * SV_ROW_H + 2;
+}
+
 float sv_draw_table(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, const struct sv_table_row *rows,
-		    size_t n, bool self_col, const struct sv_draw_style *st, float x, float y0, float width)
+		    size_t n, bool self_col, int64_t whole, const struct sv_draw_style *st, float x, float y0,
+		    float width)
 {
 	const GdkRGBA fg = st->dark ? rgb(235, 235, 235) : rgb(32, 32, 32);
 	const GdkRGBA dim = st->dark ? rgb(160, 160, 160) : rgb(112, 112, 112);
@@ -187,7 +201,7 @@ float sv_draw_table(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, c
 	const GdkRGBA sel = st->dark ? rgb(40, 70, 110) : rgb(200, 222, 250);
 	const float col_w = 132, pad = 6;
 	float fx = x + (self_col ? 2 * col_w : col_w);
-	int64_t root = t->n_nodes ? t->nodes[0].total : 0;
+	int64_t root = whole;
 	float y = y0;
 	sv_draw_text(s, pc, self_col ? "Self" : "Cost", x + pad, y + 2, &dim, 0, true);
 	if (self_col)
@@ -203,7 +217,9 @@ float sv_draw_table(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, c
 		for (int c = 0; c < (self_col ? 2 : 1); c++) {
 			int64_t v = self_col && c == 0 ? nd->self : nd->total;
 			float cx = x + (float)c * col_w;
-			double frac = root > 0 ? (double)v / (double)root : 0;
+			double frac = root > 0 ? fmin(1.0, (double)v / (double)root) : 0;
+			if (v <= 0)
+				continue;
 			fill(s, bar, cx + 2, y + 3, (col_w - 8) * frac, SV_ROW_H - 6);
 			char d[48], p[16], cell[80];
 			sv_format_ns(d, sizeof d, v);
@@ -227,6 +243,7 @@ float sv_draw_table(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, c
 static int swatch(GtkSnapshot *s, PangoContext *pc, GdkRGBA c, const char *label, float x, float y, const GdkRGBA *fg)
 {
 	fill(s, c, x, y + 3, 14, SV_ROW_H - 7);
+	outline(s, rgb(150, 150, 150), x, y + 3, 14, SV_ROW_H - 7, 1.f);
 	return 18 + sv_draw_text(s, pc, label, x + 18, y + 1, fg, 0, false) + 14;
 }
 
@@ -241,7 +258,7 @@ int sv_draw_legend(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, co
 	} else if (t->base) {
 		x += (float)swatch(s, pc, rgb(255, 38, 38), "grew against the baseline", x, y, &fg);
 		x += (float)swatch(s, pc, rgb(38, 38, 255), "shrank", x, y, &fg);
-		x += (float)swatch(s, pc, rgb(255, 255, 255), "unchanged (share of each graph's total)", x, y, &fg);
+		x += (float)swatch(s, pc, rgb(236, 236, 236), "unchanged (share of each graph's total)", x, y, &fg);
 	} else {
 		x += (float)swatch(s, pc, rgb(235, 150, 55), "the program's code", x, y, &fg);
 		x += (float)swatch(s, pc, rgb(120, 180, 230), "system and runtime libraries", x, y, &fg);

@@ -50,11 +50,14 @@ struct sv_table_row {
 size_t sv_table_rows(const struct sv_tree *t, double min_share, size_t max, struct sv_table_row *out);
 
 /* A table of rows at (x, y0) in width px: Self and Total (time and share of
- * the root, with a bar) and the function, indented. self_col false leaves the
- * Self column out (bottom-up and callers trees, where it equals Total).
- * Returns the height drawn. */
+ * whole, with a bar; 0 is left blank) and the function, indented. self_col
+ * false leaves the Self column out (bottom-up and callers trees, where it
+ * equals Total). Returns the height drawn. */
 float sv_draw_table(GtkSnapshot *s, PangoContext *pc, const struct sv_tree *t, const struct sv_table_row *rows,
-		    size_t n, bool self_col, const struct sv_draw_style *st, float x, float y0, float width);
+		    size_t n, bool self_col, int64_t whole, const struct sv_draw_style *st, float x, float y0,
+		    float width);
+/* Its height for n rows. */
+float sv_table_height(size_t n);
 
 /* One line of text at (x, y) in the views' font (bold when asked), at most
  * max_w px wide (0: no limit). Returns its width. */

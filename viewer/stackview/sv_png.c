@@ -188,10 +188,12 @@ struct _cairo_surface *sv_png_render_surface(struct tl_db *db, const struct sv_p
 		}
 		st.selected = zoom;
 	}
-	struct sv_table_row *rows = NULL;
-	size_t n_rows = 0;
+	struct sv_table_row *rows = NULL, *rows2 = NULL;
+	size_t n_rows = 0, n_rows2 = 0, n_lines = 0;
+	struct sv_line_cost *lines = NULL;
 	struct sv_tree callers, callees;
 	bool focused = o->view == SV_VIEW_TREE && o->focus;
+	uint32_t focus_sym = SV_NONE;
 	memset(&callers, 0, sizeof callers);
 	memset(&callees, 0, sizeof callees);
 	float body_h;
@@ -204,9 +206,10 @@ struct _cairo_surface *sv_png_render_surface(struct tl_db *db, const struct sv_p
 	} else if (!focused) {
 		rows = g_new0(struct sv_table_row, MAX_TABLE_ROWS);
 		n_rows = sv_table_rows(&in->tree, 0.005, MAX_TABLE_ROWS, rows);
-		body_h = (float)(n_rows + 1) * SV_ROW_H + 8;
+		body_h = sv_table_height(n_rows) + 8;
 	} else {
-		if (sv_tree_find_sym(&in->tree, o->focus) == SV_NONE) {
+		focus_sym = sv_tree_find_sym(&in->tree, o->focus);
+		if (focus_sym == SV_NONE) {
 			snprintf(err, errlen, "no function '%s' in these stacks", o->focus);
 			goto out;
 		}
@@ -215,8 +218,14 @@ struct _cairo_surface *sv_png_render_surface(struct tl_db *db, const struct sv_p
 			snprintf(err, errlen, "out of memory");
 			goto out_trees;
 		}
-		rows = g_new0(struct sv_table_row, 2 * MAX_TABLE_ROWS);
-		body_h = (float)(2 * MAX_TABLE_ROWS + 12) * SV_ROW_H;
+		rows = g_new0(struct sv_table_row, MAX_TABLE_ROWS / 2);
+		rows2 = g_new0(struct sv_table_row, MAX_TABLE_ROWS / 2);
+		n_rows = sv_table_rows(&callers, 0.005, MAX_TABLE_ROWS / 2, rows);
+		n_rows2 = sv_table_rows(&callees, 0.005, MAX_TABLE_ROWS / 2, rows2);
+		n_lines = sv_tree_sym_lines(&in->tree, focus_sym, &lines);
+		if (n_lines > 12)
+			n_lines = 12;
+		body_h = sv_table_height(n_rows) + sv_table_height(n_rows2) + (float)(n_lines + 5) * SV_ROW_H + 30;
 	}
 	int height = o->height > 0 ? o->height : (int)(HEAD_H + body_h);
 	if (height > 16384)
@@ -237,42 +246,37 @@ struct _cairo_surface *sv_png_render_surface(struct tl_db *db, const struct sv_p
 		sv_draw_flame(s, pc, &in->tree, &in->layout, &st, HEAD_H);
 		sv_draw_legend(s, pc, &in->tree, &st, 8, HEAD_H + (float)in->layout.rows * SV_ROW_H + 8);
 	} else if (!focused) {
-		sv_draw_table(s, pc, &in->tree, rows, n_rows, !o->inverted, &st, 0, HEAD_H, (float)width);
+		sv_draw_table(s, pc, &in->tree, rows, n_rows, !o->inverted, in->prof.total_weight, &st, 0, HEAD_H,
+			      (float)width);
 	} else {
 		/* Caller/callee: the function's own figures, who calls it, what it
-		 * calls, and where in it the time goes. */
-		uint32_t sym = sv_tree_find_sym(&in->tree, o->focus);
-		int64_t self, total;
-		sv_tree_sym_cost(&in->tree, sym, &self, &total);
+		 * calls, and where in it the time goes; shares of the whole scope. */
+		int64_t self, total, all = in->prof.total_weight;
+		sv_tree_sym_cost(&in->tree, focus_sym, &self, &total);
 		char a[48], b[48], pa[16], pb[16], line[640];
 		sv_format_ns(a, sizeof a, self);
 		sv_format_ns(b, sizeof b, total);
-		sv_format_share(pa, sizeof pa, self, in->prof.total_weight);
-		sv_format_share(pb, sizeof pb, total, in->prof.total_weight);
+		sv_format_share(pa, sizeof pa, self, all);
+		sv_format_share(pb, sizeof pb, total, all);
 		snprintf(line, sizeof line, "%s: self %s (%s), total %s (%s)", o->focus, a, pa, b, pb);
 		float y = HEAD_H;
 		sv_draw_text(s, pc, line, 8, y, &fg, width - 16, true);
 		y += SV_ROW_H + 6;
-		sv_draw_text(s, pc, "Callers (who calls it, its total through each path)", 8, y, &dim, 0, true);
+		sv_draw_text(s, pc, "Callers: who calls it, and its total through each path", 8, y, &dim, 0, true);
 		y += SV_ROW_H;
-		n_rows = sv_table_rows(&callers, 0.005, MAX_TABLE_ROWS / 2, rows);
-		y += sv_draw_table(s, pc, &callers, rows, n_rows, false, &st, 0, y, (float)width) + 8;
-		sv_draw_text(s, pc, "Callees (what it calls)", 8, y, &dim, 0, true);
+		y += sv_draw_table(s, pc, &callers, rows, n_rows, false, all, &st, 0, y, (float)width) + 8;
+		sv_draw_text(s, pc, "Callees: what it calls", 8, y, &dim, 0, true);
 		y += SV_ROW_H;
-		n_rows = sv_table_rows(&callees, 0.005, MAX_TABLE_ROWS / 2, rows);
-		y += sv_draw_table(s, pc, &callees, rows, n_rows, true, &st, 0, y, (float)width) + 8;
-		struct sv_line_cost *lines;
-		size_t nl = sv_tree_sym_lines(&in->tree, sym, &lines);
-		sv_draw_text(s, pc, "Lines (self, total)", 8, y, &dim, 0, true);
+		y += sv_draw_table(s, pc, &callees, rows2, n_rows2, true, all, &st, 0, y, (float)width) + 8;
+		sv_draw_text(s, pc, "Lines: where in it the time goes", 8, y, &dim, 0, true);
 		y += SV_ROW_H;
-		for (size_t i = 0; i < nl && i < 12; i++, y += SV_ROW_H) {
+		for (size_t i = 0; i < n_lines; i++, y += SV_ROW_H) {
 			sv_format_ns(a, sizeof a, lines[i].self);
 			sv_format_ns(b, sizeof b, lines[i].total);
 			const char *file = sv_profile_str(&in->prof, lines[i].file);
 			snprintf(line, sizeof line, "%s:%d    self %s    total %s", *file ? file : "?", lines[i].line, a, b);
 			sv_draw_text(s, pc, line, 14, y, &fg, width - 20, false);
 		}
-		free(lines);
 	}
 	GskRenderNode *node = gtk_snapshot_free_to_node(s);
 	surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
@@ -293,6 +297,8 @@ out_trees:
 	sv_tree_free(&callers);
 	sv_tree_free(&callees);
 	g_free(rows);
+	g_free(rows2);
+	free(lines);
 out:
 	if (!info)
 		sv_png_info_free(in);
