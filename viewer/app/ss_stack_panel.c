@@ -39,6 +39,7 @@ struct cache_key {
 struct cache_slot {
 	struct cache_key key;
 	struct sv_profile *prof;
+	struct sv_collect_info info;
 	guint64 used;
 };
 
@@ -51,7 +52,6 @@ struct _SsStackPanel {
 	GtkDropDown *scope_dd, *kind_dd, *mode_dd, *group_dd;
 	GtkCheckButton *inverted_cb, *polls_cb;
 	GtkSearchEntry *search;
-	GtkLabel *compare_label;
 	bool range_last;              /* the range selection changed after the selection */
 	bool dirty;                   /* a request waits for the panel to be shown */
 	bool pending;
@@ -126,6 +126,7 @@ struct job {
 	struct ss_stack_result *res;
 	struct cache_key new_keys[2];
 	struct sv_profile *new_profs[2];
+	struct sv_collect_info new_infos[2];
 	bool off_main;
 	char err[768];
 };
@@ -238,7 +239,7 @@ static struct sv_profile *profile_for(struct tl_db *db, struct job *j, const str
 	for (int i = 0; i < CACHE_SLOTS; i++)
 		if (j->cands[i].prof && same_key(&j->cands[i].key, key)) {
 			if (info)
-				memset(info, 0, sizeof *info);
+				*info = j->cands[i].info;
 			return profile_ref(j->cands[i].prof);
 		}
 	struct sv_profile *p = g_atomic_rc_box_new0(struct sv_profile);
@@ -254,6 +255,7 @@ static struct sv_profile *profile_for(struct tl_db *db, struct job *j, const str
 		*info = ci;
 	j->new_keys[slot] = *key;
 	j->new_profs[slot] = profile_ref(p);
+	j->new_infos[slot] = ci;
 	return p;
 }
 
@@ -368,7 +370,7 @@ static void job_done(void *p, void *user)
 			if (self->cache[i].used < self->cache[victim].used)
 				victim = i;
 		profile_unref(self->cache[victim].prof);
-		self->cache[victim] = (struct cache_slot){ j->new_keys[k], j->new_profs[k], ++self->tick };
+		self->cache[victim] = (struct cache_slot){ j->new_keys[k], j->new_profs[k], j->new_infos[k], ++self->tick };
 		j->new_profs[k] = NULL;
 	}
 	if (!j->res || j->res->tree.failed) {
@@ -437,7 +439,6 @@ static void clear_all(SsStackPanel *self)
 	profile_unref(self->pinned);
 	self->pinned = NULL;
 	g_clear_pointer(&self->base_db, g_free);
-	gtk_label_set_text(self->compare_label, "");
 	ss_stack_result_unref(self->result);
 	self->result = NULL;
 	self->kind->show(self->body, NULL);
@@ -503,20 +504,6 @@ static void on_map(GtkWidget *w, gpointer data)
 
 /* ---- compare -------------------------------------------------------------- */
 
-static void show_compare(SsStackPanel *self)
-{
-	char *t = NULL;
-	if (self->pinned)
-		t = g_strdup_printf("against %s", self->pinned_name);
-	else if (self->base_db) {
-		char *b = g_path_get_basename(self->base_db);
-		t = g_strdup_printf("against %s", b);
-		g_free(b);
-	}
-	gtk_label_set_text(self->compare_label, t ? t : "");
-	g_free(t);
-}
-
 void ss_stack_panel_pin_baseline(GtkWidget *panel)
 {
 	SsStackPanel *self = SS_STACK_PANEL(panel);
@@ -526,7 +513,6 @@ void ss_stack_panel_pin_baseline(GtkWidget *panel)
 	profile_unref(self->pinned);
 	self->pinned = profile_ref(self->result->prof);
 	g_strlcpy(self->pinned_name, self->result->title, sizeof self->pinned_name);
-	show_compare(self);
 	request(self);
 }
 
@@ -537,7 +523,6 @@ void ss_stack_panel_compare_db(GtkWidget *panel, const char *path)
 	self->pinned = NULL;
 	g_free(self->base_db);
 	self->base_db = g_strdup(path);
-	show_compare(self);
 	request(self);
 }
 
@@ -547,7 +532,6 @@ void ss_stack_panel_clear_baseline(GtkWidget *panel)
 	profile_unref(self->pinned);
 	self->pinned = NULL;
 	g_clear_pointer(&self->base_db, g_free);
-	show_compare(self);
 	request(self);
 }
 
@@ -708,10 +692,6 @@ static GtkWidget *build_toolbar(SsStackPanel *self)
 	GtkWidget *spacer = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 0);
 	gtk_widget_set_hexpand(spacer, TRUE);
 	gtk_box_append(GTK_BOX(bar), spacer);
-	self->compare_label = GTK_LABEL(gtk_label_new(NULL));
-	gtk_widget_add_css_class(GTK_WIDGET(self->compare_label), "dim-label");
-	gtk_label_set_ellipsize(self->compare_label, PANGO_ELLIPSIZE_MIDDLE);
-	gtk_box_append(GTK_BOX(bar), GTK_WIDGET(self->compare_label));
 	GMenu *menu = g_menu_new();
 	g_menu_append(menu, "Pin this view as the baseline", "stack.pin");
 	g_menu_append(menu, "Compare with a database\u2026", "stack.compare-db");

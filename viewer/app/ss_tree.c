@@ -123,7 +123,9 @@ static void bind_name(GtkSignalListItemFactory *f, GtkListItem *li, gpointer dat
 	GtkWidget *l = gtk_tree_expander_get_child(GTK_TREE_EXPANDER(ex));
 	gtk_label_set_text(GTK_LABEL(l), label);
 	sv_sym_where(it->t, it->t->nodes[it->node].sym, where, sizeof where);
-	gtk_widget_set_tooltip_text(l, *where ? where : NULL);
+	char *tip = g_strdup_printf("%s%s%s", label, *where ? "\n" : "", where);
+	gtk_widget_set_tooltip_text(l, tip);
+	g_free(tip);
 	g_object_unref(it);
 }
 
@@ -180,8 +182,8 @@ static GtkWidget *table_new(struct table *t)
 	gtk_column_view_column_set_expand(name, TRUE);
 	t->self_col = column("Self", G_CALLBACK(setup_cost), G_CALLBACK(bind_cost), GINT_TO_POINTER(1));
 	GtkColumnViewColumn *total = column("Total", G_CALLBACK(setup_cost), G_CALLBACK(bind_cost), GINT_TO_POINTER(0));
-	gtk_column_view_column_set_fixed_width(t->self_col, 130);
-	gtk_column_view_column_set_fixed_width(total, 130);
+	gtk_column_view_column_set_fixed_width(t->self_col, 108);
+	gtk_column_view_column_set_fixed_width(total, 108);
 	gtk_column_view_append_column(t->view, name);
 	gtk_column_view_append_column(t->view, t->self_col);
 	gtk_column_view_append_column(t->view, total);
@@ -189,6 +191,9 @@ static GtkWidget *table_new(struct table *t)
 	g_object_unref(t->self_col);
 	g_object_unref(total);
 	GtkWidget *sw = gtk_scrolled_window_new();
+	/* The width is the pane's: the function column takes what the cost
+	 * columns leave, and long names are ellipsized (their tooltip has them). */
+	gtk_scrolled_window_set_policy(GTK_SCROLLED_WINDOW(sw), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
 	gtk_scrolled_window_set_child(GTK_SCROLLED_WINDOW(sw), GTK_WIDGET(t->view));
 	gtk_widget_set_vexpand(sw, TRUE);
 	gtk_widget_set_hexpand(sw, TRUE);
@@ -221,6 +226,9 @@ static void table_set(struct table *t, struct owner o, const struct sv_tree *tre
 	gtk_column_view_set_model(t->view, GTK_SELECTION_MODEL(t->sel));
 	g_object_unref(t->sel);
 	gtk_column_view_column_set_visible(t->self_col, self_col);
+	/* A hidden column with a fixed width still takes its width from the
+	 * function column here (GTK 4.8): give it none while hidden. */
+	gtk_column_view_column_set_fixed_width(t->self_col, self_col ? 108 : -1);
 	/* Open the heavy paths (rows appear after their parent as it opens). */
 	for (guint i = 0; i < g_list_model_get_n_items(G_LIST_MODEL(tm)) && i < 400; i++) {
 		GtkTreeListRow *row = gtk_tree_list_model_get_row(tm, i);
@@ -340,6 +348,7 @@ static void show_focus(SsCallTree *self)
 	sv_format_share(pb, sizeof pb, f->total, all);
 	char *t = g_strdup_printf("%s \u2014 self %s (%s), total %s (%s)", f->name, a, pa, b, pb);
 	gtk_label_set_text(self->focus_title, t);
+	gtk_widget_set_tooltip_text(GTK_WIDGET(self->focus_title), t);
 	g_free(t);
 	struct owner o = { f, focus_ref, focus_unref };
 	table_set(&self->callers, o, &f->callers, true, all, false, 0.01);
@@ -441,7 +450,7 @@ static GtkWidget *create_body(SsStackPanel *panel)
 	GtkWidget *side = gtk_box_new(GTK_ORIENTATION_VERTICAL, 2);
 	self->focus_title = GTK_LABEL(gtk_label_new(NULL));
 	gtk_label_set_xalign(self->focus_title, 0);
-	gtk_label_set_wrap(self->focus_title, TRUE);
+	gtk_label_set_ellipsize(self->focus_title, PANGO_ELLIPSIZE_END);
 	gtk_label_set_selectable(self->focus_title, TRUE);
 	gtk_widget_set_margin_start(GTK_WIDGET(self->focus_title), 6);
 	gtk_box_append(GTK_BOX(side), GTK_WIDGET(self->focus_title));
@@ -456,7 +465,7 @@ static GtkWidget *create_body(SsStackPanel *panel)
 	gtk_widget_set_margin_start(GTK_WIDGET(self->lines), 6);
 	gtk_box_append(GTK_BOX(side), GTK_WIDGET(self->lines));
 	gtk_paned_set_end_child(GTK_PANED(paned), side);
-	gtk_paned_set_position(GTK_PANED(paned), 640);
+	gtk_paned_set_position(GTK_PANED(paned), 560);
 	gtk_box_append(GTK_BOX(self), paned);
 	show_focus(self);
 	return GTK_WIDGET(self);

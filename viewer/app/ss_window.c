@@ -21,6 +21,7 @@ struct _SsWindow {
 	GtkWidget **panels;          /* one per registered panel, in table order */
 	GtkNotebook *side;
 	GtkNotebook *bottom;         /* the dock under the lanes, NULL when no panel wants it */
+	GtkPaned *dock_split;        /* lanes above, the dock below */
 	GtkStack *main_stack;        /* "empty" or "trace" */
 	GtkLabel *empty_label;
 	GtkRevealer *progress_rev;
@@ -49,8 +50,19 @@ static void set_db(SsWindow *self, struct tl_db *db, const char *title_path)
 {
 	ss_session_set_db(self->session, db);
 	gtk_notebook_set_current_page(self->side, 0);
-	if (self->bottom)
+	if (self->bottom) {
 		gtk_notebook_set_current_page(self->bottom, 0);
+		/* The lanes get what they need (at most 60% of the window), the
+		 * dock the rest. */
+		struct tl_layout l;
+		tl_layout_compute(&l, db);
+		int want = TL_RULER_H + l.content_h + TL_LEGEND_H + 12, h = gtk_widget_get_height(GTK_WIDGET(self));
+		tl_layout_free(&l);
+		if (h <= 0)
+			gtk_window_get_default_size(GTK_WINDOW(self), &(int){ 0 }, &h);
+		int max = h > 0 ? h * 6 / 10 : 500;
+		gtk_paned_set_position(self->dock_split, want < 200 ? 200 : want > max ? max : want);
+	}
 	char *base = g_path_get_basename(title_path);
 	char *title = g_strdup_printf("%s — stallscope", base);
 	gtk_window_set_title(GTK_WINDOW(self), title);
@@ -423,6 +435,7 @@ static void ss_window_init(SsWindow *self)
 	GtkWidget *lanes = GTK_WIDGET(self->timeline);
 	if (self->bottom) {
 		lanes = gtk_paned_new(GTK_ORIENTATION_VERTICAL);
+		self->dock_split = GTK_PANED(lanes);
 		gtk_paned_set_start_child(GTK_PANED(lanes), GTK_WIDGET(self->timeline));
 		gtk_paned_set_end_child(GTK_PANED(lanes), GTK_WIDGET(self->bottom));
 		gtk_paned_set_shrink_end_child(GTK_PANED(lanes), FALSE);
