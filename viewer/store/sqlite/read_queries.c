@@ -144,6 +144,10 @@ static const char *const sql[SS_Q_COUNT] = {
 				  " WHERE p.task_id = ?1 ORDER BY w.thread_id, p.ts",
 	[SS_Q_STACK_LOCATION_POLLS] = "SELECT w.thread_id, p.ts, p.dur FROM polls p JOIN workers w"
 				      " ON w.id = p.worker_id WHERE p.location_id = ?1 ORDER BY w.thread_id, p.ts",
+	[SS_Q_CALLSITE] = "SELECT parent_id, frame_id FROM callsites WHERE id = ?1",
+	[SS_Q_FRAME] = "SELECT f.function, f.file, f.line, m.path, f.rel_pc FROM frames f"
+		       " LEFT JOIN mappings m ON m.id = f.mapping_id WHERE f.id = ?1",
+	[SS_Q_CALLER_EDGES] = "SELECT DISTINCT c.frame_id, p.frame_id FROM callsites c JOIN callsites p ON p.id = c.parent_id",
 };
 
 const char *ss_read_sql(enum ss_read_query q)

@@ -61,6 +61,10 @@ enum ss_read_query {
 	SS_Q_STACK_STALL,         /* ?1 stall: thread_id, ts, dur (NULL: never ended) of its poll */
 	SS_Q_STACK_TASK_POLLS,    /* ?1 task: thread_id, ts, dur of its polls, by thread and ts */
 	SS_Q_STACK_LOCATION_POLLS, /* ?1 location: thread_id, ts, dur of its polls, by thread and ts */
+	/* stacks (viewer/analysis/stacks.c) */
+	SS_Q_CALLSITE,         /* ?1 callsite: parent_id, frame_id */
+	SS_Q_FRAME,            /* ?1 frame: function, file, line, mapping path, rel_pc */
+	SS_Q_CALLER_EDGES,     /* every distinct (frame, its caller's frame) of the callsite tree */
 	SS_Q_COUNT
 };
 
