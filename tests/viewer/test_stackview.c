@@ -316,6 +316,14 @@ static void test_blocking(const char *dbp)
 		CHECK(strstr(l, "read") != NULL, "its heaviest callee is the read: %s", l);
 		CHECK(c != SV_NONE && in.tree.nodes[c].total >= in.tree.nodes[cul].total * 9 / 10,
 		      "where nearly all of its off-CPU time is");
+		/* glibc's read is one address at two inline levels of __libc_read:
+		 * one frame, then the kernel's. */
+		uint32_t cc = c != SV_NONE ? in.tree.nodes[c].child : SV_NONE;
+		char l2[256] = "";
+		if (cc != SV_NONE)
+			sv_tree_label(&in.tree, cc, l2, sizeof l2);
+		CHECK(cc != SV_NONE && strcmp(l, l2) && in.tree.syms[in.tree.nodes[cc].sym].kind == SV_FRAME_KERNEL,
+		      "under the read, the kernel (not the read again): %s", l2);
 		/* The time blocked in it is the stalls' time. */
 		sqlite3_stmt *st;
 		sqlite3_prepare_v2(db->db, "SELECT sum(dur) FROM stalls", -1, &st, NULL);

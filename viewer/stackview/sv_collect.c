@@ -415,6 +415,25 @@ static size_t entry_frames(struct ctx *c, const struct entry *e, struct ss_stack
 	return k;
 }
 
+/* Drops the outer of two frames that are one address expanded into two
+ * inline levels of the same function (__libc_read at read.c:26 inside
+ * __libc_read at read.c:24): they are one call, and by function they would
+ * draw the name twice. The same line at the same address is recursion
+ * through one call site, and stays. f is leaf first; returns the new n. */
+static size_t merge_inline_twins(struct ss_stack_frame *f, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ss_stack_frame *in = k ? &f[k - 1] : NULL;
+		if (in && in->function && f[i].function && in->rel_pc == f[i].rel_pc && in->line != f[i].line &&
+		    in->kernel == f[i].kernel && !strcmp(in->function, f[i].function) &&
+		    (in->mapping == f[i].mapping || (in->mapping && f[i].mapping && !strcmp(in->mapping, f[i].mapping))))
+			continue;
+		f[k++] = f[i];
+	}
+	return k;
+}
+
 static int build_profile(struct ctx *c, struct sv_profile *out)
 {
 	struct ss_stack_frame *f = malloc(2 * SS_STACK_MAX * sizeof *f);
@@ -427,7 +446,7 @@ static int build_profile(struct ctx *c, struct sv_profile *out)
 	int rc = 0;
 	for (size_t i = 0; i < c->n_e && rc == 0; i++) {
 		const struct entry *e = &c->e[i];
-		size_t n = entry_frames(c, e, f, SS_STACK_MAX, f + SS_STACK_MAX);
+		size_t n = merge_inline_twins(f, entry_frames(c, e, f, SS_STACK_MAX, f + SS_STACK_MAX));
 		if (n == 0) {
 			const char *name = e->cs == CS_NO_SAMPLE ? "[no off-CPU sample]" : "[no stack]";
 			int64_t id = sv_profile_frame(out, name, NULL, 0, SV_FRAME_OTHER);

@@ -13,7 +13,8 @@
  * from "the caller's caller"). A blocked stall capture taken during the same
  * interval saw the same user stack, unwound whole: when its leaf function is
  * the sample's, its user frames replace the sample's under the sample's
- * kernel frames.
+ * kernel frames. One address expanded into two inline levels of the same
+ * function is one frame (the inner one, whose line is the precise one).
  *
  * Scopes are windows of (thread, [from, to)): polls are their worker's thread
  * over the poll; a task or a location is the set of its polls (one pass over
