@@ -1,6 +1,6 @@
 /*
  * test_stacktree.c - the stack views' model without a database or GTK
- * (viewer/stackview/): call trees top-down and bottom-up with self and total
+ * (viewer/analysis/sv_*.h): call trees top-down and bottom-up with self and total
  * weights, recursion counted once, callers and callees of one function, cost
  * per line, grouping by function or by line, search and its covered share,
  * the diff against a baseline profile, and the flame graph's layout (widths,

@@ -6,7 +6,7 @@
  * the session (the selected poll, stall, task or worker, or the range
  * selection, whichever the user chose last; the whole trace otherwise), and
  * the computation on the session's query worker: the scope's profile
- * (viewer/stackview/sv_collect.h) and its tree, never on the main thread. A
+ * (viewer/analysis/sv_collect.h) and its tree, never on the main thread. A
  * newer request supersedes the one in flight (interrupting its SQL), and the
  * last picture stays, marked as being recomputed, until the new one arrives.
  * A panel computes only while it is shown: a hidden tab's request waits.

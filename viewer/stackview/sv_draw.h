@@ -4,6 +4,12 @@
  * window's widgets and the headless PNG (sv_png.h) call the same functions,
  * so a PNG shows what the window shows.
  *
+ * viewer/stackview/ is the stack views' drawing (this file) and headless
+ * PNGs (sv_png.h, `stallscope-viewer --render-png --view
+ * flame|offcpu-flame|tree`), over the model in viewer/analysis/
+ * (sv_profile.h); it may depend on the analysis, the store and the
+ * timeline's database handle, and viewer/app/ depends on it.
+ *
  * Colours say what the code is: warm (red to yellow, by name) for the
  * program's own code, blue for system and runtime libraries, violet for the
  * kernel, grey for pseudo frames ("[no stack]") and folds. With a search,

@@ -48,7 +48,7 @@ enum ss_read_query {
 	SS_Q_LOSS,             /* scope: recording, source, reasons, count, first ts, last end,
 	                        * rows, items recorded; per recording and source */
 	SS_Q_DAMAGED,          /* scope: recording, damaged segments, their files */
-	/* the stack views (viewer/stackview/sv_collect.c) */
+	/* the stack views (viewer/analysis/sv_collect.c) */
 	SS_Q_STACK_ALL_SAMPLES,   /* ?1 kind: callsite_id, weight, poll_id of every sample */
 	SS_Q_STACK_THREADS,       /* id of every thread with samples or CPU intervals */
 	SS_Q_STACK_SAMPLES_IN,    /* ?1 thread, ?2 from, ?3 to, ?4 kind: callsite_id, weight, poll_id */

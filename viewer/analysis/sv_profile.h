@@ -2,16 +2,14 @@
  * sv_profile.h - a profile: the stacks of one scope of a trace (CPU samples or
  * off-CPU time) with their weights, the one input of every stack view.
  *
- * viewer/stackview/ holds the stack views: flame graphs, top-down and
- * bottom-up call trees, caller/callee and the diff of two profiles. The model
- * (this file, sv_tree.h: trees from a profile, search, diff; sv_flame.h: the
- * flame graph's layout) is plain C with no GTK, so the tests build and check
- * it directly; sv_collect.h reads a profile from a stored trace through the
- * store's named queries and the analysis' stacks (viewer/analysis/stacks.h).
- * Drawing (sv_draw.h) uses GTK only for GtkSnapshot, GSK and Pango, and
- * sv_png.h renders the views headless (`stallscope-viewer --render-png
- * --view flame|offcpu-flame|tree`). viewer/app's panels and main.c depend on
- * this folder, never the other way.
+ * The stack views' model lives in viewer/analysis/ beside the findings: flame
+ * graphs, top-down and bottom-up call trees, caller/callee and the diff of two
+ * profiles. This file, sv_tree.h (trees from a profile, search, diff) and
+ * sv_flame.h (the flame graph's layout) are plain C over memory, so the tests
+ * build and check them directly; sv_collect.h reads a profile from a stored
+ * trace through the store's named queries and the analysis' stacks
+ * (stacks.h). Their drawing is viewer/stackview/ (sv_draw.h), the window's
+ * panels viewer/app/; both depend on these files, never the other way.
  *
  * A profile owns its strings and frames; nothing in it points into a
  * database. Not thread-safe; it may move between threads (built on the
