@@ -13,12 +13,14 @@ usage: bench_report.py BENCH_IMPORT STALLSCOPE_CLI [EVENTS] [ROUNDS]   (20000000
 """
 import os
 import re
-import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
-import time
+
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_timing import timed  # noqa: E402
 
 bench_import, cli = sys.argv[1], sys.argv[2]
 events = sys.argv[3] if len(sys.argv) > 3 else "20000000"
@@ -54,24 +56,11 @@ SCAN = ("SELECT (SELECT count(*) + total(dur) FROM polls), (SELECT count(*) + to
         "(SELECT count(*) + total(spawn_ts) FROM tasks)")
 
 
-def timed(args):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.monotonic()
-    r = subprocess.run(args, capture_output=True, text=True)
-    wall = time.monotonic() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if r.returncode not in (0, 3):
-        print(r.stderr)
-        sys.exit(1)
-    return wall, cpu, r.stdout
-
-
 scan_cpu, rep_cpu, rep_wall = [], [], []
 for i in range(rounds):
     w, c, _ = timed(["sqlite3", db, SCAN])
     scan_cpu.append(c)
-    w2, c2, text = timed([cli, "report", db])
+    w2, c2, text = timed([cli, "report", db], ok=(0, 3))
     rep_cpu.append(c2)
     rep_wall.append(w2)
     print(f"  round {i + 1}: plain SQL scan {c:.2f} s CPU ({w:.2f} s wall); report {c2:.2f} s CPU ({w2:.2f} s wall)")

@@ -7,7 +7,8 @@
  * viewer/analysis/ holds what judges a stored trace: the thresholds table
  * (thresholds.h), findings as data (findings.h), stacks as the checks read
  * them (stacks.h), the one-pass scan (scan.h), examined polls (polls.h), the
- * checks (check_*.c) and this driver. It depends on the store's read side
+ * checks (check_*.c) and this driver; and the stack views' model (profiles,
+ * call trees, the flame graph's layout: sv_profile.h). It depends on the store's read side
  * (viewer/store/sqlite/read_queries.h) and libc, never on GTK or on printing.
  *
  * Not thread-safe: one analysis per thread and connection.

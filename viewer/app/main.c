@@ -1,7 +1,8 @@
 /*
  * main.c - `stallscope-viewer [PATH...]` opens the timeline window;
- * `stallscope-viewer --render-png OUT.png [--size WxH] [--from NS --to NS] PATH...`
- * renders the same timeline to a PNG without a display (no GTK initialisation,
+ * `stallscope-viewer --render-png OUT.png [--size WxH] [--from NS --to NS]
+ * [--view timeline|flame|offcpu-flame|tree ...] PATH...` renders the same
+ * timeline, or a stack view (ss_render_stacks.c), to a PNG without a display (no GTK initialisation,
  * so it works with neither DISPLAY nor WAYLAND_DISPLAY set).
  *
  * viewer/app/ is the GTK4 application: the widgets (the window ss_window.c,
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "ss_app.h"
+#include "ss_render_stacks.h"
 #include "ss_source.h"
 #include "tl_db.h"
 #include "tl_png.h"
@@ -46,8 +48,9 @@ static void usage(FILE *out)
 	      "  --color location|duration\n"
 	      "                       polls coloured by spawn location (default) or by\n"
 	      "                       duration class (<1 ms, 1-10 ms, 10-50 ms, >50 ms)\n"
-	      "  --theme light|dark   default light\n"
-	      "  -h, --help           this text\n"
+	      "  --theme light|dark   default light\n", out);
+	ss_stack_args_usage(out);
+	fputs("  -h, --help           this text\n"
 	      "  --version            the version\n", out);
 }
 
@@ -62,7 +65,8 @@ static int parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
-static int render_png(const char *out, const struct tl_png_options *o, const char *const *paths, size_t n)
+static int render_png(const char *out, const struct tl_png_options *o, const struct ss_stack_args *sa,
+		      const char *const *paths, size_t n)
 {
 	char err[2048];
 	char *tmp_db = NULL;
@@ -90,6 +94,8 @@ static int render_png(const char *out, const struct tl_png_options *o, const cha
 	struct tl_db *db = tl_db_open(db_path, err, sizeof err);
 	if (!db) {
 		fprintf(stderr, "stallscope-viewer: %s\n", err);
+	} else if (sa->view >= 0) {
+		rc = ss_stack_args_render(sa, db, out, o->from, o->to, o->width, o->height, o->dark);
 	} else if (tl_png_render(db, o, out, err, sizeof err) != 0) {
 		fprintf(stderr, "stallscope-viewer: %s\n", err);
 	} else {
@@ -107,6 +113,7 @@ int main(int argc, char **argv)
 {
 	const char *png = NULL;
 	struct tl_png_options o = { 0 };
+	struct ss_stack_args sa = { .view = -1 };
 	bool headless_opt = false;
 	const char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	size_t np = 0;
@@ -115,6 +122,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		int took;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
@@ -155,6 +163,11 @@ int main(int argc, char **argv)
 			o.dark = !strcmp(val, "dark");
 			headless_opt = true;
 			i++;
+		} else if ((took = ss_stack_args_take(&sa, a, val)) != 0) {
+			if (took < 0)
+				return 1;
+			headless_opt = true;
+			i += took - 1;
 		} else if (a[0] == '-' && a[1] && strcmp(a, "--")) {
 			/* Anything else (GTK's own options included) goes to the app. */
 			paths[np++] = a;
@@ -171,12 +184,18 @@ int main(int argc, char **argv)
 			fprintf(stderr, "stallscope-viewer: --to must be after --from\n");
 			return 1;
 		}
-		int rc = render_png(png, &o, paths, np);
+		if (sa.any && sa.view < 0) {
+			fprintf(stderr, "stallscope-viewer: --scope, --search, --diff-db ... go with --view flame, offcpu-flame"
+					" or tree\n");
+			return 1;
+		}
+		int rc = render_png(png, &o, &sa, paths, np);
 		free(paths);
 		return rc;
 	}
 	if (headless_opt) {
-		fprintf(stderr, "stallscope-viewer: --size, --from, --to, --color and --theme go with --render-png\n");
+		fprintf(stderr, "stallscope-viewer: --size, --from, --to, --color, --theme, --view and the stack view"
+				" options go with --render-png\n");
 		return 1;
 	}
 	free(paths);

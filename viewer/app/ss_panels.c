@@ -9,7 +9,10 @@
 #define SS_PANELS(X) \
 	X(details)   \
 	X(stalls)    \
-	X(range)
+	X(range)     \
+	X(flame)     \
+	X(offcpu)    \
+	X(tree)
 
 #define DECLARE(name) extern const struct ss_panel ss_panel_##name;
 SS_PANELS(DECLARE)

@@ -4,7 +4,8 @@
  * observes the session, submits its SQL to the session's query worker, and
  * changes the session (a selection, a range) when the user acts in it; it
  * never talks to the timeline or to another panel. The window makes one of
- * each, in table order, as the tabs of its side notebook.
+ * each, in table order, as the tabs of its side notebook, or of the dock
+ * under the lanes for the panels that want the window's width (where).
  *
  * A new panel (a flame graph, a SQL console, a task view, findings) is one new
  * file that defines its `const struct ss_panel ss_panel_NAME`, its line in
@@ -17,6 +18,11 @@
 
 #include "ss_session.h"
 
+enum ss_panel_where {
+	SS_PANEL_SIDE,           /* a tab beside the timeline (the default) */
+	SS_PANEL_BOTTOM,         /* a tab of the dock under the lanes */
+};
+
 struct ss_panel {
 	const char *id;          /* what ss_session_raise_panel() names */
 	const char *title;       /* the tab's label */
@@ -24,6 +30,7 @@ struct ss_panel {
 	/* What the panel shows as text (copying, tests); g_free() it. NULL when
 	 * the panel has no text form. */
 	char *(*text)(GtkWidget *panel);
+	enum ss_panel_where where;
 };
 
 size_t ss_panel_count(void);

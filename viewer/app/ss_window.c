@@ -20,6 +20,8 @@ struct _SsWindow {
 	SsTimeline *timeline;
 	GtkWidget **panels;          /* one per registered panel, in table order */
 	GtkNotebook *side;
+	GtkNotebook *bottom;         /* the dock under the lanes, NULL when no panel wants it */
+	GtkPaned *dock_split;        /* lanes above, the dock below */
 	GtkStack *main_stack;        /* "empty" or "trace" */
 	GtkLabel *empty_label;
 	GtkRevealer *progress_rev;
@@ -48,6 +50,19 @@ static void set_db(SsWindow *self, struct tl_db *db, const char *title_path)
 {
 	ss_session_set_db(self->session, db);
 	gtk_notebook_set_current_page(self->side, 0);
+	if (self->bottom) {
+		gtk_notebook_set_current_page(self->bottom, 0);
+		/* The lanes get what they need (at most 60% of the window), the
+		 * dock the rest. */
+		struct tl_layout l;
+		tl_layout_compute(&l, db);
+		int want = TL_RULER_H + l.content_h + TL_LEGEND_H + 12, h = gtk_widget_get_height(GTK_WIDGET(self));
+		tl_layout_free(&l);
+		if (h <= 0)
+			gtk_window_get_default_size(GTK_WINDOW(self), &(int){ 0 }, &h);
+		int max = h > 0 ? h * 6 / 10 : 500;
+		gtk_paned_set_position(self->dock_split, want < 200 ? 200 : want > max ? max : want);
+	}
 	char *base = g_path_get_basename(title_path);
 	char *title = g_strdup_printf("%s — stallscope", base);
 	gtk_window_set_title(GTK_WINDOW(self), title);
@@ -289,8 +304,10 @@ static void on_raise_panel(SsSession *session, const char *id, gpointer data)
 	(void)session;
 	SsWindow *self = data;
 	int i = panel_index(id);
-	if (i >= 0)
-		gtk_notebook_set_current_page(self->side, gtk_notebook_page_num(self->side, self->panels[i]));
+	if (i < 0)
+		return;
+	GtkNotebook *nb = ss_panel_at((size_t)i)->where == SS_PANEL_BOTTOM ? self->bottom : self->side;
+	gtk_notebook_set_current_page(nb, gtk_notebook_page_num(nb, self->panels[i]));
 }
 
 /* ---- construction ---- */
@@ -407,12 +424,27 @@ static void ss_window_init(SsWindow *self)
 	for (size_t i = 0; i < ss_panel_count(); i++) {
 		const struct ss_panel *p = ss_panel_at(i);
 		self->panels[i] = p->create(self->session);
-		gtk_notebook_append_page(self->side, self->panels[i], gtk_label_new(p->title));
+		if (p->where == SS_PANEL_BOTTOM && !self->bottom)
+			self->bottom = GTK_NOTEBOOK(gtk_notebook_new());
+		gtk_notebook_append_page(p->where == SS_PANEL_BOTTOM ? self->bottom : self->side, self->panels[i],
+					 gtk_label_new(p->title));
 	}
 	gtk_widget_set_size_request(GTK_WIDGET(self->side), 340, -1);
 
+	/* The dock takes the part of the window the lanes leave empty. */
+	GtkWidget *lanes = GTK_WIDGET(self->timeline);
+	if (self->bottom) {
+		lanes = gtk_paned_new(GTK_ORIENTATION_VERTICAL);
+		self->dock_split = GTK_PANED(lanes);
+		gtk_paned_set_start_child(GTK_PANED(lanes), GTK_WIDGET(self->timeline));
+		gtk_paned_set_end_child(GTK_PANED(lanes), GTK_WIDGET(self->bottom));
+		gtk_paned_set_shrink_end_child(GTK_PANED(lanes), FALSE);
+		gtk_widget_set_size_request(GTK_WIDGET(self->bottom), -1, 160);
+		gtk_paned_set_position(GTK_PANED(lanes), 380);
+	}
+
 	GtkWidget *paned = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
-	gtk_paned_set_start_child(GTK_PANED(paned), GTK_WIDGET(self->timeline));
+	gtk_paned_set_start_child(GTK_PANED(paned), lanes);
 	gtk_paned_set_end_child(GTK_PANED(paned), GTK_WIDGET(self->side));
 	gtk_paned_set_resize_end_child(GTK_PANED(paned), FALSE);
 	gtk_paned_set_shrink_end_child(GTK_PANED(paned), FALSE);
@@ -482,6 +514,16 @@ char *ss_window_get_panel_text(SsWindow *self, const char *id)
 	const struct ss_panel *p = ss_panel_find(id);
 	GtkWidget *w = ss_window_get_panel(self, id);
 	return p && w && p->text ? p->text(w) : NULL;
+}
+
+const char *ss_window_get_front_bottom_panel(SsWindow *self)
+{
+	GtkWidget *front = self->bottom ? gtk_notebook_get_nth_page(self->bottom, gtk_notebook_get_current_page(self->bottom))
+					: NULL;
+	for (size_t i = 0; front && i < ss_panel_count(); i++)
+		if (self->panels[i] == front)
+			return ss_panel_at(i)->id;
+	return NULL;
 }
 
 const char *ss_window_get_front_panel(SsWindow *self)

@@ -1,7 +1,7 @@
 /*
  * ss_window.h - SsWindow, one trace per window: header bar (open, history,
  * fit, zoom to selection, colour mode, menu), the timeline, and the registered
- * panels (ss_panels.h) as tabs beside it. The window builds the UI and owns
+ * panels (ss_panels.h) as tabs beside it or in a dock under the lanes. The window builds the UI and owns
  * the session (ss_session.h) that the timeline and the panels observe; it
  * relays nothing between them. Opening a database, or importing segment files
  * first (with a progress bar), runs in a thread.
@@ -34,8 +34,10 @@ SsStalls *ss_window_get_stalls(SsWindow *self);
 GtkWidget *ss_window_get_panel(SsWindow *self, const char *id);
 /* Its text (ss_panel.text), NULL when it has none. g_free() it. */
 char *ss_window_get_panel_text(SsWindow *self, const char *id);
-/* The id of the panel in front. */
+/* The id of the panel in front beside the timeline / in the dock under it
+ * (NULL when no panel is docked there). */
 const char *ss_window_get_front_panel(SsWindow *self);
+const char *ss_window_get_front_bottom_panel(SsWindow *self);
 /* The last error shown, or NULL. */
 const char *ss_window_get_error(SsWindow *self);
 

@@ -116,6 +116,34 @@ static const char *const sql[SS_Q_COUNT] = {
 			 REC_OF("recording_id") " AND damage IS NOT NULL AND damage <> 'truncated' AND ?2 = ?2"
 			 " AND ?3 = ?3 GROUP BY recording_id ORDER BY recording_id",
 
+	/* A whole trace is one pass over the table; any narrower scope goes
+	 * through samples_by_thread and cpu_intervals_by_thread per thread. */
+	[SS_Q_STACK_ALL_SAMPLES] = "SELECT callsite_id, weight, poll_id FROM samples WHERE kind = ?1",
+	[SS_Q_STACK_THREADS] = "SELECT id FROM threads t WHERE EXISTS (SELECT 1 FROM samples s WHERE s.thread_id = t.id)"
+			       " OR EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = t.id) ORDER BY id",
+	[SS_Q_STACK_SAMPLES_IN] = "SELECT callsite_id, weight, poll_id FROM samples WHERE thread_id = ?1 AND ts >= ?2"
+				  " AND ts < ?3 AND kind = ?4",
+	[SS_Q_STACK_OFFCPU_IN] = "SELECT ts, callsite_id, poll_id FROM samples WHERE thread_id = ?1 AND ts >= ?2"
+				 " AND ts < ?3 AND kind = 'offcpu' ORDER BY ts",
+	[SS_Q_STACK_SWITCH_BEFORE] = "SELECT ts FROM cpu_intervals WHERE thread_id = ?1 AND ts <= ?2 ORDER BY ts DESC"
+				     " LIMIT 2",
+	[SS_Q_STACK_SWITCHES_IN] = "SELECT ts, dur, state FROM cpu_intervals WHERE thread_id = ?1 AND ts >= ?2"
+				   " AND ts < ?3 ORDER BY ts",
+	/* stalls and their captures are small tables */
+	[SS_Q_STACK_CAPTURES] = "SELECT s.thread_id, c.ts, c.callsite_id FROM stall_captures c JOIN stalls s"
+				" ON s.id = c.stall_id WHERE c.kind = 'blocked' AND c.callsite_id IS NOT NULL"
+				" AND s.thread_id IS NOT NULL ORDER BY s.thread_id, c.ts",
+	[SS_Q_STACK_WORKER] = "SELECT thread_id FROM workers WHERE id = ?1",
+	[SS_Q_STACK_POLL] = "SELECT w.thread_id, p.ts, p.dur FROM polls p JOIN workers w ON w.id = p.worker_id"
+			    " WHERE p.id = ?1",
+	[SS_Q_STACK_STALL] = "SELECT coalesce(w.thread_id, s.thread_id), coalesce(p.ts, s.ts), coalesce(p.dur, s.dur)"
+			     " FROM stalls s LEFT JOIN polls p ON p.id = s.poll_id LEFT JOIN workers w"
+			     " ON w.id = p.worker_id WHERE s.id = ?1",
+	/* No index on task_id or location_id: one pass over polls. */
+	[SS_Q_STACK_TASK_POLLS] = "SELECT w.thread_id, p.ts, p.dur FROM polls p JOIN workers w ON w.id = p.worker_id"
+				  " WHERE p.task_id = ?1 ORDER BY w.thread_id, p.ts",
+	[SS_Q_STACK_LOCATION_POLLS] = "SELECT w.thread_id, p.ts, p.dur FROM polls p JOIN workers w"
+				      " ON w.id = p.worker_id WHERE p.location_id = ?1 ORDER BY w.thread_id, p.ts",
 	[SS_Q_CALLSITE] = "SELECT parent_id, frame_id FROM callsites WHERE id = ?1",
 	[SS_Q_FRAME] = "SELECT f.function, f.file, f.line, m.path, f.rel_pc FROM frames f"
 		       " LEFT JOIN mappings m ON m.id = f.mapping_id WHERE f.id = ?1",

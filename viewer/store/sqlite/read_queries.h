@@ -48,6 +48,19 @@ enum ss_read_query {
 	SS_Q_LOSS,             /* scope: recording, source, reasons, count, first ts, last end,
 	                        * rows, items recorded; per recording and source */
 	SS_Q_DAMAGED,          /* scope: recording, damaged segments, their files */
+	/* the stack views (viewer/analysis/sv_collect.c) */
+	SS_Q_STACK_ALL_SAMPLES,   /* ?1 kind: callsite_id, weight, poll_id of every sample */
+	SS_Q_STACK_THREADS,       /* id of every thread with samples or CPU intervals */
+	SS_Q_STACK_SAMPLES_IN,    /* ?1 thread, ?2 from, ?3 to, ?4 kind: callsite_id, weight, poll_id */
+	SS_Q_STACK_OFFCPU_IN,     /* ?1 thread, ?2 from, ?3 to: ts, callsite_id, poll_id of off-CPU samples, by ts */
+	SS_Q_STACK_SWITCH_BEFORE, /* ?1 thread, ?2 ts: ts of the two intervals begun last at or before ?2 */
+	SS_Q_STACK_SWITCHES_IN,   /* ?1 thread, ?2 from, ?3 to: ts, dur, state of the intervals begun in, by ts */
+	SS_Q_STACK_CAPTURES,      /* thread_id, ts, callsite_id of blocked stall captures with a stack, in order */
+	SS_Q_STACK_WORKER,        /* ?1 worker: thread_id */
+	SS_Q_STACK_POLL,          /* ?1 poll: thread_id, ts, dur */
+	SS_Q_STACK_STALL,         /* ?1 stall: thread_id, ts, dur (NULL: never ended) of its poll */
+	SS_Q_STACK_TASK_POLLS,    /* ?1 task: thread_id, ts, dur of its polls, by thread and ts */
+	SS_Q_STACK_LOCATION_POLLS, /* ?1 location: thread_id, ts, dur of its polls, by thread and ts */
 	/* stacks (viewer/analysis/stacks.c) */
 	SS_Q_CALLSITE,         /* ?1 callsite: parent_id, frame_id */
 	SS_Q_FRAME,            /* ?1 frame: function, file, line, mapping path, rel_pc */
