@@ -16,47 +16,6 @@
 #include "read_queries.h"
 #include "thresholds.h"
 
-static int hist_add(struct ss_hist *h, uint64_t v)
-{
-	if (h->n == h->cap) {
-		size_t nc = h->cap ? h->cap * 2 : 64;
-		uint64_t *nv = realloc(h->v, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		h->v = nv;
-		h->cap = nc;
-	}
-	h->v[h->n++] = v;
-	h->sorted = false;
-	if (v > h->max)
-		h->max = v;
-	return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-double ss_hist_quantile(struct ss_hist *h, unsigned pct)
-{
-	if (!h->n)
-		return -1;
-	if (!h->sorted) {
-		qsort(h->v, (size_t)h->n, sizeof *h->v, cmp_u64);
-		h->sorted = true;
-	}
-	if (pct > 100)
-		pct = 100;
-	/* ceil(pct * n / 100) without floating point: the README's SQL does the
-	 * same comparison in integers (rn * 100 >= pct * n). */
-	uint64_t rank = (pct * h->n + 99) / 100;
-	if (rank < 1)
-		rank = 1;
-	return (double)h->v[rank - 1];
-}
-
 static struct ss_scan_location *loc_of(struct ss_scan *s, int64_t loc)
 {
 	uint64_t i;
@@ -83,7 +42,7 @@ static int add_delay(struct ss_scan *s, int64_t loc, int64_t delay, int64_t wake
 	if (!l)
 		return -1;
 	bool worst = l->h.n == 0 || v > l->h.max;
-	if (hist_add(&l->h, v) != 0 || hist_add(&s->delays, v) != 0)
+	if (ss_hist_add(&l->h, v) != 0 || ss_hist_add(&s->delays, v) != 0)
 		return -1;
 	if (worst) {
 		l->worst_wake_ts = wake_ts;
@@ -278,6 +237,20 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 		bool has_spawn = sqlite3_column_type(st, 1) != SQLITE_NULL;
 		bool has_end = sqlite3_column_type(st, 2) != SQLITE_NULL;
 		int64_t spawn = sqlite3_column_int64(st, 1), end = sqlite3_column_int64(st, 2);
+		/* Every task of the scope's recordings is read once, for the
+		 * summary's counts and the queues' spawn locations too. */
+		if (has_spawn && spawn >= scope->from && spawn < scope->to)
+			s->spawned++;
+		if (has_end && end >= scope->from && end < scope->to)
+			s->finished++;
+		if (has_spawn && s->n_queues && sqlite3_column_type(st, 4) != SQLITE_NULL &&
+		    ss_scan_queue_spawn(s, sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), spawn) != 0) {
+			sqlite3_finalize(st);
+			return fail(NULL, err, errlen, "tasks");
+		}
+		/* Alive some time in the window. */
+		if ((has_spawn && spawn >= scope->to) || (has_end && end < scope->from))
+			continue;
 		s->tasks_seen++;
 		/* Alive at the bucket times t with spawn <= t < end: from the first
 		 * at or after spawn to the first at or after end. */
@@ -308,6 +281,7 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 	}
 	if (sqlite3_finalize(st) != SQLITE_OK)
 		return fail(db, err, errlen, "tasks");
+	ss_scan_queue_spawns_done(s);
 	int64_t run = 0;
 	for (int i = 0; i <= SS_SCAN_LIVE_BUCKETS; i++) {
 		run += diff[i];
@@ -368,7 +342,8 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	s->want_top = top;
 	if (top && !(s->top = calloc(top, sizeof *s->top)))
 		return fail(NULL, err, errlen, "polls");
-	if (load_workers(db, scope, s, err, errlen) != 0 || scan_cpu(db, scope, s, err, errlen) != 0)
+	if (load_workers(db, scope, s, err, errlen) != 0 || scan_cpu(db, scope, s, err, errlen) != 0 ||
+	    ss_scan_queues(db, scope, s, err, errlen) != 0)
 		return -1;
 	sqlite3_stmt *p = NULL, *w = NULL, *k = NULL;
 	struct ss_hmap live_index = { 0 };
@@ -508,5 +483,7 @@ void ss_scan_free(struct ss_scan *s)
 	free(s->long_polls);
 	free(s->top);
 	free(s->idle_tasks);
+	free(s->queues);
+	ss_hmap_free(&s->queue_spawns);
 	memset(s, 0, sizeof *s);
 }
