@@ -298,12 +298,16 @@ static int by_dur_desc(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Whether keep_top would keep p (by_dur_desc reads only its dur and id). */
+static bool top_candidate(const struct ss_scan *s, const struct ss_scan_poll *p)
+{
+	return s->want_top && (s->n_top < s->want_top || by_dur_desc(p, &s->top[s->n_top - 1]) < 0);
+}
+
 /* Keeps the want_top longest polls, longest first (ties: lower id first). */
 static void keep_top(struct ss_scan *s, const struct ss_scan_poll *p)
 {
-	if (!s->want_top)
-		return;
-	if (s->n_top == s->want_top && by_dur_desc(p, &s->top[s->n_top - 1]) >= 0)
+	if (!top_candidate(s, p))
 		return;
 	size_t i = s->n_top < s->want_top ? s->n_top++ : s->n_top - 1;
 	while (i > 0 && by_dur_desc(p, &s->top[i - 1]) < 0) {
@@ -387,26 +391,37 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	}
 	NEXT_WAKE();
 	while (!rc && (sr = sqlite3_step(p)) == SQLITE_ROW) {
+		/* The columns every poll needs; the others are read only for the
+		 * polls that need them (most do not), as a column read costs as
+		 * much as the row's share of the scan. */
 		struct ss_scan_poll poll = {
 			.id = sqlite3_column_int64(p, 0),
-			.location_id = sqlite3_column_int64(p, 1),
 			.worker_id = sqlite3_column_int64(p, 2),
 			.dur = sqlite3_column_int64(p, 3),
-			.task_id = sqlite3_column_int64(p, 4),
 			.ts = sqlite3_column_int64(p, 5),
-			.incomplete = sqlite3_column_int64(p, 6) != 0,
 		};
 		struct ss_scan_worker *wk = (struct ss_scan_worker *)ss_scan_worker(s, poll.worker_id);
 		if (!wk)
 			continue; /* another recording's */
+		bool full = false;
+#define FULL_POLL()                                                            \
+	if (!full) {                                                           \
+		poll.location_id = sqlite3_column_int64(p, 1);                 \
+		poll.task_id = sqlite3_column_int64(p, 4);                     \
+		poll.incomplete = sqlite3_column_int64(p, 6) != 0;             \
+		full = true;                                                   \
+	}
 		uint64_t d = poll.dur > 0 ? (uint64_t)poll.dur : 0;
-		if (n_live && ss_hmap_get(&live_index, (uint64_t)poll.task_id, 0, &v)) {
-			uint64_t pts = (uint64_t)poll.ts;
-			if (!live[v].polled || pts >= live[v].last_poll_ts) {
-				live[v].last_poll_ts = pts;
-				live[v].running = poll.incomplete;
+		if (n_live) {
+			FULL_POLL();
+			if (ss_hmap_get(&live_index, (uint64_t)poll.task_id, 0, &v)) {
+				uint64_t pts = (uint64_t)poll.ts;
+				if (!live[v].polled || pts >= live[v].last_poll_ts) {
+					live[v].last_poll_ts = pts;
+					live[v].running = poll.incomplete;
+				}
+				live[v].polled = true;
 			}
-			live[v].polled = true;
 		}
 		wk->polls++;
 		wk->busy += clipped(scope, poll.ts, poll.dur);
@@ -415,8 +430,12 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 		s->polls++;
 		for (int i = 0; i < 3; i++)
 			s->over[i] += levels[i] > 0 && (double)d > levels[i];
-		keep_top(s, &poll);
-		if (poll.dur > long_min_ns && keep_long(s, &poll) != 0)
+		bool is_long = poll.dur > long_min_ns;
+		if (is_long || top_candidate(s, &poll)) {
+			FULL_POLL();
+			keep_top(s, &poll);
+		}
+		if (is_long && keep_long(s, &poll) != 0)
 			rc = fail(NULL, err, errlen, "polls");
 		/* Wakes of polls that are gone (ids below this one) are skipped. */
 		while (ordered && have_wake && wake_poll <= poll.id) {
@@ -425,9 +444,12 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 				break;
 			}
 			last_wake_poll = wake_poll;
-			if (wake_poll == poll.id && add_delay(s, poll.location_id, sqlite3_column_int64(w, 1),
-							      sqlite3_column_int64(w, 3), poll.id) != 0)
-				rc = fail(NULL, err, errlen, "wakes");
+			if (wake_poll == poll.id) {
+				FULL_POLL();
+				if (add_delay(s, poll.location_id, sqlite3_column_int64(w, 1), sqlite3_column_int64(w, 3),
+					      poll.id) != 0)
+					rc = fail(NULL, err, errlen, "wakes");
+			}
 			NEXT_WAKE();
 		}
 	}
@@ -439,6 +461,7 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	while (have_wake)
 		NEXT_WAKE();
 #undef NEXT_WAKE
+#undef FULL_POLL
 	if (!rc && ((sr != SQLITE_DONE && sr != SQLITE_ROW) || (wr != SQLITE_DONE && wr != SQLITE_ROW)))
 		rc = fail(db, err, errlen, "polls and wakes");
 	s->alive_at_end = n_live;

@@ -30,9 +30,10 @@ static const char *const sql[SS_Q_COUNT] = {
 	[SS_Q_SCAN_THREADS] = "SELECT id, recording_id FROM threads",
 	[SS_Q_SCAN_QUEUES] = "SELECT thread_id, global, local, ts FROM queue_depths WHERE ts >= ?2 AND ts < ?3"
 			     " AND ?1 = ?1 ORDER BY rowid",
-	/* The recording is the worker's, looked up by the scan. */
-	[SS_Q_SCAN_POLLS] = "SELECT id, coalesce(location_id, 0), worker_id, dur, coalesce(task_id, 0), ts,"
-			    " incomplete FROM polls WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1 ORDER BY id",
+	/* The recording is the worker's, looked up by the scan; a NULL location or
+	 * task reads as 0. */
+	[SS_Q_SCAN_POLLS] = "SELECT id, location_id, worker_id, dur, task_id, ts, incomplete FROM polls"
+			    " WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1 ORDER BY id",
 	[SS_Q_SCAN_WAKES] = "SELECT poll_id, delay, task_id, ts FROM wakes WHERE ts >= ?2 AND ts < ?3 AND "
 			    TASK_IN_REC("task_id") " ORDER BY rowid",
 	[SS_Q_SCAN_PARKS] = "SELECT worker_id, ts, dur FROM parks WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1",
