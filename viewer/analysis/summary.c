@@ -156,7 +156,11 @@ char *ss_location_text(struct ss_analysis *a, int64_t location_id)
 {
 	char buf[512];
 	snprintf(buf, sizeof buf, "? (?:0)");
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_SUM_LOCATION);
+	/* Kept prepared (the summary and the findings name many locations);
+	 * a database whose locations cannot be read says "? (?:0)" and goes on. */
+	sqlite3_stmt **st_p = &a->stmts[SS_Q_SUM_LOCATION], *st = *st_p;
+	if (!st)
+		st = *st_p = ss_read_prepare(a->db, SS_Q_SUM_LOCATION);
 	if (st) {
 		sqlite3_bind_int64(st, 1, location_id);
 		if (sqlite3_step(st) == SQLITE_ROW) {
@@ -166,7 +170,7 @@ char *ss_location_text(struct ss_analysis *a, int64_t location_id)
 				 (long long)sqlite3_column_int64(st, 2));
 		}
 	}
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 	return strdup(buf);
 }
 
