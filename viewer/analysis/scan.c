@@ -376,6 +376,9 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 		have_wake = (wr = sqlite3_step(w)) == SQLITE_ROW;                               \
 		if (!have_wake)                                                                 \
 			break;                                                                  \
+		if (sqlite3_column_type(w, 3) == SQLITE_NULL ||                                 \
+		    !ss_scope_holds(scope, sqlite3_column_int64(w, 3)))                         \
+			continue;                                                               \
 		if (sqlite3_column_type(w, 0) != SQLITE_NULL &&                                 \
 		    sqlite3_column_type(w, 1) != SQLITE_NULL) {                                 \
 			wake_poll = sqlite3_column_int64(w, 0);                                 \
@@ -400,6 +403,9 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 			.dur = sqlite3_column_int64(p, 3),
 			.ts = sqlite3_column_int64(p, 5),
 		};
+		if (sqlite3_column_type(p, 3) == SQLITE_NULL || sqlite3_column_type(p, 5) == SQLITE_NULL ||
+		    !ss_scope_overlaps(scope, poll.ts, poll.dur))
+			continue;
 		struct ss_scan_worker *wk = (struct ss_scan_worker *)ss_scan_worker(s, poll.worker_id);
 		if (!wk)
 			continue; /* another recording's */
@@ -474,9 +480,13 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	if (!rc && !ordered)
 		rc = delays_by_join(db, scope, s, err, errlen);
 	while (!rc && (sr = sqlite3_step(k)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(k, 1), dur = sqlite3_column_int64(k, 2);
+		if (sqlite3_column_type(k, 1) == SQLITE_NULL || sqlite3_column_type(k, 2) == SQLITE_NULL ||
+		    !ss_scope_overlaps(scope, ts, dur))
+			continue;
 		struct ss_scan_worker *wk = (struct ss_scan_worker *)ss_scan_worker(s, sqlite3_column_int64(k, 0));
 		if (wk)
-			wk->parked += clipped(scope, sqlite3_column_int64(k, 1), sqlite3_column_int64(k, 2));
+			wk->parked += clipped(scope, ts, dur);
 	}
 	/* A statement that stopped early (a damaged file, the time budget) is an
 	 * error, not the end of the data. */

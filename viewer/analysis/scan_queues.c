@@ -76,6 +76,9 @@ int ss_scan_queues(sqlite3 *db, const struct ss_scope *scope, struct ss_scan *s,
 	int64_t last_thread = 0, last_rec = 0;
 	bool last_known = false, have_last = false;
 	while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 3);
+		if (sqlite3_column_type(st, 3) == SQLITE_NULL || !ss_scope_holds(scope, ts))
+			continue;
 		int64_t thread = sqlite3_column_int64(st, 0);
 		if (!have_last || thread != last_thread) {
 			uint64_t v;
@@ -107,7 +110,6 @@ int ss_scan_queues(sqlite3 *db, const struct ss_scope *scope, struct ss_scan *s,
 			rc = fail(NULL, err, errlen, "queue depths");
 			break;
 		}
-		int64_t ts = sqlite3_column_int64(st, 3);
 		if (!q->rows || g > q->peak) {
 			q->peak = g;
 			q->peak_ts = ts;

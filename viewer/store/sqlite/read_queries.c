@@ -28,15 +28,18 @@ static const char *const sql[SS_Q_COUNT] = {
 	[SS_Q_SCAN_TASKS] = "SELECT id, spawn_ts, end_ts, recording_id, location_id FROM tasks WHERE "
 			    REC_OF("recording_id") " AND ?2 = ?2 AND ?3 = ?3",
 	[SS_Q_SCAN_THREADS] = "SELECT id, recording_id FROM threads",
-	[SS_Q_SCAN_QUEUES] = "SELECT thread_id, global, local, ts FROM queue_depths WHERE ts >= ?2 AND ts < ?3"
-			     " AND ?1 = ?1 ORDER BY rowid",
+	/* The scans below read every row and test the window in C
+	 * (ss_scope_overlaps, ss_scope_holds): SQLite would read the time
+	 * columns twice. */
+	[SS_Q_SCAN_QUEUES] = "SELECT thread_id, global, local, ts FROM queue_depths WHERE ?1 = ?1 AND ?2 = ?2"
+			     " AND ?3 = ?3 ORDER BY rowid",
 	/* The recording is the worker's, looked up by the scan; a NULL location or
 	 * task reads as 0. */
 	[SS_Q_SCAN_POLLS] = "SELECT id, location_id, worker_id, dur, task_id, ts, incomplete FROM polls"
-			    " WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1 ORDER BY id",
-	[SS_Q_SCAN_WAKES] = "SELECT poll_id, delay, task_id, ts FROM wakes WHERE ts >= ?2 AND ts < ?3 AND "
-			    TASK_IN_REC("task_id") " ORDER BY rowid",
-	[SS_Q_SCAN_PARKS] = "SELECT worker_id, ts, dur FROM parks WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1",
+			    " WHERE ?1 = ?1 AND ?2 = ?2 AND ?3 = ?3 ORDER BY id",
+	[SS_Q_SCAN_WAKES] = "SELECT poll_id, delay, task_id, ts FROM wakes WHERE " TASK_IN_REC("task_id")
+			    " AND ?2 = ?2 AND ?3 = ?3 ORDER BY rowid",
+	[SS_Q_SCAN_PARKS] = "SELECT worker_id, ts, dur FROM parks WHERE ?1 = ?1 AND ?2 = ?2 AND ?3 = ?3",
 	[SS_Q_SCAN_DELAYS_JOIN] = "SELECT coalesce(p.location_id, 0), w.delay, w.ts, w.poll_id FROM wakes w"
 				  " JOIN polls p ON p.id = w.poll_id WHERE w.delay IS NOT NULL AND w.ts >= ?2"
 				  " AND w.ts < ?3 AND p.ts < ?3 AND p.ts + p.dur >= ?2 AND " TASK_IN_REC("w.task_id")

@@ -20,10 +20,10 @@ enum ss_read_query {
 	SS_Q_SCAN_CPU,         /* thread_id, state, ts, dur of the workers' threads */
 	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts, recording_id, location_id of the tasks */
 	SS_Q_SCAN_THREADS,     /* id, recording_id of every thread */
-	SS_Q_SCAN_QUEUES,      /* thread_id, global, local, ts of the queue depths in the window; by rowid */
-	SS_Q_SCAN_POLLS,       /* id, location, worker, dur, task, ts, incomplete; by id */
-	SS_Q_SCAN_WAKES,       /* poll_id, delay, task_id, ts; by rowid */
-	SS_Q_SCAN_PARKS,       /* worker_id, ts, dur */
+	SS_Q_SCAN_QUEUES,      /* thread_id, global, local, ts of the queue depths; by rowid */
+	SS_Q_SCAN_POLLS,       /* id, location, worker, dur, task, ts, incomplete; by id; every window */
+	SS_Q_SCAN_WAKES,       /* poll_id, delay, task_id, ts; by rowid; every window */
+	SS_Q_SCAN_PARKS,       /* worker_id, ts, dur; every window */
 	SS_Q_SCAN_DELAYS_JOIN, /* location, delay, wake ts, poll id */
 	SS_Q_STALL_POLLS,      /* poll_id, id of every stall */
 	/* the summary (viewer/analysis/summary.c), of a scope */
