@@ -228,7 +228,9 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 	at[SS_SCAN_LIVE_BUCKETS] = hi;
 	memcpy(s->live_at, at, sizeof at);
 	int64_t diff[SS_SCAN_LIVE_BUCKETS + 2] = { 0 };
-	sqlite3_stmt *st = prep(db, SS_Q_SCAN_TASKS, scope);
+	/* The tasks' recordings and locations only when a queue needs them. */
+	bool spawns = s->queues_wanting_spawns > 0;
+	sqlite3_stmt *st = prep(db, spawns ? SS_Q_SCAN_TASK_SPAWNS : SS_Q_SCAN_TASKS, scope);
 	size_t cap = 0;
 	if (!st)
 		return fail(db, err, errlen, "tasks");
@@ -243,7 +245,7 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 			s->spawned++;
 		if (has_end && end >= scope->from && end < scope->to)
 			s->finished++;
-		if (has_spawn && s->n_queues && sqlite3_column_type(st, 4) != SQLITE_NULL &&
+		if (has_spawn && spawns && sqlite3_column_type(st, 4) != SQLITE_NULL &&
 		    ss_scan_queue_spawn(s, sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), spawn) != 0) {
 			sqlite3_finalize(st);
 			return fail(NULL, err, errlen, "tasks");

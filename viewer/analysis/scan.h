@@ -48,8 +48,10 @@ struct ss_scan_queue {
 	 * (peak_ts and 0 when never). */
 	int64_t first_over_ts;
 	uint64_t rows_over;
-	/* The spawn location with the most tasks of the recording spawned from
+	/* For a queue over the lowest queue-buildup level (wants_spawns): the
+	 * spawn location with the most tasks of the recording spawned from
 	 * first_over_ts to peak_ts (ties: the lower id), 0 when none. */
+	bool wants_spawns;
 	int64_t spawn_location, spawns;
 };
 
@@ -98,7 +100,7 @@ struct ss_scan {
 	uint64_t queue_rows;
 	int64_t global_max, local_max;
 	struct ss_scan_queue *queues;
-	size_t n_queues;
+	size_t n_queues, queues_wanting_spawns;
 	struct ss_hmap queue_spawns; /* (queue, location) -> spawns, while the tasks are scanned */
 };
 

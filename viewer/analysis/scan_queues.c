@@ -124,9 +124,20 @@ int ss_scan_queues(sqlite3 *db, const struct ss_scope *scope, struct ss_scan *s,
 	if (st && sqlite3_finalize(st) != SQLITE_OK && !rc)
 		rc = fail(db, err, errlen, "queue depths");
 	ss_hmap_free(&rec_of_thread);
-	for (size_t i = 0; i < s->n_queues; i++)
-		if (!s->queues[i].rows_over)
-			s->queues[i].first_over_ts = s->queues[i].peak_ts;
+	/* Spawn locations matter only for a queue the check grades: over the
+	 * lowest level in use, whatever order the levels were given in. */
+	double lowest = SS_TH_OFF;
+	const double lvs[3] = { t->info, t->warning, t->critical };
+	for (int i = 0; i < 3; i++)
+		if (lvs[i] != SS_TH_OFF && (lowest == SS_TH_OFF || lvs[i] < lowest))
+			lowest = lvs[i];
+	for (size_t i = 0; i < s->n_queues; i++) {
+		struct ss_scan_queue *q = &s->queues[i];
+		if (!q->rows_over)
+			q->first_over_ts = q->peak_ts;
+		q->wants_spawns = lowest != SS_TH_OFF && (double)q->peak > lowest;
+		s->queues_wanting_spawns += q->wants_spawns;
+	}
 	return rc;
 }
 
@@ -134,7 +145,7 @@ int ss_scan_queue_spawn(struct ss_scan *s, int64_t rec, int64_t location, int64_
 {
 	for (size_t i = 0; i < s->n_queues; i++) {
 		struct ss_scan_queue *q = &s->queues[i];
-		if (q->recording_id != rec || spawn_ts < q->first_over_ts || spawn_ts > q->peak_ts)
+		if (!q->wants_spawns || q->recording_id != rec || spawn_ts < q->first_over_ts || spawn_ts > q->peak_ts)
 			continue;
 		uint64_t n = 0;
 		ss_hmap_get(&s->queue_spawns, i, (uint64_t)location, &n);

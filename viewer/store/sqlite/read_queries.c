@@ -25,8 +25,10 @@ static const char *const sql[SS_Q_COUNT] = {
 			  " AND thread_id IN (SELECT thread_id FROM workers WHERE " REC_OF("recording_id") ")",
 	/* Every task of the recordings: the scan counts spawns and ends in the
 	 * window, and the tasks alive in it, from the one pass. */
-	[SS_Q_SCAN_TASKS] = "SELECT id, spawn_ts, end_ts, recording_id, location_id FROM tasks WHERE "
-			    REC_OF("recording_id") " AND ?2 = ?2 AND ?3 = ?3",
+	[SS_Q_SCAN_TASKS] = "SELECT id, spawn_ts, end_ts FROM tasks WHERE " REC_OF("recording_id")
+			    " AND ?2 = ?2 AND ?3 = ?3",
+	[SS_Q_SCAN_TASK_SPAWNS] = "SELECT id, spawn_ts, end_ts, recording_id, location_id FROM tasks WHERE "
+				  REC_OF("recording_id") " AND ?2 = ?2 AND ?3 = ?3",
 	[SS_Q_SCAN_THREADS] = "SELECT id, recording_id FROM threads",
 	/* The scans below read every row and test the window in C
 	 * (ss_scope_overlaps, ss_scope_holds): SQLite would read the time

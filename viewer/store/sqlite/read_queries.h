@@ -18,7 +18,8 @@ enum ss_read_query {
 	/* the one-pass scans (viewer/analysis/scan.c), of a scope */
 	SS_Q_SCAN_WORKERS,     /* id, recording_id, thread_id; by id */
 	SS_Q_SCAN_CPU,         /* thread_id, state, ts, dur of the workers' threads */
-	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts, recording_id, location_id of the tasks */
+	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts of the tasks */
+	SS_Q_SCAN_TASK_SPAWNS, /* the same, then recording_id, location_id */
 	SS_Q_SCAN_THREADS,     /* id, recording_id of every thread */
 	SS_Q_SCAN_QUEUES,      /* thread_id, global, local, ts of the queue depths; by rowid */
 	SS_Q_SCAN_POLLS,       /* id, location, worker, dur, task, ts, incomplete; by id; every window */
