@@ -9,7 +9,11 @@ CPU, blocked) so that the poll checks examine their full 5000 polls, the
 expensive path. Runs interleave: scan, report, scan, report ... and CPU time
 (user + system of the child) is compared, with wall time beside it.
 
-usage: bench_report.py BENCH_IMPORT STALLSCOPE_CLI [EVENTS] [ROUNDS]   (20000000, 3)
+With BASELINE_CLI (another build of stallscope, e.g. main's), each round also
+times its report on the same database, between the two others, and prints the
+CPU ratio of the two reports; their outputs must be the same.
+
+usage: bench_report.py BENCH_IMPORT STALLSCOPE_CLI [EVENTS] [ROUNDS] [BASELINE_CLI]   (20000000, 3)
 """
 import os
 import re
@@ -25,6 +29,7 @@ from bench_timing import timed  # noqa: E402
 bench_import, cli = sys.argv[1], sys.argv[2]
 events = sys.argv[3] if len(sys.argv) > 3 else "20000000"
 rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+baseline = sys.argv[5] if len(sys.argv) > 5 else None
 
 out = subprocess.run([bench_import, events, "--keep"], capture_output=True, text=True)
 m = re.search(r" into (\S+)\n", out.stdout)
@@ -56,16 +61,27 @@ SCAN = ("SELECT (SELECT count(*) + total(dur) FROM polls), (SELECT count(*) + to
         "(SELECT count(*) + total(spawn_ts) FROM tasks)")
 
 
-scan_cpu, rep_cpu, rep_wall = [], [], []
+scan_cpu, rep_cpu, rep_wall, base_cpu = [], [], [], []
 for i in range(rounds):
     w, c, _ = timed(["sqlite3", db, SCAN])
     scan_cpu.append(c)
+    extra = ""
+    if baseline:
+        w3, c3, base_text = timed([baseline, "report", db], ok=(0, 3))
+        base_cpu.append(c3)
+        extra = f"; baseline report {c3:.2f} s CPU ({w3:.2f} s wall)"
     w2, c2, text = timed([cli, "report", db], ok=(0, 3))
     rep_cpu.append(c2)
     rep_wall.append(w2)
-    print(f"  round {i + 1}: plain SQL scan {c:.2f} s CPU ({w:.2f} s wall); report {c2:.2f} s CPU ({w2:.2f} s wall)")
+    print(f"  round {i + 1}: plain SQL scan {c:.2f} s CPU ({w:.2f} s wall); report {c2:.2f} s CPU ({w2:.2f} s wall)"
+          + extra)
+    if baseline and base_text != text:
+        print("  the baseline's report differs from this one's")
 findings = text[text.find("\nfindings"):].strip().splitlines()
 print(f"  report: median {sorted(rep_wall)[rounds // 2]:.2f} s wall  [target < 5 s]; "
       f"CPU ratio to the plain scan {sum(rep_cpu) / max(sum(scan_cpu), 1e-9):.2f}x; "
       f"{len([l for l in findings if l[2:4].isupper()])} findings")
+if baseline:
+    print(f"  against the baseline build: CPU ratio {sum(rep_cpu) / max(sum(base_cpu), 1e-9):.2f}x "
+          f"(baseline {sum(base_cpu) / rounds:.2f} s CPU a round, this build {sum(rep_cpu) / rounds:.2f} s)")
 shutil.rmtree(work, ignore_errors=True)

@@ -48,6 +48,26 @@ void ss_analysis_done(struct ss_analysis *a, sqlite3_stmt *st)
 		ss_analysis_fail(a, "query");
 }
 
+sqlite3_stmt *ss_analysis_stmt(struct ss_analysis *a, enum ss_read_query q)
+{
+	if (a->failed || (unsigned)q >= SS_Q_COUNT)
+		return NULL;
+	if (!a->stmts[q] && !(a->stmts[q] = ss_read_prepare(a->db, q))) {
+		ss_analysis_fail(a, "query");
+		return NULL;
+	}
+	return a->stmts[q];
+}
+
+void ss_analysis_release(struct ss_analysis *a, sqlite3_stmt *st)
+{
+	if (!st)
+		return;
+	if (sqlite3_reset(st) != SQLITE_OK)
+		ss_analysis_fail(a, "query");
+	sqlite3_clear_bindings(st);
+}
+
 int ss_grade(const struct ss_threshold *t, double value)
 {
 	if (t->critical != SS_TH_OFF && value > t->critical)
@@ -240,6 +260,9 @@ void ss_analysis_free(struct ss_analysis *a)
 	ss_findings_free(&a->findings);
 	free(a->examined);
 	ss_hmap_free(&a->stall_of_poll);
+	ss_hmap_free(&a->has_cpu);
+	for (size_t i = 0; i < SS_Q_COUNT; i++)
+		sqlite3_finalize(a->stmts[i]);
 	ss_callstacks_free(a->stacks);
 	ss_scan_free(&a->scan);
 	free(a);

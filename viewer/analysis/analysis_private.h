@@ -27,6 +27,12 @@ struct ss_analysis {
 	bool failed;
 	char err[512];
 	struct ss_stack_frame frames[SS_STACK_MAX]; /* scratch for one stack */
+	/* The statements run once per examined poll, prepared on first use
+	 * (ss_analysis_stmt): thousands of polls, each prepare costing as much
+	 * as the poll's queries. */
+	sqlite3_stmt *stmts[SS_Q_COUNT];
+	/* Threads known to have CPU intervals or not (thread id -> 1 or 2). */
+	struct ss_hmap has_cpu;
 };
 
 /* At most this many long polls are examined one by one (the longest). */
@@ -39,6 +45,12 @@ void ss_analysis_fail(struct ss_analysis *a, const char *what);
 sqlite3_stmt *ss_analysis_query(struct ss_analysis *a, enum ss_read_query q);
 /* finalize, noting a statement whose last step failed */
 void ss_analysis_done(struct ss_analysis *a, sqlite3_stmt *st);
+/* A read query kept prepared for the analysis's life, reset and with no
+ * parameter bound; NULL after noting the error. Give it back with
+ * ss_analysis_release, never finalize it. */
+sqlite3_stmt *ss_analysis_stmt(struct ss_analysis *a, enum ss_read_query q);
+/* Resets a statement of ss_analysis_stmt, noting one whose last step failed. */
+void ss_analysis_release(struct ss_analysis *a, sqlite3_stmt *st);
 
 /* The severity value reaches under threshold t (value in t's unit), or -1
  * when it is under every level in use. Levels are "over": strictly greater. */

@@ -16,11 +16,9 @@ static void ran_instead(struct ss_analysis *a, int64_t worker_id, int64_t from, 
 {
 	*found = false;
 	buf[0] = 0;
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_WORKER_POLLS_IN);
-	if (!st) {
-		ss_analysis_fail(a, "polls");
+	sqlite3_stmt *st = ss_analysis_stmt(a, SS_Q_WORKER_POLLS_IN);
+	if (!st)
 		return;
-	}
 	sqlite3_bind_int64(st, 1, worker_id);
 	sqlite3_bind_int64(st, 2, from);
 	sqlite3_bind_int64(st, 3, to);
@@ -40,7 +38,7 @@ static void ran_instead(struct ss_analysis *a, int64_t worker_id, int64_t from, 
 			best = id;
 		}
 	}
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 	if (!best || a->failed)
 		return;
 	if (ss_poll_examine(a, best, ran) != 0)

@@ -143,61 +143,32 @@ void ss_check_imbalance(struct ss_analysis *a)
 void ss_check_queue_buildup(struct ss_analysis *a)
 {
 	const struct ss_threshold *t = &ss_thresholds[SS_TH_GLOBAL_QUEUE];
-	sqlite3_stmt *st = ss_analysis_query(a, SS_Q_QUEUE_PEAKS);
-	struct peak { int64_t rec, global, ts; } peaks[MAX_RECORDINGS];
-	size_t np = 0;
-	while (st && np < MAX_RECORDINGS && sqlite3_step(st) == SQLITE_ROW)
-		if (sqlite3_column_type(st, 1) != SQLITE_NULL)
-			peaks[np++] = (struct peak){ sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-						     sqlite3_column_int64(st, 2) };
-	ss_analysis_done(a, st);
-	for (size_t i = 0; i < np && !a->failed; i++) {
-		int sev = ss_grade(t, (double)peaks[i].global);
+	const struct ss_scan *s = &a->scan;
+	for (size_t i = 0; i < s->n_queues && i < MAX_RECORDINGS && !a->failed; i++) {
+		const struct ss_scan_queue *q = &s->queues[i];
+		int sev = ss_grade(t, (double)q->peak);
 		if (sev < 0)
 			continue;
-		/* The lowest level in use: the build-up starts when the queue first
-		 * passes it. */
+		/* The build-up starts when the queue first passes the lowest level
+		 * in use (the scan found when); who fed it: the spawn location with
+		 * the most spawns from then to the peak. */
 		double level = t->info != SS_TH_OFF ? t->info : t->warning != SS_TH_OFF ? t->warning : t->critical;
-		int64_t lv = (int64_t)level, first = peaks[i].ts, rows = 0;
-		st = ss_analysis_query(a, SS_Q_QUEUE_FIRST_OVER);
-		if (st) {
-			sqlite3_bind_int64(st, 1, peaks[i].rec);
-			sqlite3_bind_int64(st, 4, lv);
-			if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-				first = sqlite3_column_int64(st, 0);
-				rows = sqlite3_column_int64(st, 1);
-			}
-		}
-		ss_analysis_done(a, st);
-		/* Who fed it: the spawn location with the most spawns from then to
-		 * the peak. */
-		int64_t loc = 0, spawns = 0;
-		st = ss_read_prepare(a->db, SS_Q_SPAWNS_NEAR);
-		if (st) {
-			sqlite3_bind_int64(st, 1, peaks[i].rec);
-			sqlite3_bind_int64(st, 2, first);
-			sqlite3_bind_int64(st, 3, peaks[i].ts + 1);
-			if (sqlite3_step(st) == SQLITE_ROW) {
-				loc = sqlite3_column_int64(st, 0);
-				spawns = sqlite3_column_int64(st, 1);
-			}
-		} else {
-			ss_analysis_fail(a, "tasks");
-		}
-		ss_analysis_done(a, st);
+		int64_t lv = (int64_t)level, first = q->first_over_ts, rows = (int64_t)q->rows_over;
+		int64_t loc = q->spawn_location, spawns = q->spawns;
+		sqlite3_stmt *st = NULL;
 		char *where = loc ? ss_location_text(a, loc) : NULL;
 		char d[32], msg[1024], win[256], sql[1024];
-		ss_fmt_dur(d, sizeof d, (double)(peaks[i].ts - first));
+		ss_fmt_dur(d, sizeof d, (double)(q->peak_ts - first));
 		char fed[640] = "";
 		if (where)
 			snprintf(fed, sizeof fed, "; most of it spawned at %s (%lld spawns meanwhile)", where,
 				 (long long)spawns);
 		snprintf(msg, sizeof msg, "global run queue reached %lld tasks (over %g for %s before that peak): "
-			 "work arrives faster than the workers serve it%s", (long long)peaks[i].global, level, d, fed);
+			 "work arrives faster than the workers serve it%s", (long long)q->peak, level, d, fed);
 		struct ss_frame_text frame = { 0 };
 		struct ss_finding f = { .check = "queue-buildup", .severity = (enum ss_severity)sev, .message = msg,
-					.ts = first, .dur = peaks[i].ts - first, .recording_id = peaks[i].rec,
-					.location = where, .count = rows, .value = (double)peaks[i].global,
+					.ts = first, .dur = q->peak_ts - first, .recording_id = q->recording_id,
+					.location = where, .count = rows, .value = (double)q->peak,
 					.unit = t->unit };
 		/* The spawn site is the code responsible. */
 		if (loc) {
@@ -215,7 +186,7 @@ void ss_check_queue_buildup(struct ss_analysis *a)
 		}
 		ss_scope_sql(&a->scope, "q.ts", NULL, win, sizeof win);
 		snprintf(sql, sizeof sql, "SELECT q.* FROM queue_depths q JOIN threads t ON t.id = q.thread_id "
-			 "WHERE t.recording_id = %lld AND q.global > %lld%s ORDER BY q.ts", (long long)peaks[i].rec,
+			 "WHERE t.recording_id = %lld AND q.global > %lld%s ORDER BY q.ts", (long long)q->recording_id,
 			 (long long)lv, win);
 		f.sql = sql;
 		ss_emit(a, &f);

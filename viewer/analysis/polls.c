@@ -16,22 +16,25 @@
  * and those starting inside. */
 static void cpu_split(struct ss_analysis *a, struct ss_poll_detail *d)
 {
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_HAS_CPU);
-	if (!st) {
-		ss_analysis_fail(a, "cpu intervals");
-		return;
+	uint64_t known;
+	if (ss_hmap_get(&a->has_cpu, (uint64_t)d->thread_id, 0, &known)) {
+		d->has_cpu = known == 1;
+	} else {
+		sqlite3_stmt *st = ss_analysis_stmt(a, SS_Q_HAS_CPU);
+		if (!st)
+			return;
+		sqlite3_bind_int64(st, 1, d->thread_id);
+		d->has_cpu = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) != 0;
+		ss_analysis_release(a, st);
+		if (!a->failed && ss_hmap_put(&a->has_cpu, (uint64_t)d->thread_id, 0, d->has_cpu ? 1 : 2) != 0)
+			ss_analysis_fail(a, "cpu intervals");
 	}
-	sqlite3_bind_int64(st, 1, d->thread_id);
-	d->has_cpu = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) != 0;
-	ss_analysis_done(a, st);
 	if (!d->has_cpu)
 		return;
 	int64_t end = d->ts > INT64_MAX - (d->dur > 0 ? d->dur : 0) ? INT64_MAX : d->ts + (d->dur > 0 ? d->dur : 0);
-	st = ss_read_prepare(a->db, SS_Q_POLL_CPU);
-	if (!st) {
-		ss_analysis_fail(a, "cpu intervals");
+	sqlite3_stmt *st = ss_analysis_stmt(a, SS_Q_POLL_CPU);
+	if (!st)
 		return;
-	}
 	sqlite3_bind_int64(st, 1, d->thread_id);
 	sqlite3_bind_int64(st, 2, d->ts);
 	sqlite3_bind_int64(st, 3, end);
@@ -50,7 +53,7 @@ static void cpu_split(struct ss_analysis *a, struct ss_poll_detail *d)
 		else if (!strcmp(state, "preempted"))
 			d->preempted += part;
 	}
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 	d->verdict = ss_verdict_of(d->dur, d->on_cpu, d->blocked);
 }
 
@@ -59,11 +62,9 @@ static void stall_evidence(struct ss_analysis *a, struct ss_poll_detail *d)
 	uint64_t stall;
 	if (!ss_hmap_get(&a->stall_of_poll, (uint64_t)d->id, 0, &stall))
 		return;
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_POLL_STALL);
-	if (!st) {
-		ss_analysis_fail(a, "stalls");
+	sqlite3_stmt *st = ss_analysis_stmt(a, SS_Q_POLL_STALL);
+	if (!st)
 		return;
-	}
 	sqlite3_bind_int64(st, 1, (int64_t)stall);
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 0);
@@ -76,7 +77,7 @@ static void stall_evidence(struct ss_analysis *a, struct ss_poll_detail *d)
 		if (sc && kind && !strcmp(kind, "blocked"))
 			snprintf(d->syscall, sizeof d->syscall, "%s", sc);
 	}
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 }
 
 /* The own-code function of a callsite's stack, "" when none. */
@@ -94,11 +95,9 @@ static const char *own_function(struct ss_analysis *a, int64_t callsite, size_t 
 
 static void sample_evidence(struct ss_analysis *a, struct ss_poll_detail *d)
 {
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_POLL_SAMPLES);
-	if (!st) {
-		ss_analysis_fail(a, "samples");
+	sqlite3_stmt *st = ss_analysis_stmt(a, SS_Q_POLL_SAMPLES);
+	if (!st)
 		return;
-	}
 	int64_t end = d->dur > 0 && d->ts <= INT64_MAX - d->dur ? d->ts + d->dur : d->ts + 1;
 	sqlite3_bind_int64(st, 1, d->thread_id);
 	sqlite3_bind_int64(st, 2, d->ts);
@@ -137,7 +136,7 @@ static void sample_evidence(struct ss_analysis *a, struct ss_poll_detail *d)
 		if (i < nv)
 			v[i].votes++;
 	}
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 	/* The capture stands for the poll unless it never reaches own code and
 	 * a sample does. */
 	if (d->callsite && ss_callstacks_own_frame(a->stacks, d->callsite, a->frames, SS_STACK_MAX))
@@ -155,14 +154,12 @@ int ss_poll_examine(struct ss_analysis *a, int64_t id, struct ss_poll_detail *d)
 {
 	memset(d, 0, sizeof *d);
 	d->id = id;
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_POLL);
-	if (!st) {
-		ss_analysis_fail(a, "polls");
+	sqlite3_stmt *st = ss_analysis_stmt(a, SS_Q_POLL);
+	if (!st)
 		return -1;
-	}
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		ss_analysis_done(a, st);
+		ss_analysis_release(a, st);
 		return -1;
 	}
 	d->ts = sqlite3_column_int64(st, 0);
@@ -178,7 +175,7 @@ int ss_poll_examine(struct ss_analysis *a, int64_t id, struct ss_poll_detail *d)
 	snprintf(d->location, sizeof d->location, "%s", l ? l : "? (?:0)");
 	d->recording_id = sqlite3_column_int64(st, 9);
 	d->incomplete = sqlite3_column_int64(st, 10) != 0;
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 	cpu_split(a, d);
 	stall_evidence(a, d);
 	sample_evidence(a, d);

@@ -16,47 +16,6 @@
 #include "read_queries.h"
 #include "thresholds.h"
 
-static int hist_add(struct ss_hist *h, uint64_t v)
-{
-	if (h->n == h->cap) {
-		size_t nc = h->cap ? h->cap * 2 : 64;
-		uint64_t *nv = realloc(h->v, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		h->v = nv;
-		h->cap = nc;
-	}
-	h->v[h->n++] = v;
-	h->sorted = false;
-	if (v > h->max)
-		h->max = v;
-	return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-double ss_hist_quantile(struct ss_hist *h, unsigned pct)
-{
-	if (!h->n)
-		return -1;
-	if (!h->sorted) {
-		qsort(h->v, (size_t)h->n, sizeof *h->v, cmp_u64);
-		h->sorted = true;
-	}
-	if (pct > 100)
-		pct = 100;
-	/* ceil(pct * n / 100) without floating point: the README's SQL does the
-	 * same comparison in integers (rn * 100 >= pct * n). */
-	uint64_t rank = (pct * h->n + 99) / 100;
-	if (rank < 1)
-		rank = 1;
-	return (double)h->v[rank - 1];
-}
-
 static struct ss_scan_location *loc_of(struct ss_scan *s, int64_t loc)
 {
 	uint64_t i;
@@ -83,7 +42,7 @@ static int add_delay(struct ss_scan *s, int64_t loc, int64_t delay, int64_t wake
 	if (!l)
 		return -1;
 	bool worst = l->h.n == 0 || v > l->h.max;
-	if (hist_add(&l->h, v) != 0 || hist_add(&s->delays, v) != 0)
+	if (ss_hist_add(&l->h, v) != 0 || ss_hist_add(&s->delays, v) != 0)
 		return -1;
 	if (worst) {
 		l->worst_wake_ts = wake_ts;
@@ -269,7 +228,9 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 	at[SS_SCAN_LIVE_BUCKETS] = hi;
 	memcpy(s->live_at, at, sizeof at);
 	int64_t diff[SS_SCAN_LIVE_BUCKETS + 2] = { 0 };
-	sqlite3_stmt *st = prep(db, SS_Q_SCAN_TASKS, scope);
+	/* The tasks' recordings and locations only when a queue needs them. */
+	bool spawns = s->queues_wanting_spawns > 0;
+	sqlite3_stmt *st = prep(db, spawns ? SS_Q_SCAN_TASK_SPAWNS : SS_Q_SCAN_TASKS, scope);
 	size_t cap = 0;
 	if (!st)
 		return fail(db, err, errlen, "tasks");
@@ -278,6 +239,20 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 		bool has_spawn = sqlite3_column_type(st, 1) != SQLITE_NULL;
 		bool has_end = sqlite3_column_type(st, 2) != SQLITE_NULL;
 		int64_t spawn = sqlite3_column_int64(st, 1), end = sqlite3_column_int64(st, 2);
+		/* Every task of the scope's recordings is read once, for the
+		 * summary's counts and the queues' spawn locations too. */
+		if (has_spawn && spawn >= scope->from && spawn < scope->to)
+			s->spawned++;
+		if (has_end && end >= scope->from && end < scope->to)
+			s->finished++;
+		if (has_spawn && spawns && sqlite3_column_type(st, 4) != SQLITE_NULL &&
+		    ss_scan_queue_spawn(s, sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4), spawn) != 0) {
+			sqlite3_finalize(st);
+			return fail(NULL, err, errlen, "tasks");
+		}
+		/* Alive some time in the window. */
+		if ((has_spawn && spawn >= scope->to) || (has_end && end < scope->from))
+			continue;
 		s->tasks_seen++;
 		/* Alive at the bucket times t with spawn <= t < end: from the first
 		 * at or after spawn to the first at or after end. */
@@ -308,6 +283,7 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 	}
 	if (sqlite3_finalize(st) != SQLITE_OK)
 		return fail(db, err, errlen, "tasks");
+	ss_scan_queue_spawns_done(s);
 	int64_t run = 0;
 	for (int i = 0; i <= SS_SCAN_LIVE_BUCKETS; i++) {
 		run += diff[i];
@@ -324,12 +300,16 @@ static int by_dur_desc(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Whether keep_top would keep p (by_dur_desc reads only its dur and id). */
+static bool top_candidate(const struct ss_scan *s, const struct ss_scan_poll *p)
+{
+	return s->want_top && (s->n_top < s->want_top || by_dur_desc(p, &s->top[s->n_top - 1]) < 0);
+}
+
 /* Keeps the want_top longest polls, longest first (ties: lower id first). */
 static void keep_top(struct ss_scan *s, const struct ss_scan_poll *p)
 {
-	if (!s->want_top)
-		return;
-	if (s->n_top == s->want_top && by_dur_desc(p, &s->top[s->n_top - 1]) >= 0)
+	if (!top_candidate(s, p))
 		return;
 	size_t i = s->n_top < s->want_top ? s->n_top++ : s->n_top - 1;
 	while (i > 0 && by_dur_desc(p, &s->top[i - 1]) < 0) {
@@ -368,7 +348,8 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	s->want_top = top;
 	if (top && !(s->top = calloc(top, sizeof *s->top)))
 		return fail(NULL, err, errlen, "polls");
-	if (load_workers(db, scope, s, err, errlen) != 0 || scan_cpu(db, scope, s, err, errlen) != 0)
+	if (load_workers(db, scope, s, err, errlen) != 0 || scan_cpu(db, scope, s, err, errlen) != 0 ||
+	    ss_scan_queues(db, scope, s, err, errlen) != 0)
 		return -1;
 	sqlite3_stmt *p = NULL, *w = NULL, *k = NULL;
 	struct ss_hmap live_index = { 0 };
@@ -397,6 +378,9 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 		have_wake = (wr = sqlite3_step(w)) == SQLITE_ROW;                               \
 		if (!have_wake)                                                                 \
 			break;                                                                  \
+		if (sqlite3_column_type(w, 3) == SQLITE_NULL ||                                 \
+		    !ss_scope_holds(scope, sqlite3_column_int64(w, 3)))                         \
+			continue;                                                               \
 		if (sqlite3_column_type(w, 0) != SQLITE_NULL &&                                 \
 		    sqlite3_column_type(w, 1) != SQLITE_NULL) {                                 \
 			wake_poll = sqlite3_column_int64(w, 0);                                 \
@@ -412,26 +396,40 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	}
 	NEXT_WAKE();
 	while (!rc && (sr = sqlite3_step(p)) == SQLITE_ROW) {
+		/* The columns every poll needs; the others are read only for the
+		 * polls that need them (most do not), as a column read costs as
+		 * much as the row's share of the scan. */
 		struct ss_scan_poll poll = {
 			.id = sqlite3_column_int64(p, 0),
-			.location_id = sqlite3_column_int64(p, 1),
 			.worker_id = sqlite3_column_int64(p, 2),
 			.dur = sqlite3_column_int64(p, 3),
-			.task_id = sqlite3_column_int64(p, 4),
 			.ts = sqlite3_column_int64(p, 5),
-			.incomplete = sqlite3_column_int64(p, 6) != 0,
 		};
+		if (sqlite3_column_type(p, 3) == SQLITE_NULL || sqlite3_column_type(p, 5) == SQLITE_NULL ||
+		    !ss_scope_overlaps(scope, poll.ts, poll.dur))
+			continue;
 		struct ss_scan_worker *wk = (struct ss_scan_worker *)ss_scan_worker(s, poll.worker_id);
 		if (!wk)
 			continue; /* another recording's */
+		bool full = false;
+#define FULL_POLL()                                                            \
+	if (!full) {                                                           \
+		poll.location_id = sqlite3_column_int64(p, 1);                 \
+		poll.task_id = sqlite3_column_int64(p, 4);                     \
+		poll.incomplete = sqlite3_column_int64(p, 6) != 0;             \
+		full = true;                                                   \
+	}
 		uint64_t d = poll.dur > 0 ? (uint64_t)poll.dur : 0;
-		if (n_live && ss_hmap_get(&live_index, (uint64_t)poll.task_id, 0, &v)) {
-			uint64_t pts = (uint64_t)poll.ts;
-			if (!live[v].polled || pts >= live[v].last_poll_ts) {
-				live[v].last_poll_ts = pts;
-				live[v].running = poll.incomplete;
+		if (n_live) {
+			FULL_POLL();
+			if (ss_hmap_get(&live_index, (uint64_t)poll.task_id, 0, &v)) {
+				uint64_t pts = (uint64_t)poll.ts;
+				if (!live[v].polled || pts >= live[v].last_poll_ts) {
+					live[v].last_poll_ts = pts;
+					live[v].running = poll.incomplete;
+				}
+				live[v].polled = true;
 			}
-			live[v].polled = true;
 		}
 		wk->polls++;
 		wk->busy += clipped(scope, poll.ts, poll.dur);
@@ -440,8 +438,12 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 		s->polls++;
 		for (int i = 0; i < 3; i++)
 			s->over[i] += levels[i] > 0 && (double)d > levels[i];
-		keep_top(s, &poll);
-		if (poll.dur > long_min_ns && keep_long(s, &poll) != 0)
+		bool is_long = poll.dur > long_min_ns;
+		if (is_long || top_candidate(s, &poll)) {
+			FULL_POLL();
+			keep_top(s, &poll);
+		}
+		if (is_long && keep_long(s, &poll) != 0)
 			rc = fail(NULL, err, errlen, "polls");
 		/* Wakes of polls that are gone (ids below this one) are skipped. */
 		while (ordered && have_wake && wake_poll <= poll.id) {
@@ -450,9 +452,12 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 				break;
 			}
 			last_wake_poll = wake_poll;
-			if (wake_poll == poll.id && add_delay(s, poll.location_id, sqlite3_column_int64(w, 1),
-							      sqlite3_column_int64(w, 3), poll.id) != 0)
-				rc = fail(NULL, err, errlen, "wakes");
+			if (wake_poll == poll.id) {
+				FULL_POLL();
+				if (add_delay(s, poll.location_id, sqlite3_column_int64(w, 1), sqlite3_column_int64(w, 3),
+					      poll.id) != 0)
+					rc = fail(NULL, err, errlen, "wakes");
+			}
 			NEXT_WAKE();
 		}
 	}
@@ -464,6 +469,7 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	while (have_wake)
 		NEXT_WAKE();
 #undef NEXT_WAKE
+#undef FULL_POLL
 	if (!rc && ((sr != SQLITE_DONE && sr != SQLITE_ROW) || (wr != SQLITE_DONE && wr != SQLITE_ROW)))
 		rc = fail(db, err, errlen, "polls and wakes");
 	s->alive_at_end = n_live;
@@ -476,9 +482,13 @@ int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t l
 	if (!rc && !ordered)
 		rc = delays_by_join(db, scope, s, err, errlen);
 	while (!rc && (sr = sqlite3_step(k)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(k, 1), dur = sqlite3_column_int64(k, 2);
+		if (sqlite3_column_type(k, 1) == SQLITE_NULL || sqlite3_column_type(k, 2) == SQLITE_NULL ||
+		    !ss_scope_overlaps(scope, ts, dur))
+			continue;
 		struct ss_scan_worker *wk = (struct ss_scan_worker *)ss_scan_worker(s, sqlite3_column_int64(k, 0));
 		if (wk)
-			wk->parked += clipped(scope, sqlite3_column_int64(k, 1), sqlite3_column_int64(k, 2));
+			wk->parked += clipped(scope, ts, dur);
 	}
 	/* A statement that stopped early (a damaged file, the time budget) is an
 	 * error, not the end of the data. */
@@ -508,5 +518,7 @@ void ss_scan_free(struct ss_scan *s)
 	free(s->long_polls);
 	free(s->top);
 	free(s->idle_tasks);
+	free(s->queues);
+	ss_hmap_free(&s->queue_spawns);
 	memset(s, 0, sizeof *s);
 }

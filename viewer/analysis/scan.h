@@ -4,11 +4,8 @@
  * query per figure (on a 20M-event trace the queries took 20 s, mostly sorting
  * delays for percentiles). The checks and the report's summary read them.
  *
- * Percentiles are exact, by the nearest-rank definition that the README's SQL
- * uses too: the p-quantile of n values is the value at rank ceil(p * n) in
- * ascending order (1-based), the smallest value with at least a fraction p of
- * the values at or below it. The values are kept (8 bytes each, twice: overall
- * and per location) and sorted when a quantile is asked for.
+ * Percentiles are exact (hist.h): the delays are kept twice, overall and per
+ * location, and sorted when a quantile is asked for.
  *
  * Everything is limited to a scope (scope.h): polls, parks and CPU intervals
  * overlapping its window (their time clipped to it), wakes inside it.
@@ -21,16 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hist.h"
 #include "hmap.h"
 #include "scope.h"
-
-struct ss_hist {
-	uint64_t n;
-	uint64_t max;
-	uint64_t *v;   /* the n values */
-	size_t cap;
-	bool sorted;
-};
 
 struct ss_scan_worker {
 	int64_t id, recording_id, thread_id;
@@ -46,6 +36,23 @@ struct ss_scan_location {
 	struct ss_hist h;
 	/* The wake with the longest delay that led to a poll here. */
 	int64_t worst_wake_ts, worst_poll_id;
+};
+
+/* One recording's global run queue (queue_depths rows with a global depth,
+ * of its threads, in the window). */
+struct ss_scan_queue {
+	int64_t recording_id;
+	int64_t peak, peak_ts;       /* the deepest, and when it was first that deep */
+	uint64_t rows;
+	/* Over the lowest queue-buildup level in use: the first time and the rows
+	 * (peak_ts and 0 when never). */
+	int64_t first_over_ts;
+	uint64_t rows_over;
+	/* For a queue over the lowest queue-buildup level (wants_spawns): the
+	 * spawn location with the most tasks of the recording spawned from
+	 * first_over_ts to peak_ts (ties: the lower id), 0 when none. */
+	bool wants_spawns;
+	int64_t spawn_location, spawns;
 };
 
 /* A poll as the scan keeps it (the long ones, and the top list). */
@@ -86,6 +93,15 @@ struct ss_scan {
 	int64_t live[SS_SCAN_LIVE_BUCKETS + 1];
 	int64_t live_at[SS_SCAN_LIVE_BUCKETS + 1]; /* the times of live[] */
 	uint64_t tasks_seen;
+	/* Tasks of the scope's recordings spawned, and ended, in the window. */
+	int64_t spawned, finished;
+	/* queue_depths in the window: rows, the deepest global and local queue
+	 * (0 when none), and per recording the global queue, by recording id. */
+	uint64_t queue_rows;
+	int64_t global_max, local_max;
+	struct ss_scan_queue *queues;
+	size_t n_queues, queues_wanting_spawns;
+	struct ss_hmap queue_spawns; /* (queue, location) -> spawns, while the tasks are scanned */
 };
 
 #define SS_SCAN_MAX_LONG 100000
@@ -95,10 +111,12 @@ struct ss_scan {
  * message in err. */
 int ss_scan_run(sqlite3 *db, const struct ss_scope *scope, size_t top, int64_t long_min_ns, struct ss_scan *s,
 		char *err, size_t errlen);
-/* The nearest-rank quantile: the value at rank ceil(pct * n / 100), pct in
- * 1..100 (as "ORDER BY v LIMIT 1 OFFSET rank - 1" would give); -1 when empty.
- * Sorts the values on first use. */
-double ss_hist_quantile(struct ss_hist *h, unsigned pct);
+/* The parts of ss_scan_run in scan_queues.c: the queue pass (before the
+ * task pass), one spawned task for the queues' spawn locations, and the pick
+ * of those locations once every task was seen. */
+int ss_scan_queues(sqlite3 *db, const struct ss_scope *scope, struct ss_scan *s, char *err, size_t errlen);
+int ss_scan_queue_spawn(struct ss_scan *s, int64_t recording_id, int64_t location_id, int64_t spawn_ts);
+void ss_scan_queue_spawns_done(struct ss_scan *s);
 const struct ss_scan_worker *ss_scan_worker(const struct ss_scan *s, int64_t id);
 void ss_scan_free(struct ss_scan *s);
 

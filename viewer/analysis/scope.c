@@ -73,6 +73,23 @@ void ss_scope_bind(sqlite3_stmt *st, const struct ss_scope *s)
 	sqlite3_bind_int64(st, 3, s->to);
 }
 
+bool ss_scope_overlaps(const struct ss_scope *s, int64_t ts, int64_t dur)
+{
+	if (ts >= s->to)
+		return false;
+	int64_t end;
+	if (!__builtin_add_overflow(ts, dur, &end))
+		return end >= s->from;
+	/* Past int64 the sum is a double: above every from, or below all but
+	 * INT64_MIN, which it may round to. */
+	return dur > 0 || (s->from == INT64_MIN && (double)ts + (double)dur >= -0x1p63);
+}
+
+bool ss_scope_holds(const struct ss_scope *s, int64_t ts)
+{
+	return ts >= s->from && ts < s->to;
+}
+
 int ss_parse_ns(const char *text, int64_t *out)
 {
 	char *end;

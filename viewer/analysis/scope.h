@@ -30,6 +30,14 @@ int ss_scope_resolve(sqlite3 *db, struct ss_scope *s, int64_t recording, bool ha
  * ?2 (from) and ?3 (to). */
 void ss_scope_bind(sqlite3_stmt *st, const struct ss_scope *s);
 
+/* Whether an interval [ts, ts + dur) overlaps the window as the SQL of
+ * read_queries.c has it ("ts < to AND ts + dur >= from", the sum past int64
+ * in doubles as SQLite does), and whether an instant is in it ("ts >= from
+ * AND ts < to"): the scans read every row and test in C, cheaper than having
+ * SQLite read the time columns twice. */
+bool ss_scope_overlaps(const struct ss_scope *s, int64_t ts, int64_t dur);
+bool ss_scope_holds(const struct ss_scope *s, int64_t ts);
+
 /* A duration or time with a unit as people type it ("1500000", "1.5ms",
  * "2s", "250us", "40ns") into ns. Returns 0, or -1 when it is not one. */
 int ss_parse_ns(const char *text, int64_t *out);

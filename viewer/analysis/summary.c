@@ -156,7 +156,11 @@ char *ss_location_text(struct ss_analysis *a, int64_t location_id)
 {
 	char buf[512];
 	snprintf(buf, sizeof buf, "? (?:0)");
-	sqlite3_stmt *st = ss_read_prepare(a->db, SS_Q_SUM_LOCATION);
+	/* Kept prepared (the summary and the findings name many locations);
+	 * a database whose locations cannot be read says "? (?:0)" and goes on. */
+	sqlite3_stmt **st_p = &a->stmts[SS_Q_SUM_LOCATION], *st = *st_p;
+	if (!st)
+		st = *st_p = ss_read_prepare(a->db, SS_Q_SUM_LOCATION);
 	if (st) {
 		sqlite3_bind_int64(st, 1, location_id);
 		if (sqlite3_step(st) == SQLITE_ROW) {
@@ -166,7 +170,7 @@ char *ss_location_text(struct ss_analysis *a, int64_t location_id)
 				 (long long)sqlite3_column_int64(st, 2));
 		}
 	}
-	ss_analysis_done(a, st);
+	ss_analysis_release(a, st);
 	return strdup(buf);
 }
 
@@ -199,16 +203,16 @@ static void counts(struct ss_analysis *a, struct ss_summary *s)
 {
 	sqlite3_stmt *st = ss_analysis_query(a, SS_Q_SUM_COUNTS);
 	if (st && sqlite3_step(st) == SQLITE_ROW) {
-		s->global_max = sqlite3_column_int64(st, 0);
-		s->local_max = sqlite3_column_int64(st, 1);
-		s->has_queues = sqlite3_column_int64(st, 2) > 0;
-		s->spawned = sqlite3_column_int64(st, 3);
-		s->finished = sqlite3_column_int64(st, 4);
-		s->lost_events = sqlite3_column_int64(st, 5);
-		s->lost_samples = sqlite3_column_int64(st, 6);
-		s->task_dumps = sqlite3_column_int64(st, 7);
+		s->lost_events = sqlite3_column_int64(st, 0);
+		s->lost_samples = sqlite3_column_int64(st, 1);
+		s->task_dumps = sqlite3_column_int64(st, 2);
 	}
 	ss_analysis_done(a, st);
+	s->global_max = a->scan.global_max;
+	s->local_max = a->scan.local_max;
+	s->has_queues = a->scan.queue_rows > 0;
+	s->spawned = a->scan.spawned;
+	s->finished = a->scan.finished;
 	s->alive_at_end = (int64_t)a->scan.alive_at_end;
 	s->idle_at_end = a->scan.idle_at_end;
 	s->alive_early = a->scan.live[SS_SCAN_LIVE_BUCKETS / 10];

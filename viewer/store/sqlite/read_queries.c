@@ -23,14 +23,25 @@ static const char *const sql[SS_Q_COUNT] = {
 			      " ORDER BY id",
 	[SS_Q_SCAN_CPU] = "SELECT thread_id, state, ts, dur FROM cpu_intervals WHERE ts < ?3 AND ts + dur >= ?2"
 			  " AND thread_id IN (SELECT thread_id FROM workers WHERE " REC_OF("recording_id") ")",
+	/* Every task of the recordings: the scan counts spawns and ends in the
+	 * window, and the tasks alive in it, from the one pass. */
 	[SS_Q_SCAN_TASKS] = "SELECT id, spawn_ts, end_ts FROM tasks WHERE " REC_OF("recording_id")
-			    " AND (spawn_ts IS NULL OR spawn_ts < ?3) AND (end_ts IS NULL OR end_ts >= ?2)",
-	/* The recording is the worker's, looked up by the scan. */
-	[SS_Q_SCAN_POLLS] = "SELECT id, coalesce(location_id, 0), worker_id, dur, coalesce(task_id, 0), ts,"
-			    " incomplete FROM polls WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1 ORDER BY id",
-	[SS_Q_SCAN_WAKES] = "SELECT poll_id, delay, task_id, ts FROM wakes WHERE ts >= ?2 AND ts < ?3 AND "
-			    TASK_IN_REC("task_id") " ORDER BY rowid",
-	[SS_Q_SCAN_PARKS] = "SELECT worker_id, ts, dur FROM parks WHERE ts < ?3 AND ts + dur >= ?2 AND ?1 = ?1",
+			    " AND ?2 = ?2 AND ?3 = ?3",
+	[SS_Q_SCAN_TASK_SPAWNS] = "SELECT id, spawn_ts, end_ts, recording_id, location_id FROM tasks WHERE "
+				  REC_OF("recording_id") " AND ?2 = ?2 AND ?3 = ?3",
+	[SS_Q_SCAN_THREADS] = "SELECT id, recording_id FROM threads",
+	/* The scans below read every row and test the window in C
+	 * (ss_scope_overlaps, ss_scope_holds): SQLite would read the time
+	 * columns twice. */
+	[SS_Q_SCAN_QUEUES] = "SELECT thread_id, global, local, ts FROM queue_depths WHERE ?1 = ?1 AND ?2 = ?2"
+			     " AND ?3 = ?3 ORDER BY rowid",
+	/* The recording is the worker's, looked up by the scan; a NULL location or
+	 * task reads as 0. */
+	[SS_Q_SCAN_POLLS] = "SELECT id, location_id, worker_id, dur, task_id, ts, incomplete FROM polls"
+			    " WHERE ?1 = ?1 AND ?2 = ?2 AND ?3 = ?3 ORDER BY id",
+	[SS_Q_SCAN_WAKES] = "SELECT poll_id, delay, task_id, ts FROM wakes WHERE " TASK_IN_REC("task_id")
+			    " AND ?2 = ?2 AND ?3 = ?3 ORDER BY rowid",
+	[SS_Q_SCAN_PARKS] = "SELECT worker_id, ts, dur FROM parks WHERE ?1 = ?1 AND ?2 = ?2 AND ?3 = ?3",
 	[SS_Q_SCAN_DELAYS_JOIN] = "SELECT coalesce(p.location_id, 0), w.delay, w.ts, w.poll_id FROM wakes w"
 				  " JOIN polls p ON p.id = w.poll_id WHERE w.delay IS NOT NULL AND w.ts >= ?2"
 				  " AND w.ts < ?3 AND p.ts < ?3 AND p.ts + p.dur >= ?2 AND " TASK_IN_REC("w.task_id")
@@ -63,17 +74,13 @@ static const char *const sql[SS_Q_COUNT] = {
 		"FROM stalls s LEFT JOIN locations l ON l.id = s.location_id LEFT JOIN workers w ON w.id = s.worker_id "
 		"WHERE " REC_OF("w.recording_id") " AND s.ts < ?3 AND s.ts + coalesce(s.dur, 0) >= ?2 "
 		"GROUP BY s.location_id ORDER BY count(*) DESC, s.location_id LIMIT ?4",
+	/* The queues and the task counts come from the scan. */
 	[SS_Q_SUM_COUNTS] =
-		"SELECT q.g, q.l, q.n, "
-		"  (SELECT count(*) FROM tasks WHERE spawn_ts >= ?2 AND spawn_ts < ?3 AND " REC_OF("recording_id") "), "
-		"  (SELECT count(*) FROM tasks WHERE end_ts >= ?2 AND end_ts < ?3 AND " REC_OF("recording_id") "), "
-		"  (SELECT coalesce(sum(count), 0) FROM loss WHERE source = 'events' AND ts < ?3 AND ts + dur >= ?2 "
+		"SELECT (SELECT coalesce(sum(count), 0) FROM loss WHERE source = 'events' AND ts < ?3 AND ts + dur >= ?2 "
 		"     AND " REC_OF("recording_id") "), "
 		"  (SELECT coalesce(sum(count), 0) FROM loss WHERE source = 'samples' AND ts < ?3 AND ts + dur >= ?2 "
 		"     AND " REC_OF("recording_id") "), "
-		"  (SELECT count(*) FROM task_dumps d WHERE d.ts >= ?2 AND d.ts < ?3 AND " TASK_IN_REC("d.task_id") ") "
-		"FROM (SELECT max(global) AS g, max(local) AS l, count(*) AS n FROM queue_depths "
-		"      WHERE ts >= ?2 AND ts < ?3 AND " THREAD_IN_REC("thread_id") ") q",
+		"  (SELECT count(*) FROM task_dumps d WHERE d.ts >= ?2 AND d.ts < ?3 AND " TASK_IN_REC("d.task_id") ")",
 	[SS_Q_SUM_LOCATION] = "SELECT function, file, line FROM locations WHERE id = ?1",
 
 	[SS_Q_POLL] = "SELECT p.ts, p.dur, p.worker_id, coalesce(w.runtime, '?') || '#' || w.idx, w.thread_id, t.task,"
@@ -96,14 +103,6 @@ static const char *const sql[SS_Q_COUNT] = {
 	 * begun last at or before ?2 can reach into the range from before. */
 	[SS_Q_WORKER_POLLS_IN] = "SELECT id, ts, dur FROM polls WHERE worker_id = ?1 AND ts < ?3 AND ts >= coalesce("
 				 "(SELECT max(ts) FROM polls WHERE worker_id = ?1 AND ts <= ?2), ?2)",
-	[SS_Q_QUEUE_PEAKS] = "SELECT t.recording_id, max(q.global), q.ts FROM queue_depths q JOIN threads t ON"
-			     " t.id = q.thread_id WHERE q.ts >= ?2 AND q.ts < ?3 AND " REC_OF("t.recording_id")
-			     " AND q.global IS NOT NULL GROUP BY t.recording_id ORDER BY t.recording_id",
-	[SS_Q_QUEUE_FIRST_OVER] = "SELECT min(q.ts), count(*) FROM queue_depths q JOIN threads t ON t.id = q.thread_id"
-				  " WHERE t.recording_id = ?1 AND q.global > ?4 AND q.ts >= ?2 AND q.ts < ?3",
-	[SS_Q_SPAWNS_NEAR] = "SELECT location_id, count(*) FROM tasks WHERE recording_id = ?1 AND spawn_ts >= ?2"
-			     " AND spawn_ts < ?3 AND location_id IS NOT NULL GROUP BY location_id ORDER BY 2 DESC,"
-			     " location_id LIMIT 1",
 	[SS_Q_TASK_DUMPS] = "SELECT d.task_id, d.callsite_id, coalesce(d.location_id, t.location_id) FROM task_dumps d"
 			    " LEFT JOIN tasks t ON t.id = d.task_id WHERE d.task_id IS NOT NULL ORDER BY d.rowid",
 	[SS_Q_LOSS] = "SELECT l.recording_id, l.source, group_concat(DISTINCT l.reason), sum(l.count), min(l.ts),"

@@ -18,10 +18,13 @@ enum ss_read_query {
 	/* the one-pass scans (viewer/analysis/scan.c), of a scope */
 	SS_Q_SCAN_WORKERS,     /* id, recording_id, thread_id; by id */
 	SS_Q_SCAN_CPU,         /* thread_id, state, ts, dur of the workers' threads */
-	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts of tasks alive in the window */
-	SS_Q_SCAN_POLLS,       /* id, location, worker, dur, task, ts, incomplete; by id */
-	SS_Q_SCAN_WAKES,       /* poll_id, delay, task_id, ts; by rowid */
-	SS_Q_SCAN_PARKS,       /* worker_id, ts, dur */
+	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts of the tasks */
+	SS_Q_SCAN_TASK_SPAWNS, /* the same, then recording_id, location_id */
+	SS_Q_SCAN_THREADS,     /* id, recording_id of every thread */
+	SS_Q_SCAN_QUEUES,      /* thread_id, global, local, ts of the queue depths; by rowid */
+	SS_Q_SCAN_POLLS,       /* id, location, worker, dur, task, ts, incomplete; by id; every window */
+	SS_Q_SCAN_WAKES,       /* poll_id, delay, task_id, ts; by rowid; every window */
+	SS_Q_SCAN_PARKS,       /* worker_id, ts, dur; every window */
 	SS_Q_SCAN_DELAYS_JOIN, /* location, delay, wake ts, poll id */
 	SS_Q_STALL_POLLS,      /* poll_id, id of every stall */
 	/* the summary (viewer/analysis/summary.c), of a scope */
@@ -30,7 +33,7 @@ enum ss_read_query {
 	SS_Q_SUM_WORKERS,
 	SS_Q_SUM_STALL_KINDS,
 	SS_Q_SUM_STALL_LOCATIONS, /* ?4 = rows */
-	SS_Q_SUM_COUNTS,
+	SS_Q_SUM_COUNTS,       /* events lost, samples lost, task dumps */
 	SS_Q_SUM_LOCATION,     /* ?1 = location id: function, file, line */
 	/* one poll (viewer/analysis/polls.c) */
 	SS_Q_POLL,             /* ?1 poll: ts, dur, worker_id, worker, thread_id, task, task_id,
@@ -41,9 +44,6 @@ enum ss_read_query {
 	SS_Q_HAS_CPU,          /* ?1 thread: 1 when it has CPU intervals */
 	/* checks (viewer/analysis/check_*.c) */
 	SS_Q_WORKER_POLLS_IN,  /* ?1 worker, ?2 from, ?3 to: id, ts, dur of the polls overlapping */
-	SS_Q_QUEUE_PEAKS,      /* scope: recording, max global, its ts; per recording */
-	SS_Q_QUEUE_FIRST_OVER, /* scope window, ?1 recording, ?4 level: first ts over it, rows over it */
-	SS_Q_SPAWNS_NEAR,      /* ?1 recording, ?2 from, ?3 to: location_id, spawns; the most first */
 	SS_Q_TASK_DUMPS,       /* task_id, callsite_id, location_id of every task dump, in order */
 	SS_Q_LOSS,             /* scope: recording, source, reasons, count, first ts, last end,
 	                        * rows, items recorded; per recording and source */
