@@ -83,6 +83,7 @@ d = sqlite3.connect(sys.argv[3])
 q = lambda sql: d.execute(sql).fetchall()
 total = q("SELECT count(*) FROM samples WHERE kind = 'cpu'")[0][0]
 assert sl["b"]["cpu_samples"] == total and sl["b"]["polls"] == q("SELECT count(*) FROM polls WHERE NOT incomplete")[0][0]
+assert sl["b"]["recordings"] == q("SELECT count(*) FROM recordings")[0][0] and sl["b"]["recording"] is None, sl["b"]
 def rank(vals, p):
     vals = sorted(vals)
     return vals[(p * len(vals) + 99) // 100 - 1] if vals else None

@@ -713,6 +713,7 @@ static void side_info(struct ss_cmp_side *out, const struct side *s, const char 
 	out->wakes = s->wakes;
 	const struct ss_summary *sum = ss_analysis_summary(s->analysis);
 	out->executable = sum->n_recordings ? dup_or_null(sum->recordings[0].executable) : NULL;
+	out->recordings = sum->n_recordings;
 	out->findings = ss_analysis_findings(s->analysis)->n;
 }
 

@@ -82,6 +82,7 @@ struct ss_cmp_finding {
 struct ss_cmp_side {
 	char *path;
 	int64_t recording_id;    /* 0: every recording of the file */
+	size_t recordings;       /* in the scope */
 	char *executable;        /* of its first recording; NULL when unknown */
 	int64_t duration_ns;
 	uint64_t polls, cpu_samples, wakes;

@@ -250,12 +250,15 @@ static void text_findings(FILE *o, const char *title, const struct ss_cmp_findin
 
 static void text_side(FILE *o, const char *which, const struct ss_cmp_side *s)
 {
-	char d[32], rec[48] = "every recording";
+	char d[32], rec[48];
 	ss_fmt_dur(d, sizeof d, (double)s->duration_ns);
 	if (s->recording_id)
 		snprintf(rec, sizeof rec, "recording #%lld", (long long)s->recording_id);
-	fprintf(o, "  %s: %s (%s): %s, %s, %llu polls, %llu CPU samples, %zu findings\n", which, s->path, rec,
-		s->executable ? s->executable : "?", d, (unsigned long long)s->polls,
+	else
+		snprintf(rec, sizeof rec, "%zu recording%s", s->recordings, s->recordings == 1 ? "" : "s");
+	const char *exe = s->executable ? strrchr(s->executable, '/') : NULL;
+	fprintf(o, "  %s: %s (%s of %s, %s): %llu polls, %llu CPU samples, %zu findings\n", which, s->path, rec,
+		exe ? exe + 1 : s->executable ? s->executable : "?", d, (unsigned long long)s->polls,
 		(unsigned long long)s->cpu_samples, s->findings);
 }
 
@@ -350,6 +353,7 @@ static void json_side(struct ss_json *j, const char *key, const struct ss_cmp_si
 	ss_json_open(j, key, '{');
 	ss_json_str(j, "database", s->path);
 	ss_json_num(j, "recording", s->recording_id ? (double)s->recording_id : NAN);
+	ss_json_num(j, "recordings", (double)s->recordings);
 	ss_json_str(j, "executable", s->executable);
 	ss_json_num(j, "duration_ns", (double)s->duration_ns);
 	ss_json_num(j, "polls", (double)s->polls);

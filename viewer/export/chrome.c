@@ -56,6 +56,11 @@ struct chrome {
 	struct { int64_t sf; char *text; const char *name; } *stacks;
 	size_t n_stacks, cap_stacks;
 	bool first;
+	/* Nothing is written before the first event (an empty scope writes
+	 * nothing at all); the processes' names wait here till then. */
+	bool started;
+	struct { int64_t id; char *name; } *procs;
+	size_t n_procs;
 	bool failed;
 	char *err;
 	size_t errlen;
@@ -87,10 +92,22 @@ static void put_dur(FILE *o, int64_t ns)
 	put_us(o, ns > 0 ? ns : 0, 0);
 }
 
+static void meta(struct chrome *c, const char *what, int64_t pid, int64_t tid, const char *name, int64_t sort);
+
+static void start(struct chrome *c)
+{
+	c->started = true;
+	fputs("{\"traceEvents\":[", c->out);
+	for (size_t i = 0; i < c->n_procs; i++)
+		meta(c, "process_name", c->procs[i].id, 0, c->procs[i].name, c->procs[i].id);
+}
+
 /* The separator and the fields every event has. */
 static void ev_begin(struct chrome *c, const char *ph, const char *cat, const char *name, int64_t pid, int64_t tid,
 		     int64_t ts)
 {
+	if (!c->started)
+		start(c);
 	fputs(c->first ? "\n" : ",\n", c->out);
 	c->first = false;
 	fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"%s\",\"name\":", ph, cat);
@@ -561,10 +578,23 @@ static void processes(struct chrome *c)
 		char name[512];
 		snprintf(name, sizeof name, "%.300s (pid %lld) on %.150s", exe ? base_name(exe) : "?",
 			 (long long)sqlite3_column_int64(st, 3), host ? host : "?");
-		int64_t id = sqlite3_column_int64(st, 0);
-		meta(c, "process_name", id, 0, name, id);
+		void *np = realloc(c->procs, (c->n_procs + 1) * sizeof *c->procs);
+		if (!np) {
+			fail(c, NULL);
+			break;
+		}
+		c->procs = np;
+		c->procs[c->n_procs].id = sqlite3_column_int64(st, 0);
+		if (!(c->procs[c->n_procs].name = strdup(name))) {
+			fail(c, NULL);
+			break;
+		}
+		c->n_procs++;
 	}
-	done(c, st, rc, "recordings");
+	if (!c->failed)
+		done(c, st, rc, "recordings");
+	else
+		sqlite3_finalize(st);
 }
 
 static void lanes(struct chrome *c)
@@ -625,11 +655,9 @@ int ss_export_chrome(sqlite3 *db, const struct ss_export_opts *o, FILE *out, str
 		c.failed = true;
 	}
 	if (!c.failed) {
-		fputs("{\"traceEvents\":[", out);
 		processes(&c);
-		uint64_t meta_events = st->events;
 		lanes(&c);
-		if (!c.failed && st->events == meta_events) {
+		if (!c.failed && !c.started) {
 			ss_export_empty(o, o->has_task ? "polls, stalls or samples" : "polls, parks, stalls or samples",
 					err, errlen);
 			c.failed = true;
@@ -645,6 +673,9 @@ int ss_export_chrome(sqlite3 *db, const struct ss_export_opts *o, FILE *out, str
 		fprintf(out, ",\"origin_ns\":%" PRId64 ",\"time\":\"microseconds since origin_ns (CLOCK_MONOTONIC of the "
 			"recording machine)\",\"samples\":\"%s\"}}\n", o->scope.origin, o->offcpu ? "offcpu" : "cpu");
 	}
+	for (size_t i = 0; i < c.n_procs; i++)
+		free(c.procs[i].name);
+	free(c.procs);
 	for (size_t i = 0; i < c.n_nodes; i++) {
 		free(c.nodes[i].name);
 		free(c.nodes[i].category);
