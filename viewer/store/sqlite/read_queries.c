@@ -168,6 +168,10 @@ static const char *const sql[SS_Q_COUNT] = {
 	[SS_Q_CMP_SAMPLES] = "SELECT s.poll_id, s.callsite_id, p.location_id FROM samples s LEFT JOIN polls p ON"
 			     " p.id = s.poll_id WHERE s.kind = 'cpu' AND s.ts >= ?2 AND s.ts < ?3 AND "
 			     THREAD_IN_REC("s.thread_id") " ORDER BY s.thread_id, s.ts",
+	[SS_Q_CALLSITE] = "SELECT parent_id, frame_id FROM callsites WHERE id = ?1",
+	[SS_Q_FRAME] = "SELECT f.function, f.file, f.line, m.path, f.rel_pc FROM frames f"
+		       " LEFT JOIN mappings m ON m.id = f.mapping_id WHERE f.id = ?1",
+	[SS_Q_CALLER_EDGES] = "SELECT DISTINCT c.frame_id, p.frame_id FROM callsites c JOIN callsites p ON p.id = c.parent_id",
 };
 
 const char *ss_read_sql(enum ss_read_query q)

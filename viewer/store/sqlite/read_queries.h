@@ -66,6 +66,10 @@ enum ss_read_query {
 	SS_Q_EXPORT_FRAME,     /* ?1 frame id: mapping_id, inline_depth */
 	/* compare (viewer/analysis/compare.c), of a scope */
 	SS_Q_CMP_SAMPLES,      /* CPU samples: poll_id, callsite_id, the poll's location_id; by thread, ts */
+	/* stacks (viewer/analysis/stacks.c) */
+	SS_Q_CALLSITE,         /* ?1 callsite: parent_id, frame_id */
+	SS_Q_FRAME,            /* ?1 frame: function, file, line, mapping path, rel_pc */
+	SS_Q_CALLER_EDGES,     /* every distinct (frame, its caller's frame) of the callsite tree */
 	SS_Q_COUNT
 };
 
