@@ -5,11 +5,14 @@
 # culprit_spin_long_poll as new, with its long-poll finding only in B, and the other
 # way round as gone and only in A; the figures of a side are the database's (polls,
 # nearest-rank p99, CPU share, wake-to-poll p99 per location, by SQL); bad inputs
-# give one line on stderr and a non-zero exit.
-# usage: test_compare.sh STALLSCOPE_CLI SOURCE_ROOT
+# give one line on stderr and a non-zero exit. With the example runtime, steady and
+# long-poll are also recorded here and compared (as two files, and as two recordings
+# of one database with --recording-a/--recording-b).
+# usage: test_compare.sh STALLSCOPE_CLI SOURCE_ROOT [EXAMPLE_RUNTIME]
 set -eu
 cli=$1
 root=$2
+exe=${3:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stallscope-compare.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -116,6 +119,65 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 assert len(c['locations']) == 1 and len(c['functions']) == 1 and len(c['cpu_share_moves']) == 1, c
 " "$tmp/top1.json"
+
+# ---- recordings made here, and two recordings of one database --------------------------
+# The demos above were recorded once; these are recorded now, by this build's example
+# runtime, so a change to the recorder or the importer that hides the culprit shows.
+if [ -n "$exe" ]; then
+	for sc in steady long-poll; do
+		mkdir -p "$tmp/rec-$sc"
+		STALLSCOPE_ENABLED=1 STALLSCOPE_OUTPUT_DIR="$tmp/rec-$sc" STALLSCOPE_FILE_PREFIX="$sc" \
+			"$exe" --scenario "$sc" --workers 4 --duration 1.5 --rate 1500 --seed 1 > /dev/null \
+			|| fail "the example runtime did not run $sc"
+		"$cli" import --quiet "$tmp/rec-$sc" -o "$tmp/rec-$sc.db"
+	done
+	"$cli" import --quiet "$tmp/rec-steady" "$tmp/rec-long-poll" -o "$tmp/two.db"
+	first=$(sqlite3 "$tmp/two.db" "SELECT id FROM recordings ORDER BY first_ts LIMIT 1")
+	second=$(sqlite3 "$tmp/two.db" "SELECT id FROM recordings ORDER BY first_ts DESC LIMIT 1")
+	[ "$first" != "$second" ] || fail "two.db does not hold two recordings"
+	"$cli" compare "$tmp/rec-steady.db" "$tmp/rec-long-poll.db" --json --top 0 > "$tmp/fresh.json"
+	"$cli" compare "$tmp/rec-long-poll.db" "$tmp/rec-steady.db" --json --top 0 > "$tmp/fresh-back.json"
+	"$cli" compare "$tmp/two.db" "$tmp/two.db" --recording-a "$first" --recording-b "$second" --json --top 0 \
+		> "$tmp/two.json"
+	"$cli" compare "$tmp/two.db" "$tmp/two.db" --recording-a "$first" --recording-b "$first" > "$tmp/two-self.txt"
+	grep -q '^no differences' "$tmp/two-self.txt" || { cat "$tmp/two-self.txt"; fail "a recording of two.db against itself differs"; }
+	python3 - "$tmp/fresh.json" "$tmp/fresh-back.json" "$tmp/two.json" "$first" "$second" <<'PY'
+import json, sys
+fwd, back, two = (json.load(open(p)) for p in sys.argv[1:4])
+first, second = int(sys.argv[4]), int(sys.argv[5])
+def fn(c, name):
+    rows = [r for r in c["functions"] if r["name"] == name]
+    assert rows, [r["name"] for r in c["functions"]]
+    return rows[0]
+f = fn(fwd, "culprit_spin_long_poll")
+assert f["status"] == "new" and f["b"]["polls"] > 0 and f["b"]["cpu_share"] > 0.2, f
+assert f["b"]["max_ns"] > 10_000_000, f  # the scenario spins for tens of ms
+assert any(x["check"] == "long-poll" and x["culprit"] == "culprit_spin_long_poll"
+           and x["severity_b"] in ("warning", "critical") and x["severity_a"] is None
+           for x in fwd["findings"]["only_b"]), fwd["findings"]["only_b"]
+assert fwd["cpu_share_moves"][0]["function"] == "culprit_spin_long_poll", fwd["cpu_share_moves"][:3]
+g = fn(back, "culprit_spin_long_poll")
+assert g["status"] == "gone" and g["ratio"]["cpu_share"] == "gone", g
+assert any(x["culprit"] == "culprit_spin_long_poll" for x in back["findings"]["only_a"]), back["findings"]
+# One database holding both recordings: the same comparison as the two files.
+assert two["a"]["recording"] == first and two["b"]["recording"] == second, (two["a"], two["b"])
+assert two["a"]["recordings"] == 1 and two["b"]["recordings"] == 1, (two["a"], two["b"])
+for k in ("polls", "cpu_samples", "wakes"):
+    assert (two["a"][k], two["b"][k]) == (fwd["a"][k], fwd["b"][k]), k
+assert [(r["name"], r["a"], r["b"]) for r in two["locations"]] == [(r["name"], r["a"], r["b"]) for r in fwd["locations"]]
+# Functions only where no shared helper is involved: whether a function is a
+# helper that stands for its callers is decided over the database's stacks
+# (analysis/stacks.c), and one database holding both recordings sees the
+# callers of both.
+t = fn(two, "culprit_spin_long_poll")
+assert (t["status"], t["a"], t["b"]) == (f["status"], f["a"], f["b"]), (t, f)
+print(f"ok    recorded here: culprit_spin_long_poll new (CPU share {f['b']['cpu_share']:.1%}, max"
+      f" {f['b']['max_ns'] / 1e6:.1f} ms) and gone the other way; two.db --recording-a {first} --recording-b"
+      f" {second} = the two files")
+PY
+else
+	echo "ok    (no example runtime given: the recordings made here are left out)"
+fi
 
 # ---- bad inputs -------------------------------------------------------------------------
 expect_error() {
