@@ -196,4 +196,8 @@ expect_error "not a database" "$tmp/lp.db" "$tmp/text.db"
 expect_error "one database" "$tmp/lp.db"
 expect_error "unknown recording" "$tmp/lp.db" "$tmp/lp.db" --recording-b 7
 expect_error "bad --top" "$tmp/lp.db" "$tmp/lp.db" --top x
+cp "$tmp/steady.db" "$tmp/norec.db"
+sqlite3 "$tmp/norec.db" "DELETE FROM recordings"
+expect_error "no recording in B" "$tmp/lp.db" "$tmp/norec.db"
+grep -q '^stallscope compare: B: .*norec.db holds no data' "$tmp/err.txt" || fail "no data: not said of B"
 echo "compare: ok"

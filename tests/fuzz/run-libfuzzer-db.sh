@@ -57,7 +57,7 @@ fi
 	-I"$root/schema" -I"$root/viewer/cli" -I"$root/viewer/store/sqlite" -I"$root/viewer/analysis" \
 	-I"$root/viewer/export" -I"$root/viewer/model" -I"$work" -I"$here" \
 	"$here/fuzz_db.c" "$work/schema_sql.c" "$work/syscall_names.c" "$root/viewer/cli/cmd_report.c" \
-	"$root/viewer/cli/cmd_export.c" "$root/viewer/cli/cmd_compare.c" "$root"/viewer/analysis/*.c \
+	"$root/viewer/cli/cmd_export.c" "$root/viewer/cli/cmd_compare.c" "$root/viewer/cli/cli_open.c" "$root"/viewer/analysis/*.c \
 	"$root/viewer/export/chrome.c" "$root/viewer/export/export.c" "$root/viewer/export/folded.c" \
 	"$root/viewer/export/json_out.c" $pprof_src "$root/viewer/model/hmap.c" \
 	"$root/viewer/store/sqlite/store_open.c" "$root/viewer/store/sqlite/read_queries.c" \

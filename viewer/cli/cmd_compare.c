@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli_open.h"
 #include "commands.h"
 #include "compare.h"
 #include "json_out.h"
@@ -46,7 +47,7 @@ struct options {
 	bool json;
 	size_t top;
 	double timeout;
-	int64_t recording[2];
+	struct cli_scope_args scope[2]; /* --recording-a, --recording-b */
 };
 
 static int parse(int argc, char **argv, struct options *o)
@@ -84,13 +85,8 @@ static int parse(int argc, char **argv, struct options *o)
 					return -1;
 				}
 			} else {
-				long long n = strtoll(v, &end, 10);
-				if (*end || n < 1) {
-					fprintf(stderr, "stallscope compare: %s takes a recording id (the recordings "
-						"table's id, 1 or more), not '%s'\n", a, v);
+				if (cli_scope_option("compare", a, v, &o->scope[a[12] == 'b']) != 0)
 					return -1;
-				}
-				o->recording[a[12] == 'b'] = n;
 			}
 		} else if (a[0] == '-' || n_paths == 2) {
 			fprintf(stderr, "stallscope compare: unexpected '%s'; see 'stallscope compare --help'\n", a);
@@ -399,31 +395,6 @@ static void json(FILE *o, const struct ss_comparison *c, size_t top)
 
 /* ---- the command ---------------------------------------------------------------------- */
 
-/* Opens and scopes one side; prints why not. */
-static int open_side(const struct options *o, int k, sqlite3 **db, struct ss_store_budget *b, struct ss_scope *s)
-{
-	char err[1024];
-	const char *path = o->path[k], *which = k ? "B" : "A";
-	if (ss_store_open_readonly(path, true, db, err, sizeof err) != 0) {
-		fprintf(stderr, "stallscope compare: %s: %s\n", which, err);
-		return -1;
-	}
-	ss_store_budget(*db, b, o->timeout);
-	if (ss_scope_resolve(*db, s, o->recording[k], false, 0, false, 0, err, sizeof err) != 0) {
-		if (b->expired)
-			ss_store_error(*db, b, err, sizeof err);
-		if (strstr(err, "no recording was imported"))
-			fprintf(stderr, "stallscope compare: %s: %s holds no data: no recording was imported into it\n",
-				which, path);
-		else
-			fprintf(stderr, "stallscope compare: %s: %s: %s\n", which, path, err);
-		sqlite3_close(*db);
-		*db = NULL;
-		return -1;
-	}
-	return 0;
-}
-
 int cmd_compare(int argc, char **argv)
 {
 	struct options o;
@@ -433,8 +404,8 @@ int cmd_compare(int argc, char **argv)
 	sqlite3 *db[2] = { NULL, NULL };
 	struct ss_store_budget budget[2];
 	struct ss_scope scope[2];
-	if (open_side(&o, 0, &db[0], &budget[0], &scope[0]) != 0 ||
-	    open_side(&o, 1, &db[1], &budget[1], &scope[1]) != 0) {
+	if (cli_open_trace("compare", "A", o.path[0], o.timeout, &o.scope[0], &db[0], &budget[0], &scope[0]) != 0 ||
+	    cli_open_trace("compare", "B", o.path[1], o.timeout, &o.scope[1], &db[1], &budget[1], &scope[1]) != 0) {
 		sqlite3_close(db[0]);
 		return SS_EXIT_USAGE;
 	}

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_open.h"
 #include "commands.h"
 #include "export.h"
 #include "store_open.h"
@@ -75,8 +76,7 @@ struct options {
 	enum format format;
 	bool quiet;
 	double timeout;
-	int64_t recording, from, to;
-	bool has_from, has_to;
+	struct cli_scope_args scope;
 	char runtime[128];
 	struct ss_export_opts x;
 };
@@ -143,24 +143,9 @@ static int parse(int argc, char **argv, struct options *o)
 					return bad("unknown format '%s': the formats are folded, chrome and pprof", v);
 			} else if (!strcmp(a, "-o")) {
 				o->out = strcmp(v, "-") ? v : NULL;
-			} else if (!strcmp(a, "--from") || !strcmp(a, "--to")) {
-				int64_t t;
-				if (ss_parse_ns(v, &t) != 0)
-					return bad("%s takes a time since the trace's start: ns, or with a unit (250us, "
-						   "1.5ms, 2s), not '%s'", a, v);
-				if (a[2] == 'f') {
-					o->from = t;
-					o->has_from = true;
-				} else {
-					o->to = t;
-					o->has_to = true;
-				}
-			} else if (!strcmp(a, "--recording")) {
-				long long n = strtoll(v, &end, 10);
-				if (*end || errno || n < 1)
-					return bad("--recording takes a recording id (the recordings table's id, 1 or "
-						   "more), not '%s'", v);
-				o->recording = n;
+			} else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--recording")) {
+				if (cli_scope_option("export", a, v, &o->scope) != 0)
+					return -1;
 			} else if (!strcmp(a, "--worker")) {
 				if (parse_worker(v, o) != 0)
 					return bad("--worker takes RUNTIME#INDEX (example#3) or INDEX, not '%s'", v);
@@ -268,21 +253,13 @@ int cmd_export(int argc, char **argv)
 	}
 	char err[1024];
 	sqlite3 *db;
-	if (ss_store_open_readonly(o.path, true, &db, err, sizeof err) != 0) {
-		fprintf(stderr, "stallscope export: %s\n", err);
-		return SS_EXIT_USAGE;
-	}
 	struct ss_store_budget budget;
-	ss_store_budget(db, &budget, o.timeout);
-	if (ss_scope_resolve(db, &o.x.scope, o.recording, o.has_from, o.from, o.has_to, o.to, err, sizeof err) != 0 ||
-	    ss_export_check_filters(db, &o.x, err, sizeof err) != 0) {
+	if (cli_open_trace("export", NULL, o.path, o.timeout, &o.scope, &db, &budget, &o.x.scope) != 0)
+		return SS_EXIT_USAGE;
+	if (ss_export_check_filters(db, &o.x, err, sizeof err) != 0) {
 		if (budget.expired)
 			ss_store_error(db, &budget, err, sizeof err);
-		if (strstr(err, "no recording was imported"))
-			fprintf(stderr, "stallscope export: %s holds no data: no recording was imported into it "
-				"(import segments with 'stallscope import DIR -o %s')\n", o.path, o.path);
-		else
-			fprintf(stderr, "stallscope export: %s: %s\n", o.path, err);
+		fprintf(stderr, "stallscope export: %s: %s\n", o.path, err);
 		sqlite3_close(db);
 		return SS_EXIT_USAGE;
 	}

@@ -493,6 +493,18 @@ static uint64_t cpu_states(struct chrome *c, int64_t thread, int64_t pid, int64_
 	return c->st->events - before;
 }
 
+/* An instant event on the thread, with the stack of index idx (-1: none), up
+ * to the opening of its args. */
+static void instant_begin(struct chrome *c, const char *cat, const char *name, int64_t pid, int64_t tid, int64_t ts,
+			  int64_t idx)
+{
+	ev_begin(c, "i", cat, name, pid, tid, ts);
+	fputs(",\"s\":\"t\"", c->out);
+	if (idx >= 0)
+		fprintf(c->out, ",\"sf\":\"%" PRId64 "\"", c->stacks[idx].sf);
+	fputs(",\"args\":{", c->out);
+}
+
 static uint64_t stalls(struct chrome *c, int64_t worker, int64_t pid, int64_t tid)
 {
 	uint64_t before = c->st->events;
@@ -508,11 +520,7 @@ static uint64_t stalls(struct chrome *c, int64_t worker, int64_t pid, int64_t ti
 		else
 			snprintf(name, sizeof name, "stall: %.64s", kind ? kind : "unknown");
 		int64_t idx = stack_of(c, sqlite3_column_int64(st, 5));
-		ev_begin(c, "i", "stall", name, pid, tid, sqlite3_column_int64(st, 0));
-		fputs(",\"s\":\"t\"", c->out);
-		if (idx >= 0)
-			fprintf(c->out, ",\"sf\":\"%" PRId64 "\"", c->stacks[idx].sf);
-		fputs(",\"args\":{", c->out);
+		instant_begin(c, "stall", name, pid, tid, sqlite3_column_int64(st, 0), idx);
 		bool first = true;
 		arg_int(c, "stall_id", sqlite3_column_int64(st, 6), &first);
 		arg_int(c, "capture", sqlite3_column_int64(st, 1), &first);
@@ -541,12 +549,8 @@ static uint64_t samples(struct chrome *c, int64_t thread, int64_t pid, int64_t t
 	const char *cat = c->o->offcpu ? "offcpu-sample" : "cpu-sample";
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && !c->failed) {
 		int64_t idx = stack_of(c, sqlite3_column_int64(st, 1));
-		ev_begin(c, "i", cat, idx >= 0 ? c->stacks[idx].name : "[no stack]", pid, tid,
-			 sqlite3_column_int64(st, 0));
-		fputs(",\"s\":\"t\"", c->out);
-		if (idx >= 0)
-			fprintf(c->out, ",\"sf\":\"%" PRId64 "\"", c->stacks[idx].sf);
-		fputs(",\"args\":{", c->out);
+		instant_begin(c, cat, idx >= 0 ? c->stacks[idx].name : "[no stack]", pid, tid, sqlite3_column_int64(st, 0),
+			      idx);
 		bool first = true;
 		if (c->o->offcpu)
 			arg_us(c, "off_cpu_us", sqlite3_column_int64(st, 3), &first);

@@ -190,6 +190,11 @@ int ss_export_aggregate(sqlite3 *db, const struct ss_export_opts *o, struct ss_e
 		return -1;
 	}
 	sqlite3_finalize(st);
+	if (!agg->samples) {
+		ss_export_empty(o, o->offcpu ? "off-CPU samples" : "CPU samples", err, errlen);
+		ss_export_agg_free(agg);
+		return -1;
+	}
 	return 0;
 }
 

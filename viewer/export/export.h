@@ -115,7 +115,7 @@ struct ss_export_agg {
 };
 
 /* Reads the scope's samples (o->offcpu picks the kind). Returns 0, or -1
- * with a message. */
+ * with a message, also when the scope has none ("nothing to export: ..."). */
 int ss_export_aggregate(sqlite3 *db, const struct ss_export_opts *o, struct ss_export_agg *agg, char *err,
 			size_t errlen);
 void ss_export_agg_free(struct ss_export_agg *agg);

@@ -91,11 +91,6 @@ int ss_export_folded(sqlite3 *db, const struct ss_export_opts *o, FILE *out, str
 	struct ss_export_agg agg;
 	if (ss_export_aggregate(db, o, &agg, err, errlen) != 0)
 		return -1;
-	if (!agg.samples) {
-		ss_export_empty(o, o->offcpu ? "off-CPU samples" : "CPU samples", err, errlen);
-		ss_export_agg_free(&agg);
-		return -1;
-	}
 	struct ss_callstacks *cs = ss_callstacks_new(db);
 	struct ss_stack_frame *frames = malloc(SS_STACK_MAX * sizeof *frames);
 	struct line *lines = NULL;

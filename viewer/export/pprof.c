@@ -509,11 +509,6 @@ int ss_export_pprof(sqlite3 *db, const struct ss_export_opts *o, FILE *out, stru
 	struct ss_export_agg agg;
 	if (ss_export_aggregate(db, o, &agg, err, errlen) != 0)
 		return -1;
-	if (!agg.samples) {
-		ss_export_empty(o, o->offcpu ? "off-CPU samples" : "CPU samples", err, errlen);
-		ss_export_agg_free(&agg);
-		return -1;
-	}
 	struct pp p = { .db = db, .o = o, .err = err, .errlen = errlen };
 	struct packed k = { 0 };
 	struct vec ids = { 0 };      /* every sample's location ids, one after another */
