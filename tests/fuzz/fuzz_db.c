@@ -198,6 +198,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	quiet(true);
 	cmd_report(4, argv_text);
 	cmd_report(5, argv_json);
+	/* Every export format (to stdout: /dev/null here), of CPU samples,
+	 * off-CPU samples, or a worker and a window, by turns; then the
+	 * database compared with itself, as text or JSON by turns. */
+	char e0[] = "export", fmt[] = "--format", q[] = "-q", off[] = "--offcpu";
+	char wk[] = "--worker", w1[] = "1", fr[] = "--from", t1[] = "1ms";
+	char *formats[] = { (char[]){ "folded" }, (char[]){ "chrome" }, (char[]){ "pprof" } };
+	for (int f = 0; f < 3; f++) {
+		char *argv_export[] = { e0, a1, a2, q, fmt, formats[f], db_path, off, wk, w1, fr, t1, NULL };
+		if (size % 3 == 0)
+			cmd_export(7, argv_export);
+		else if (size % 3 == 1)
+			cmd_export(8, argv_export);
+		else
+			cmd_export(12, argv_export);
+	}
+	char c0[] = "compare";
+	char *argv_compare[] = { c0, a1, a2, db_path, db_path, a3, NULL };
+	cmd_compare(size & 2 ? 6 : 5, argv_compare);
 	quiet(false);
 #ifdef FUZZ_DB_RENDER
 	char err[512];

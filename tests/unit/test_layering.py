@@ -3,10 +3,10 @@
 folders, read from their #include lines, and the one place of SQL.
 
 Data flows one way (README, Layout): sources (viewer/reader) -> model
-(viewer/model) -> store (viewer/store) -> analysis (viewer/analysis) -> views
-(viewer/timeline, viewer/stackview, viewer/app, viewer/cli). A folder may include headers of the
-folders before it, never of those after it, and only the views may include GLib
-or GTK. The recorder depends on libc, zstd and libdw, nothing of the viewer's (its
+(viewer/model) -> store (viewer/store) -> analysis (viewer/analysis) -> exports
+(viewer/export) -> views (viewer/timeline, viewer/stackview, viewer/app,
+viewer/cli). A folder may include headers of the folders before it, never of
+those after it, and only the views may include GLib or GTK. The recorder depends on libc, zstd and libdw, nothing of the viewer's (its
 record command, recorder/cli, is part of the CLI).
 
 Every statement that reads or writes a stored trace is in viewer/store: no
@@ -40,7 +40,8 @@ def layer(folder):
     return parts[0]
 
 
-ORDER = ['reader', 'symbolize', 'model', 'store', 'analysis', 'importer', 'timeline', 'stackview', 'app', 'cli']
+ORDER = ['reader', 'symbolize', 'model', 'store', 'analysis', 'export', 'importer', 'timeline', 'stackview',
+         'app', 'cli']
 # What each viewer folder may include besides its own and schema/'s headers.
 ALLOWED = {
     'reader': set(),
@@ -48,6 +49,7 @@ ALLOWED = {
     'model': {'reader', 'symbolize'},
     'store': {'model'},
     'analysis': {'model', 'store'},
+    'export': {'model', 'store', 'analysis'},
     'importer': {'reader', 'symbolize', 'model', 'store'},
     'timeline': {'store', 'analysis', 'model'},
     'stackview': {'store', 'analysis', 'timeline', 'model'},

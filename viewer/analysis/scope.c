@@ -50,10 +50,10 @@ int ss_scope_resolve(sqlite3 *db, struct ss_scope *s, int64_t recording, bool ha
 	s->windowed = has_from || has_to;
 	/* Relative times beyond the trace stay valid (an empty window is
 	 * refused below); the sums saturate instead of wrapping. */
-	if (has_from)
-		s->from = from_rel > INT64_MAX - s->origin ? INT64_MAX : s->origin + from_rel;
-	if (has_to)
-		s->to = to_rel > INT64_MAX - s->origin ? INT64_MAX : s->origin + to_rel;
+	if (has_from && __builtin_add_overflow(s->origin, from_rel, &s->from))
+		s->from = INT64_MAX;
+	if (has_to && __builtin_add_overflow(s->origin, to_rel, &s->to))
+		s->to = INT64_MAX;
 	if (s->from >= s->to) {
 		snprintf(err, errlen, "the window is empty: --from must be before --to");
 		return -1;

@@ -33,6 +33,12 @@ void cmd_symbolize_help(FILE *out);
 int cmd_report(int argc, char **argv);
 void cmd_report_help(FILE *out);
 
+int cmd_export(int argc, char **argv);
+void cmd_export_help(FILE *out);
+
+int cmd_compare(int argc, char **argv);
+void cmd_compare_help(FILE *out);
+
 /* `stallscope record` lives on the recorder side: recorder/cli/record.h. */
 
 #endif /* STALLSCOPE_COMMANDS_H */

@@ -24,6 +24,10 @@ static const struct ss_command commands[] = {
 	  cmd_symbolize_help },
 	{ "report", "summarise an imported trace: long polls, stalls, delays, findings", cmd_report,
 	  cmd_report_help },
+	{ "export", "write a trace as folded stacks, Chrome trace JSON (Perfetto) or pprof", cmd_export,
+	  cmd_export_help },
+	{ "compare", "set two traces side by side: polls, CPU share, delays, findings", cmd_compare,
+	  cmd_compare_help },
 	{ "record", "run a program with recording on (-- CMD ARGS...)", cmd_record, cmd_record_help },
 };
 

@@ -13,6 +13,16 @@
 #define REC_OF(col) "(?1 = 0 OR " col " = ?1)"
 #define THREAD_IN_REC(col) "(?1 = 0 OR " col " IN (SELECT id FROM threads WHERE recording_id = ?1))"
 #define TASK_IN_REC(col) "(?1 = 0 OR " col " IN (SELECT id FROM tasks WHERE recording_id = ?1))"
+/* The export filters: a worker by index (and runtime), a task by number. */
+#define WORKER_OK(col) "(?4 IS NULL OR " col " IN (SELECT id FROM workers WHERE idx = ?4 AND " \
+	"(?5 IS NULL OR runtime = ?5)))"
+#define TASK_OK_POLL(col) "(?6 IS NULL OR " col " IN (SELECT p.id FROM polls p JOIN tasks t ON " \
+	"t.id = p.task_id WHERE t.task = ?6))"
+/* An off-CPU sample's time off CPU: the blocked or preempted interval its
+ * switch began, which the kernel writes a few microseconds after the sample
+ * (cpu_intervals_by_thread). */
+#define OFFCPU_NS(s) "(SELECT c.dur FROM cpu_intervals c WHERE c.thread_id = " s ".thread_id AND c.ts >= " s \
+	".ts AND c.ts < " s ".ts + 1000000 AND c.state <> 'on-cpu' ORDER BY c.ts LIMIT 1)"
 #define LOC_TEXT(l) "coalesce(" l ".function, '?') || ' (' || coalesce(" l ".file, '?') || ':' || " \
 	"coalesce(" l ".line, 0) || ')'"
 
@@ -143,6 +153,48 @@ static const char *const sql[SS_Q_COUNT] = {
 				  " WHERE p.task_id = ?1 ORDER BY w.thread_id, p.ts",
 	[SS_Q_STACK_LOCATION_POLLS] = "SELECT w.thread_id, p.ts, p.dur FROM polls p JOIN workers w"
 				      " ON w.id = p.worker_id WHERE p.location_id = ?1 ORDER BY w.thread_id, p.ts",
+	[SS_Q_EXPORT_COUNT_WORKERS] = "SELECT count(*) FROM workers WHERE " REC_OF("recording_id") " AND idx = ?4"
+				      " AND (?5 IS NULL OR runtime = ?5)",
+	[SS_Q_EXPORT_COUNT_TASKS] = "SELECT count(*) FROM tasks WHERE " REC_OF("recording_id") " AND task = ?6",
+	[SS_Q_EXPORT_SAMPLES] = "SELECT s.callsite_id, s.thread_id, s.weight, s.ts, CASE WHEN ?7 = 'offcpu' THEN "
+				OFFCPU_NS("s") " END, s.worker_id FROM samples s WHERE s.kind = ?7 AND s.ts >= ?2"
+				" AND s.ts < ?3 AND " THREAD_IN_REC("s.thread_id") " AND " WORKER_OK("s.worker_id")
+				" AND " TASK_OK_POLL("s.poll_id"),
+	/* Worker lanes, and the other threads that were sampled. */
+	[SS_Q_EXPORT_THREADS] = "SELECT t.id, t.recording_id, t.tid, t.name, w.id, w.runtime, w.idx FROM threads t"
+				" LEFT JOIN workers w ON w.thread_id = t.id WHERE " REC_OF("t.recording_id")
+				" AND (w.id IS NOT NULL OR EXISTS (SELECT 1 FROM samples s WHERE s.thread_id = t.id"
+				" AND s.kind = ?7 AND s.ts >= ?2 AND s.ts < ?3)) AND (?4 IS NULL OR w.id IS NOT NULL)"
+				" AND " WORKER_OK("w.id") " ORDER BY t.recording_id, w.id IS NULL, w.runtime, w.idx, t.id",
+	/* polls_by_worker, with the seek back of SS_Q_WORKER_POLLS_IN. */
+	[SS_Q_EXPORT_POLLS] = "SELECT p.id, p.ts, p.dur, p.incomplete, t.task, p.task_id, l.function, CASE WHEN l.id IS"
+			      " NULL THEN NULL ELSE " LOC_TEXT("l") " END FROM polls p LEFT JOIN tasks t ON"
+			      " t.id = p.task_id LEFT JOIN locations l ON l.id = p.location_id WHERE p.worker_id = ?8"
+			      " AND p.ts < ?3 AND p.ts >= coalesce((SELECT max(ts) FROM polls WHERE worker_id = ?8 AND"
+			      " ts <= ?2), ?2) AND p.ts + p.dur >= ?2 AND (?6 IS NULL OR t.task = ?6) ORDER BY p.ts",
+	[SS_Q_EXPORT_PARKS] = "SELECT ts, dur, incomplete FROM parks WHERE worker_id = ?8 AND ts < ?3 AND ts >= coalesce("
+			      "(SELECT max(ts) FROM parks WHERE worker_id = ?8 AND ts <= ?2), ?2) AND ts + dur >= ?2"
+			      " ORDER BY ts",
+	[SS_Q_EXPORT_CPU] = "SELECT state, ts, dur FROM cpu_intervals WHERE thread_id = ?8 AND ts < ?3 AND ts >= coalesce("
+			    "(SELECT max(ts) FROM cpu_intervals WHERE thread_id = ?8 AND ts <= ?2), ?2) ORDER BY ts",
+	[SS_Q_EXPORT_THREAD_SAMPLES] = "SELECT s.ts, s.callsite_id, s.weight, CASE WHEN ?7 = 'offcpu' THEN "
+				       OFFCPU_NS("s") " END, s.poll_id FROM samples s WHERE s.thread_id = ?8"
+				       " AND s.kind = ?7 AND s.ts >= ?2 AND s.ts < ?3 AND " TASK_OK_POLL("s.poll_id")
+				       " ORDER BY s.ts",
+	[SS_Q_EXPORT_STALLS] = "SELECT c.ts, c.idx, c.kind, c.syscall_name, c.reason, c.callsite_id, s.id, s.ts, s.dur,"
+			       " t.task, CASE WHEN l.id IS NULL THEN NULL ELSE " LOC_TEXT("l") " END FROM stall_captures c"
+			       " JOIN stalls s ON s.id = c.stall_id LEFT JOIN tasks t ON t.id = s.task_id"
+			       " LEFT JOIN locations l ON l.id = s.location_id WHERE s.worker_id = ?8 AND c.ts >= ?2"
+			       " AND c.ts < ?3 AND (?6 IS NULL OR t.task = ?6) ORDER BY c.ts",
+	[SS_Q_EXPORT_MAPPINGS] = "SELECT m.id, m.path, m.build_id, m.start, m.\"end\", m.\"offset\" FROM mappings m"
+				 " LEFT JOIN recordings r ON r.id = m.recording_id WHERE " REC_OF("m.recording_id")
+				 " ORDER BY m.path IS NOT r.executable, m.id",
+	[SS_Q_EXPORT_FRAME] = "SELECT mapping_id, inline_depth FROM frames WHERE id = ?1",
+
+	/* samples_by_thread: a poll's samples come together. */
+	[SS_Q_CMP_SAMPLES] = "SELECT s.poll_id, s.callsite_id, p.location_id FROM samples s LEFT JOIN polls p ON"
+			     " p.id = s.poll_id WHERE s.kind = 'cpu' AND s.ts >= ?2 AND s.ts < ?3 AND "
+			     THREAD_IN_REC("s.thread_id") " ORDER BY s.thread_id, s.ts",
 	[SS_Q_CALLSITE] = "SELECT parent_id, frame_id FROM callsites WHERE id = ?1",
 	[SS_Q_FRAME] = "SELECT f.function, f.file, f.line, m.path, f.rel_pc FROM frames f"
 		       " LEFT JOIN mappings m ON m.id = f.mapping_id WHERE f.id = ?1",

@@ -61,6 +61,24 @@ enum ss_read_query {
 	SS_Q_STACK_STALL,         /* ?1 stall: thread_id, ts, dur (NULL: never ended) of its poll */
 	SS_Q_STACK_TASK_POLLS,    /* ?1 task: thread_id, ts, dur of its polls, by thread and ts */
 	SS_Q_STACK_LOCATION_POLLS, /* ?1 location: thread_id, ts, dur of its polls, by thread and ts */
+	/* exports (viewer/export/): a scope and ?4 worker index, ?5 runtime, ?6
+	 * task number (each NULL: any), ?7 sample kind ('cpu' or 'offcpu'), and
+	 * ?8 the worker or thread of the per-lane ones */
+	SS_Q_EXPORT_COUNT_WORKERS, /* workers the filter names */
+	SS_Q_EXPORT_COUNT_TASKS,   /* tasks the filter names */
+	SS_Q_EXPORT_SAMPLES,   /* callsite_id, thread_id, weight, ts, off-CPU ns (offcpu: the interval begun
+	                        * at the switch), worker_id */
+	SS_Q_EXPORT_THREADS,   /* thread id, recording_id, tid, name, worker id, runtime, idx: the lanes */
+	SS_Q_EXPORT_POLLS,     /* ?8 worker: id, ts, dur, incomplete, task, task_id, function, location; by ts */
+	SS_Q_EXPORT_PARKS,     /* ?8 worker: ts, dur, incomplete; by ts */
+	SS_Q_EXPORT_CPU,       /* ?8 thread: state, ts, dur; by ts */
+	SS_Q_EXPORT_THREAD_SAMPLES, /* ?8 thread: ts, callsite_id, weight, off-CPU ns, poll_id; by ts */
+	SS_Q_EXPORT_STALLS,    /* ?8 worker: capture ts, idx, kind, syscall name, reason, callsite_id, stall id,
+	                        * stall ts, dur, task, location; by ts */
+	SS_Q_EXPORT_MAPPINGS,  /* id, path, build_id, start, end, offset; the executables first */
+	SS_Q_EXPORT_FRAME,     /* ?1 frame id: mapping_id, inline_depth */
+	/* compare (viewer/analysis/compare.c), of a scope */
+	SS_Q_CMP_SAMPLES,      /* CPU samples: poll_id, callsite_id, the poll's location_id; by thread, ts */
 	/* stacks (viewer/analysis/stacks.c) */
 	SS_Q_CALLSITE,         /* ?1 callsite: parent_id, frame_id */
 	SS_Q_FRAME,            /* ?1 frame: function, file, line, mapping path, rel_pc */

@@ -1,8 +1,10 @@
 /*
- * json_out.h - writing JSON to a stream for the CLI's --json outputs (report,
- * compare, export's Chrome trace): members and elements separated as they
- * come, strings escaped, numbers that JSON can hold (a non-finite double is
- * written as null).
+ * json_out.h - writing JSON to a stream: the CLI's --json outputs (report,
+ * compare) and the Chrome trace of `stallscope export`. Members and elements
+ * are separated as they come, strings escaped, numbers written as JSON can
+ * hold them (a non-finite double is written as null). It lives with the
+ * export formats (viewer/export/) because JSON is one of them; it depends on
+ * libc only.
  */
 #ifndef STALLSCOPE_JSON_OUT_H
 #define STALLSCOPE_JSON_OUT_H
