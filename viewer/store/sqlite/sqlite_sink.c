@@ -471,10 +471,16 @@ static int s_flush(void *ctx)
 	return ss_db_flush(&s->db);
 }
 
-/* ---- state where an import ends (run directly: the batches are flushed) ---------- */
+/* ---- state where an import ends (run directly on the connection) ---------------- */
 
+/* Every statement here runs on the caller's thread, so the inserting thread
+ * must be idle first: the model interleaves these with rows it queues (a
+ * live task's row, then its graveyard entry), and two threads on one
+ * connection opened without its mutex corrupt the database. */
 static int prep(struct ss_sqlite_store *s, sqlite3_stmt **st, const char *sql)
 {
+	if (ss_db_sync(&s->db) != 0)
+		return -1;
 	if (*st) {
 		sqlite3_reset(*st);
 		return 0;
@@ -508,8 +514,6 @@ static void bind_z(sqlite3_stmt *st, int i, int64_t v)
 static int s_pending_wake(void *ctx, const struct ss_pending_wake *w)
 {
 	struct ss_sqlite_store *s = ctx;
-	if (ss_db_sync(&s->db) != 0)
-		return -1;
 	int64_t rowid = w->handle;
 	if (!rowid) {
 		if (prep(s, &s->st_wake, "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id)"
