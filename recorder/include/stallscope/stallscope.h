@@ -66,7 +66,12 @@ struct stallscope_config {
 	uint32_t stack_copy_bytes;     /* user stack copied per sample and stall capture
 					* for CFI unwinding, 1024..65528 (8192) */
 	uint32_t pad1;
-	uint64_t reserved[5];          /* zero; room for later options without an ABI break */
+	const char *archive_command;   /* run for each sealed segment, as PostgreSQL's
+					* archive_command: %p its path, %f its file name, %h
+					* the host name, %% a '%'; exit 0 = shipped (NULL: off) */
+	uint32_t archive_timeout_s;    /* the command is killed after this long (300) */
+	uint32_t pad2;
+	uint64_t reserved[3];          /* zero; room for later options without an ABI break */
 };
 
 enum {
