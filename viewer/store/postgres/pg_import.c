@@ -283,9 +283,10 @@ static int reserve(struct pgi *g, sqlite3 *db)
 static int partitions(struct pgi *g, sqlite3 *db, const struct pg_table *t)
 {
 	int k = t->part_kind;
+	long long width = g->pg.width[t - ss_pg_tables];
 	char *sql = ss_pg_fmt("SELECT DISTINCT (CASE WHEN %s >= %lld THEN %s + %lld ELSE %s END) / %lld FROM %s"
 			      " WHERE %s IS NOT NULL", t->part_col, (long long)g->stage.floor[k], t->part_col,
-			      (long long)g->delta[k], t->part_col, t->part_width, t->name, t->part_col);
+			      (long long)g->delta[k], t->part_col, width, t->name, t->part_col);
 	sqlite3_stmt *st;
 	int rc = sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK ? 0 : -1;
 	free(sql);
@@ -294,7 +295,7 @@ static int partitions(struct pgi *g, sqlite3 *db, const struct pg_table *t)
 		return -1;
 	}
 	while (!rc && sqlite3_step(st) == SQLITE_ROW)
-		rc = ss_pg_ensure_partition(&g->pg, t->name, t->part_width, sqlite3_column_int64(st, 0));
+		rc = ss_pg_ensure_partition(&g->pg, t->name, width, sqlite3_column_int64(st, 0));
 	sqlite3_finalize(st);
 	return rc;
 }

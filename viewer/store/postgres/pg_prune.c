@@ -83,7 +83,8 @@ static int drop_partitions(struct ss_pg *p, const struct pg_table *t, bool dry_r
 		if (strlen(name) <= pre)
 			continue;
 		long long slice = strtoll(name + pre, NULL, 10);
-		long long lo = slice * t->part_width, hi = lo + t->part_width;
+		long long width = p->width[t - ss_pg_tables];
+		long long lo = slice * width, hi = lo + width;
 		if (hi > next)
 			continue; /* still open */
 		int64_t stay = 0;

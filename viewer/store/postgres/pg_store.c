@@ -158,8 +158,33 @@ static const char *const indexes[] = {
 	"loss_by_recording ON loss(recording_id)", "recordings_by_host ON recordings(host)",
 };
 
+/* Partition widths are fixed when a database is created (prune and every
+ * import must agree on them). STALLSCOPE_PG_SMALL_PARTITIONS=1 makes them tiny:
+ * for tests, which need partitions that fill up with a few recordings. */
+static long long initial_width(const struct pg_table *t)
+{
+	const char *small = getenv("STALLSCOPE_PG_SMALL_PARTITIONS");
+	if (small && strcmp(small, "1") == 0)
+		return t->part_kind == ID_TASK ? 1024 : t->part_kind == ID_THREAD ? 16 : 4;
+	return t->part_width;
+}
+
 static int create_schema(struct ss_pg *p)
 {
+	if (ss_pg_exec(p, p->side, "CREATE TABLE IF NOT EXISTS partition_widths (tbl text PRIMARY KEY,"
+		       " width bigint NOT NULL)") != 0)
+		return -1;
+	for (size_t i = 0; i < ss_pg_n_tables; i++) {
+		const struct pg_table *t = &ss_pg_tables[i];
+		if (!t->part_col)
+			continue;
+		char *sql = ss_pg_fmt("INSERT INTO partition_widths VALUES ('%s', %lld) ON CONFLICT DO NOTHING",
+				      t->name, initial_width(t));
+		int rc = ss_pg_exec(p, p->side, sql);
+		free(sql);
+		if (rc)
+			return -1;
+	}
 	for (size_t i = 0; i < ss_pg_n_tables; i++) {
 		char *ddl = table_ddl(&ss_pg_tables[i]);
 		int rc = ss_pg_exec(p, p->side, ddl);
@@ -193,6 +218,27 @@ static int create_schema(struct ss_pg *p)
 	return rc;
 }
 
+static int load_widths(struct ss_pg *p)
+{
+	for (size_t i = 0; i < ss_pg_n_tables && i < sizeof p->width / sizeof p->width[0]; i++) {
+		const struct pg_table *t = &ss_pg_tables[i];
+		if (!t->part_col)
+			continue;
+		int64_t w = 0;
+		char *q = ss_pg_fmt("SELECT width FROM partition_widths WHERE tbl = '%s'", t->name);
+		int rc = ss_pg_query_int(p, p->side, q, 0, &w);
+		free(q);
+		if (rc)
+			return -1;
+		if (w <= 0) {
+			snprintf(p->err, sizeof p->err, "partition_widths has no width for %s", t->name);
+			return -1;
+		}
+		p->width[i] = (long long)w;
+	}
+	return 0;
+}
+
 static int ensure_schema(struct ss_pg *p)
 {
 	int64_t have = 0, version = 0;
@@ -209,7 +255,7 @@ static int ensure_schema(struct ss_pg *p)
 			return -1;
 		}
 		if (version == SS_SCHEMA_VERSION)
-			return 0;
+			return load_widths(p);
 	}
 	/* Two first imports at once: one creates, the other finds it made. */
 	char *lock = ss_pg_fmt("SELECT pg_advisory_lock(%d, %d)", LOCK_CLASS, LOCK_SCHEMA);
@@ -218,6 +264,8 @@ static int ensure_schema(struct ss_pg *p)
 	if (rc)
 		return -1;
 	rc = create_schema(p);
+	if (!rc)
+		rc = load_widths(p);
 	char *unlock = ss_pg_fmt("SELECT pg_advisory_unlock(%d, %d)", LOCK_CLASS, LOCK_SCHEMA);
 	ss_pg_exec(p, p->side, unlock);
 	free(unlock);

@@ -33,6 +33,9 @@ struct ss_pg {
 	struct pg_conn *side;  /* autocommit: schema, partitions, id ranges */
 	char err[1024];
 	char shown[512];       /* the URL for messages, password left out */
+	/* Owners per partition of each partitioned table (by index into
+	 * ss_pg_tables), as the database was created with: table partition_widths. */
+	long long width[64];
 };
 
 /* Whether a --db argument names a PostgreSQL database (postgresql:// or
@@ -58,8 +61,8 @@ char *ss_pg_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ss_pg_next_ids(struct ss_pg *p, int64_t next[ID_COUNT]);
 /* Reserves n ids of kind; *first is the first. Returns 0, or -1. */
 int ss_pg_reserve_ids(struct ss_pg *p, int kind, int64_t n, int64_t *first);
-/* The partition of table t holding owner id `slice * width ...`: created on the
- * side connection when missing. */
+/* Partition slice of table t (owner ids [slice * width, (slice + 1) * width)),
+ * created on the side connection when missing. */
 int ss_pg_ensure_partition(struct ss_pg *p, const char *table, long long width, int64_t slice);
 
 /* COPY between the stores (pg_copy.c). */
