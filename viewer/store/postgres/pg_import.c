@@ -357,8 +357,15 @@ static int push(struct pgi *g, const char *path, uint64_t *rows)
 		return -1;
 	}
 	int rc = reserve(g, db);
-	for (size_t i = 0; !rc && i < ss_pg_n_tables; i++)
+	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
+	for (size_t i = 0; !rc && i < ss_pg_n_tables; i++) {
+		double t0 = now_s();
+		uint64_t before = *rows;
 		rc = push_table(g, db, &ss_pg_tables[i], rows);
+		if (timing && *rows > before)
+			fprintf(stderr, "import: copy %s: %llu rows in %.2f s\n", ss_pg_tables[i].name,
+				(unsigned long long)(*rows - before), now_s() - t0);
+	}
 	sqlite3_close(db);
 	return rc;
 }
