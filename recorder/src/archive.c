@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,7 +159,8 @@ static int keep_env(const char *e)
 }
 
 /* Runs the command for one segment within deadline (CLOCK_MONOTONIC). Returns
- * 0 shipped, 1 failed, 2 killed at the time limit. */
+ * 0 shipped, 1 failed, 2 killed at the time limit, 3 killed because recording
+ * stopped (not the command's failure: it stays pending, uncounted). */
 static int run_one(const char *path, uint64_t deadline)
 {
 	char *cmd = expand(path);
@@ -218,11 +220,16 @@ static int run_one(const char *path, uint64_t deadline)
 			break;
 		}
 		uint64_t stop = atomic_load(&ar.stop_deadline);
-		if (ss_now() >= deadline || (stop && ss_now() >= stop)) {
+		bool stopping = stop && ss_now() >= stop;
+		if (ss_now() >= deadline || stopping) {
 			kill(-pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			ss_log("archive: '%s' killed at its time limit", cmd);
-			result = 2;
+			if (stopping && ss_now() < deadline)
+				ss_log("archive: '%s' killed at stop, unfinished: the next run into this"
+				       " directory ships the segment", cmd);
+			else
+				ss_log("archive: '%s' killed at its time limit", cmd);
+			result = stopping && ss_now() < deadline ? 3 : 2;
 			break;
 		}
 		struct timespec ts = { 0, 10000000 };
@@ -324,7 +331,7 @@ static int pass(void)
 			atomic_store(&ss_counters.archive_pending, pending - 1);
 			ar.backoff = 0;
 			again = 1;
-		} else {
+		} else if (r != 3) {
 			atomic_fetch_add(&ss_counters.archive_failed, 1);
 			if (r == 2)
 				atomic_fetch_add(&ss_counters.archive_timeouts, 1);

@@ -112,7 +112,7 @@ def sqlite_columns(path, table):
 
 TABLES = ["recordings", "metadata", "segments", "loss", "threads", "workers", "locations", "tasks", "polls",
           "parks", "wakes", "queue_depths", "marks", "spans", "cpu_intervals", "samples", "stalls",
-          "stall_captures", "task_dumps", "mappings", "frames", "callsites", "worker_summaries",
+          "stall_captures", "task_dumps", "other_events", "mappings", "frames", "callsites", "worker_summaries",
           "import_thread_state", "import_ended_tasks", "import_open_spans", "import_open_summary"]
 
 
@@ -129,9 +129,27 @@ def sqlite_rows(path, table, cols):
     return rows
 
 
+COPY_ESC = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
+
+
+def copy_field(f):
+    """A field of COPY's text format as its value (\\N, NULL, stays as it is)."""
+    if f == "\\N" or "\\" not in f:
+        return f
+    out, i = [], 0
+    while i < len(f):
+        if f[i] == "\\" and i + 1 < len(f):
+            out.append(COPY_ESC.get(f[i + 1], f[i + 1]))
+            i += 2
+        else:
+            out.append(f[i])
+            i += 1
+    return "".join(out)
+
+
 def pg_rows(cluster, db, table, cols):
     out = cluster.psql(db, "COPY (SELECT %s FROM %s) TO STDOUT" % (",".join(q(c) for c in cols), table))
-    return sorted(tuple(line.split("\t")) for line in out.splitlines())
+    return sorted(tuple(copy_field(f) for f in line.split("\t")) for line in out.splitlines())
 
 
 def compare(cluster, db, sqlite_path, tables=TABLES, ignore=()):

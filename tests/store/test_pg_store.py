@@ -7,11 +7,14 @@ every table: imported whole, one segment at a time (what an archive command
 does), and imported again (nothing changes). Then: `report --db` prints what
 the SQLite report prints for the same recordings; `export --db` pulls a
 recording into an SQLite file that reports the same and that the viewer renders;
+the README's `import --db` archive command ships a recording as it is made;
+the README's fleet query gives the p99 per host and location that SQLite gives;
 concurrent imports of several recordings (two of them twice at once) leave every
-row in place once; `prune --older-than` deletes old recordings, dropping
+row in place once; a dial9 trace gives the same rows as in SQLite; a database
+made by an older schema is upgraded in place; `prune --older-than` deletes old recordings, dropping
 partitions that hold only them, and leaves the new ones as they were.
 
-usage: test_pg_store.py STALLSCOPE_CLI EXAMPLE_RUNTIME SOURCE_ROOT [VIEWER]
+usage: test_pg_store.py STALLSCOPE_CLI EXAMPLE_RUNTIME SOURCE_ROOT [VIEWER|'' [MAKE_DIAL9_SEEDS]]
 """
 import os
 import shutil
@@ -24,6 +27,7 @@ import pgtest  # noqa: E402
 
 cli, runtime, root = sys.argv[1], sys.argv[2], sys.argv[3]
 viewer = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
+dial9_seeds = sys.argv[5] if len(sys.argv) > 5 else None
 IGNORE = ("segments.file",)  # the path each import was given
 
 
@@ -105,6 +109,32 @@ def main():
         if changed:
             fail("importing the same segments again changed %s" % changed)
 
+        # ---- the README's fleet query: p99 poll by host and spawn location ---------
+        readme = open(os.path.join(root, "README.md")).read()
+        block = [b for b in readme.split("```sql\n") if b.startswith("-- fleet-query")]
+        if not block:
+            fail("the README has no '-- fleet-query' SQL block")
+        got = [r.split("\t") for r in cl.psql("whole", block[0].split("```")[0]).splitlines()]
+        import math
+        import sqlite3
+        con = sqlite3.connect(ab)
+        groups = {}
+        for host, loc, dur in con.execute(
+                "SELECT r.host, l.function || ' (' || l.file || ':' || l.line || ')', p.dur FROM recordings r"
+                " JOIN workers w ON w.recording_id = r.id JOIN polls p ON p.worker_id = w.id"
+                " JOIN tasks t ON t.id = p.task_id JOIN locations l ON l.id = t.location_id"):
+            groups.setdefault((host or "", loc or ""), []).append(dur)
+        con.close()
+        if len(got) != min(20, len(groups)) or not got:
+            fail("the fleet query returned %d rows for %d host/location groups" % (len(got), len(groups)))
+        for host, loc, n, p99 in got:
+            durs = sorted(groups.get((host, loc), []))
+            want = durs[math.ceil(0.99 * len(durs)) - 1] / 1e6 if durs else None
+            if int(n) != len(durs) or want is None or abs(float(p99) - want) > 0.0006:
+                fail("fleet query row %s: SQLite says %d polls, p99 %s ms" % ((host, loc, n, p99), len(durs), want))
+        if len({r[0] for r in got}) < 2 and shutil.which("unshare"):
+            fail("the fleet query shows one host: %s" % got)
+
         # ---- one segment at a time (an archive command's imports) ----------------
         url_inc = cl.createdb("incremental")
         inc = os.path.join(tmp, "inc.db")
@@ -113,6 +143,67 @@ def main():
                 pg_import([seg], url_inc)
                 sqlite_import([seg], inc)
         check_same(cl, "incremental", inc, "segment by segment")
+
+        # ---- the README's import --db archive command, while the program records ----
+        readme = open(os.path.join(root, "README.md")).read()
+        line = [x for x in readme.splitlines() if x.startswith("STALLSCOPE_ARCHIVE_COMMAND='stallscope import")]
+        if not line:
+            fail("the README has no 'stallscope import ... --db' archive command")
+        url_ar = cl.createdb("archived")
+        cmd = line[0].split("'")[1].replace("stallscope", cli, 1)
+        cmd = cmd.replace("postgresql://ingest@db.example.com/traces", url_ar.replace("?", "\\?"))
+        out = os.path.join(tmp, "archived")
+        env = dict(os.environ, STALLSCOPE_ENABLED="1", STALLSCOPE_OUTPUT_DIR=out, STALLSCOPE_ROTATION_PERIOD_S="1",
+                   STALLSCOPE_ARCHIVE_COMMAND=cmd, STALLSCOPE_ARCHIVE_TIMEOUT_S="120",
+                   STALLSCOPE_METRICS_FILE=os.path.join(out, "metrics.prom"))
+        pgtest.run([runtime, "--scenario", "blocking", "--duration", "3"], env=env)
+        shipped = [n for n in os.listdir(out) if n.endswith(".bin.shipped")]
+        if len(shipped) < 1:
+            fail("the import --db archive command shipped nothing while recording")
+        # What stop had no time for (a loaded machine: an import of a segment
+        # can take seconds) the next runs ship, oldest first.
+        for _ in range(8):
+            if len(shipped) == len(segments(out)):
+                break
+            pgtest.run([runtime, "--scenario", "steady", "--duration", "6"],
+                       env=dict(env, STALLSCOPE_ROTATION_PERIOD_S="600"))  # one segment more, at stop
+            shipped = [n for n in os.listdir(out) if n.endswith(".bin.shipped")]
+        if len(shipped) != len(segments(out)):
+            fail("the import --db archive command shipped %d of %d segments: %s" % (
+                len(shipped), len(segments(out)), open(os.path.join(out, "metrics.prom")).read()))
+        arch = os.path.join(tmp, "archived.db")
+        sqlite_import([out], arch)
+        check_same(cl, "archived", arch, "segments shipped by the import --db archive command")
+
+        # ---- a database of schema version 3 (before dial9's columns) is upgraded -------
+        url_up = cl.createdb("upgrade")
+        pg_import([a], url_up)
+        cl.psql("upgrade", "ALTER TABLE parks DROP COLUMN cpu_begin_ns, DROP COLUMN cpu_end_ns,"
+                " DROP COLUMN sched_wait_ns; ALTER TABLE spans DROP COLUMN span_id, DROP COLUMN parent_span_id,"
+                " DROP COLUMN fields, DROP COLUMN location_id; ALTER TABLE import_open_spans DROP COLUMN span_id,"
+                " DROP COLUMN parent_span_id, DROP COLUMN fields, DROP COLUMN location_id; DROP TABLE other_events;"
+                " DELETE FROM schema_info; INSERT INTO schema_info VALUES (3)")
+        pg_import([b], url_up)
+        check_same(cl, "upgrade", ab, "a version 3 database upgraded by an import")
+        if cl.psql("upgrade", "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_info").strip() != "3,4":
+            fail("the upgraded database's schema_info: %s" % cl.psql("upgrade", "SELECT * FROM schema_info"))
+
+        # ---- a dial9 trace (spans with fields, parks with CPU clocks, other_events) ----
+        if dial9_seeds:
+            seeds, traces = os.path.join(tmp, "d9seeds"), os.path.join(tmp, "d9")
+            os.mkdir(seeds)
+            os.mkdir(traces)
+            pgtest.run([dial9_seeds, seeds])
+            shutil.copy(os.path.join(seeds, "synthetic.bin.gz"), os.path.join(traces, "trace.0.bin.gz"))
+            url_d9 = cl.createdb("dial9")
+            d9 = os.path.join(tmp, "d9.db")
+            pg_import([traces], url_d9)
+            sqlite_import([traces], d9)
+            check_same(cl, "dial9", d9, "a dial9 trace")
+            for t, w in (("other_events", "true"), ("spans", "fields IS NOT NULL"),
+                         ("parks", "cpu_begin_ns IS NOT NULL")):
+                if cl.psql("dial9", "SELECT count(*) FROM %s WHERE %s" % (t, w)).strip() == "0":
+                    fail("the dial9 trace has no %s rows where %s in PostgreSQL" % (t, w))
 
         # ---- report --db is the SQLite report --------------------------------------
         a_only = os.path.join(tmp, "a.db")

@@ -51,6 +51,7 @@ static const char *const deletes[] = {
 	"DELETE FROM import_pending_wakes WHERE recording_id IN " GONE,
 	"DELETE FROM import_ended_tasks WHERE recording_id IN " GONE,
 	"DELETE FROM loss WHERE recording_id IN " GONE,
+	"DELETE FROM other_events WHERE recording_id IN " GONE,
 	"DELETE FROM segments WHERE recording_id IN " GONE,
 	"DELETE FROM metadata WHERE recording_id IN " GONE,
 	"DELETE FROM tasks WHERE recording_id IN " GONE,
@@ -66,13 +67,10 @@ static int drop_partitions(struct ss_pg *p, const struct pg_table *t, bool dry_r
 	char *sql = ss_pg_fmt("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
 			      " JOIN pg_class pc ON pc.oid = i.inhparent WHERE pc.relname = '%s'"
 			      " AND c.relname <> '%s_default' ORDER BY c.relname", t->name, t->name);
-	PGresult *r = sql ? PQexec((PGconn *)p->main, sql) : NULL;
+	PGresult *r = ss_pg_select(p, p->main, sql);
 	free(sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		snprintf(p->err, sizeof p->err, "%s", r ? PQresultErrorMessage(r) : "out of memory");
-		PQclear(r);
+	if (!r)
 		return -1;
-	}
 	int64_t next = 0;
 	char *q = ss_pg_fmt("SELECT next FROM import_ids WHERE kind = %d", t->part_kind);
 	int rc = ss_pg_query_int(p, p->main, q, 0, &next);

@@ -39,7 +39,8 @@ static const struct {
 	{ "workers", "recording_id = {R} ORDER BY id" },
 	{ "locations", "id IN (SELECT location_id FROM tasks WHERE recording_id = {R} UNION SELECT location_id FROM"
 		       " polls WHERE worker_id IN " WK " UNION SELECT location_id FROM stalls WHERE thread_id IN " TH
-		       " UNION SELECT location_id FROM task_dumps WHERE task_id IN " TK ") ORDER BY id" },
+		       " UNION SELECT location_id FROM task_dumps WHERE task_id IN " TK " UNION SELECT location_id FROM"
+		       " spans WHERE thread_id IN " TH ") ORDER BY id" },
 	{ "tasks", "recording_id = {R} ORDER BY id" },
 	{ "polls", "worker_id IN " WK " ORDER BY id" },
 	{ "parks", "worker_id IN " WK " ORDER BY worker_id, ts" },
@@ -52,6 +53,7 @@ static const struct {
 	{ "stalls", "thread_id IN " TH " ORDER BY id" },
 	{ "stall_captures", "stall_id IN (SELECT id FROM stalls WHERE thread_id IN " TH ") ORDER BY stall_id, idx" },
 	{ "task_dumps", "task_id IN " TK " ORDER BY ts, task_id" },
+	{ "other_events", "recording_id = {R} ORDER BY ts, thread_id" },
 	{ "mappings", "recording_id = {R} ORDER BY id" },
 	{ "frames", "mapping_id IN " MP " ORDER BY id" },
 	{ "callsites", "frame_id IN (SELECT id FROM frames WHERE mapping_id IN " MP ") ORDER BY id" },
@@ -148,13 +150,10 @@ static int scope_ids(struct ss_pg *p, const struct ss_pg_scope *sc, int64_t **id
 		free(sql);
 		sql = more;
 	}
-	PGresult *r = sql ? PQexec((PGconn *)p->main, sql) : NULL;
+	PGresult *r = ss_pg_select(p, p->main, sql);
 	free(sql);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		snprintf(p->err, sizeof p->err, "%s", r ? PQresultErrorMessage(r) : "out of memory");
-		PQclear(r);
+	if (!r)
 		return -1;
-	}
 	int rows = PQntuples(r);
 	*ids = calloc((size_t)rows + 1, sizeof **ids);
 	for (int i = 0; *ids && i < rows; i++)

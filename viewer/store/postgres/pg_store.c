@@ -67,22 +67,30 @@ int ss_pg_exec(struct ss_pg *p, struct pg_conn *c, const char *sql)
 	return rc;
 }
 
-int ss_pg_query_int(struct ss_pg *p, struct pg_conn *c, const char *sql, int64_t dflt, int64_t *out)
+PGresult *ss_pg_select(struct ss_pg *p, struct pg_conn *c, const char *sql)
 {
-	*out = dflt;
 	if (!sql) {
 		snprintf(p->err, sizeof p->err, "out of memory");
-		return -1;
+		return NULL;
 	}
 	PGresult *r = PQexec(PGC(c), sql);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		snprintf(p->err, sizeof p->err, "%s", PQresultErrorMessage(r));
+		snprintf(p->err, sizeof p->err, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(PGC(c)));
 		size_t n = strlen(p->err);
 		while (n && p->err[n - 1] == '\n')
 			p->err[--n] = 0;
 		PQclear(r);
-		return -1;
+		return NULL;
 	}
+	return r;
+}
+
+int ss_pg_query_int(struct ss_pg *p, struct pg_conn *c, const char *sql, int64_t dflt, int64_t *out)
+{
+	*out = dflt;
+	PGresult *r = ss_pg_select(p, c, sql);
+	if (!r)
+		return -1;
 	if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
 		*out = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
@@ -122,6 +130,12 @@ static PGconn *connect_one(struct ss_pg *p, const char *url)
 	return c;
 }
 
+/* Ids and numbers are bigint: SQLite's INTEGER is 64 bits. */
+static const char *col_type(const struct pg_col *c)
+{
+	return c->kind == PGC_TEXT ? "text" : "bigint";
+}
+
 /* The DDL of one table, from pg_tables.c. */
 static char *table_ddl(const struct pg_table *t)
 {
@@ -131,8 +145,7 @@ static char *table_ddl(const struct pg_table *t)
 		return NULL;
 	n += (size_t)snprintf(s + n, cap - n, "CREATE TABLE IF NOT EXISTS %s (", t->name);
 	for (size_t i = 0; i < t->n_cols; i++)
-		n += (size_t)snprintf(s + n, cap - n, "%s%s %s", i ? ", " : "", t->cols[i].name,
-				      t->cols[i].kind == PGC_TEXT ? "text" : "bigint");
+		n += (size_t)snprintf(s + n, cap - n, "%s%s %s", i ? ", " : "", t->cols[i].name, col_type(&t->cols[i]));
 	if (t->key)
 		n += (size_t)snprintf(s + n, cap - n, ", %s", t->key);
 	n += (size_t)snprintf(s + n, cap - n, ")");
@@ -156,6 +169,7 @@ static const char *const indexes[] = {
 	"marks_by_thread ON marks(thread_id, ts)", "spans_by_thread ON spans(thread_id, ts)",
 	"stalls_by_thread ON stalls(thread_id)", "task_dumps_by_task ON task_dumps(task_id)",
 	"loss_by_recording ON loss(recording_id)", "recordings_by_host ON recordings(host)",
+	"other_events_by_recording ON other_events(recording_id)",
 };
 
 /* Partition widths are fixed when a database is created (prune and every
@@ -167,6 +181,26 @@ static long long initial_width(const struct pg_table *t)
 	if (small && strcmp(small, "1") == 0)
 		return t->part_kind == ID_TASK ? 1024 : t->part_kind == ID_THREAD ? 16 : 4;
 	return t->part_width;
+}
+
+/* A database made by an older stallscope: the schema only ever gains columns
+ * (as the SQLite migrations add them), so an upgrade adds what is missing;
+ * on a table just created this changes nothing. */
+static char *add_columns_ddl(const struct pg_table *t)
+{
+	size_t cap = 4096, n = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	n += (size_t)snprintf(s + n, cap - n, "ALTER TABLE %s", t->name);
+	for (size_t i = 0; i < t->n_cols && n < cap; i++)
+		n += (size_t)snprintf(s + n, cap - n, "%s ADD COLUMN IF NOT EXISTS %s %s", i ? "," : "",
+				      t->cols[i].name, col_type(&t->cols[i]));
+	if (n >= cap) {
+		free(s);
+		return NULL;
+	}
+	return s;
 }
 
 static int create_schema(struct ss_pg *p)
@@ -187,8 +221,11 @@ static int create_schema(struct ss_pg *p)
 	}
 	for (size_t i = 0; i < ss_pg_n_tables; i++) {
 		char *ddl = table_ddl(&ss_pg_tables[i]);
-		int rc = ss_pg_exec(p, p->side, ddl);
+		int rc = ddl ? ss_pg_exec(p, p->side, ddl) : -1;
 		free(ddl);
+		char *add = rc ? NULL : add_columns_ddl(&ss_pg_tables[i]);
+		rc = rc || !add ? -1 : ss_pg_exec(p, p->side, add);
+		free(add);
 		if (rc)
 			return -1;
 	}
@@ -211,8 +248,8 @@ static int create_schema(struct ss_pg *p)
 		if (rc)
 			return -1;
 	}
-	char *sql = ss_pg_fmt("INSERT INTO schema_info SELECT %d WHERE NOT EXISTS (SELECT 1 FROM schema_info)",
-			      SS_SCHEMA_VERSION);
+	char *sql = ss_pg_fmt("INSERT INTO schema_info SELECT %d WHERE NOT EXISTS (SELECT 1 FROM schema_info"
+			      " WHERE version >= %d)", SS_SCHEMA_VERSION, SS_SCHEMA_VERSION);
 	int rc = ss_pg_exec(p, p->side, sql);
 	free(sql);
 	return rc;
@@ -239,31 +276,43 @@ static int load_widths(struct ss_pg *p)
 	return 0;
 }
 
-static int ensure_schema(struct ss_pg *p)
+/* The database's schema version: 0 for none yet, -1 on an error, including a
+ * version newer than this stallscope knows. */
+static int schema_version(struct ss_pg *p)
 {
 	int64_t have = 0, version = 0;
 	if (ss_pg_query_int(p, p->side, "SELECT count(*) FROM pg_tables WHERE tablename = 'import_ids'"
 			    " AND schemaname = current_schema()", 0, &have) != 0)
 		return -1;
-	if (have) {
-		if (ss_pg_query_int(p, p->side, "SELECT max(version) FROM schema_info", 0, &version) != 0)
-			return -1;
-		if (version > SS_SCHEMA_VERSION) {
-			snprintf(p->err, sizeof p->err, "%s has stallscope schema version %lld; this stallscope"
-				 " knows up to %d: use a newer stallscope", p->shown, (long long)version,
-				 SS_SCHEMA_VERSION);
-			return -1;
-		}
-		if (version == SS_SCHEMA_VERSION)
-			return load_widths(p);
+	if (!have)
+		return 0;
+	if (ss_pg_query_int(p, p->side, "SELECT max(version) FROM schema_info", 0, &version) != 0)
+		return -1;
+	if (version > SS_SCHEMA_VERSION) {
+		snprintf(p->err, sizeof p->err, "%s has stallscope schema version %lld; this stallscope"
+			 " knows up to %d: use a newer stallscope", p->shown, (long long)version, SS_SCHEMA_VERSION);
+		return -1;
 	}
-	/* Two first imports at once: one creates, the other finds it made. */
+	return (int)version;
+}
+
+static int ensure_schema(struct ss_pg *p)
+{
+	int v = schema_version(p);
+	if (v < 0)
+		return -1;
+	if (v == SS_SCHEMA_VERSION)
+		return load_widths(p);
+	/* Two first imports at once: one creates, the other finds it made (and
+	 * must not run the DDL again: ALTER TABLE would queue behind the first
+	 * one's COPY while holding the lock the first one's partitions need). */
 	char *lock = ss_pg_fmt("SELECT pg_advisory_lock(%d, %d)", LOCK_CLASS, LOCK_SCHEMA);
 	int rc = ss_pg_exec(p, p->side, lock);
 	free(lock);
 	if (rc)
 		return -1;
-	rc = create_schema(p);
+	v = schema_version(p);
+	rc = v < 0 ? -1 : v == SS_SCHEMA_VERSION ? 0 : create_schema(p);
 	if (!rc)
 		rc = load_widths(p);
 	char *unlock = ss_pg_fmt("SELECT pg_advisory_unlock(%d, %d)", LOCK_CLASS, LOCK_SCHEMA);

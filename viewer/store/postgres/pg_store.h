@@ -54,6 +54,9 @@ void ss_pg_close(struct ss_pg *p);
 int ss_pg_exec(struct ss_pg *p, struct pg_conn *c, const char *sql);
 /* Runs a query returning one bigint (NULL: dflt). Returns 0, or -1. */
 int ss_pg_query_int(struct ss_pg *p, struct pg_conn *c, const char *sql, int64_t dflt, int64_t *out);
+/* Runs a query that returns rows; NULL (with p->err) on an error or a NULL sql
+ * (out of memory). The caller PQclear()s the result. */
+struct pg_result *ss_pg_select(struct ss_pg *p, struct pg_conn *c, const char *sql); /* a PGresult */
 /* printf into a fresh buffer (the caller frees it); NULL when out of memory. */
 char *ss_pg_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
