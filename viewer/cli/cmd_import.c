@@ -45,6 +45,28 @@ void cmd_import_help(FILE *out)
 	      "importable or bad arguments, 2 the database could not be written.\n", out);
 }
 
+/* The importer building the PostgreSQL store's stage (the store does not know it). */
+struct pg_run {
+	const struct ss_import_options *o;
+	const char *const *paths;
+	size_t n;
+	struct ss_import_result *res;
+};
+
+static int pg_stage(void *ctx, const char *stage_db, const struct ss_sqlite_stage *stage, const char *target_name,
+		    uint64_t *imported, uint64_t *events)
+{
+	struct pg_run *pr = ctx;
+	struct ss_import_options o = *pr->o;
+	o.db_path = stage_db;
+	o.stage = stage;
+	o.target_name = target_name;
+	int r = ss_import_paths(&o, pr->paths, pr->n, pr->res);
+	*imported = pr->res->imported;
+	*events = pr->res->events;
+	return r;
+}
+
 int cmd_import(int argc, char **argv)
 {
 	struct ss_import_options o = { 0 };
@@ -114,8 +136,10 @@ int cmd_import(int argc, char **argv)
 	struct ss_import_result res;
 	int r;
 	if (db) {
-		o.db_path = db;
-		r = ss_pg_import(&o, paths, np, &res);
+		struct pg_run pr = { &o, paths, np, &res };
+		r = ss_pg_import(db, o.quiet, o.log, pg_stage, &pr);
+		if (r < 0)
+			r = SS_IMPORT_OUTPUT;
 	} else {
 		r = ss_import_paths(&o, paths, np, &res);
 	}

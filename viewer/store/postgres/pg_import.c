@@ -27,7 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "import.h"
 #include "pg_store.h"
 #include "pg_tables.h"
 #include "sqlite_store.h"
@@ -380,19 +379,18 @@ static int stage_dir(char *dir, size_t len)
 	return mkdtemp(dir) ? 0 : -1;
 }
 
-int ss_pg_import(const struct ss_import_options *user_o, const char *const *paths, size_t n,
-		 struct ss_import_result *res)
+int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, void *ctx)
 {
-	FILE *log = user_o->log ? user_o->log : stderr;
-	bool quiet = user_o->quiet;
-	memset(res, 0, sizeof *res);
+	if (!log)
+		log = stderr;
 	struct pgi *g = calloc(1, sizeof *g);
 	if (!g)
-		return SS_IMPORT_OUTPUT;
+		return -1;
 	double t0 = now_s();
 	char dir[4096] = "", path[4200] = "";
-	int rc = SS_IMPORT_OUTPUT;
-	if (ss_pg_open(&g->pg, user_o->db_path) != 0 || ss_pg_next_ids(&g->pg, g->stage.floor) != 0 ||
+	int rc = -1;
+	uint64_t imported = 0, events = 0;
+	if (ss_pg_open(&g->pg, url) != 0 || ss_pg_next_ids(&g->pg, g->stage.floor) != 0 ||
 	    ss_pg_exec(&g->pg, g->pg.main, "BEGIN") != 0) {
 		if (!quiet)
 			fprintf(log, "stallscope import: %s\n", g->pg.err);
@@ -411,14 +409,10 @@ int ss_pg_import(const struct ss_import_options *user_o, const char *const *path
 		goto out;
 	}
 	snprintf(path, sizeof path, "%s/stage.db", dir);
-	struct ss_import_options o = *user_o;
-	o.db_path = path;
-	o.stage = &g->stage;
-	o.target_name = g->pg.shown;
-	rc = ss_import_paths(&o, paths, n, res);
-	if (rc != SS_IMPORT_OK)
+	rc = run(ctx, path, &g->stage, g->pg.shown, &imported, &events);
+	if (rc != 0)
 		goto out;
-	if (res->imported == 0) {
+	if (imported == 0) {
 		/* Nothing new: leave the database as it is. */
 		ss_pg_exec(&g->pg, g->pg.main, "ROLLBACK");
 		goto out;
@@ -429,15 +423,14 @@ int ss_pg_import(const struct ss_import_options *user_o, const char *const *path
 		if (!quiet)
 			fprintf(log, "stallscope import: writing to %s failed: %s; nothing was imported (%s is as"
 				" it was)\n", g->pg.shown, g->pg.err, g->pg.shown);
-		rc = SS_IMPORT_OUTPUT;
+		rc = -1;
 		goto out;
 	}
 	double t2 = now_s();
-	res->seconds = t2 - t0;
 	if (!quiet)
 		fprintf(log, "stallscope import: %llu rows copied to %s in %.2f s; %llu events in %.2f s in all"
 			" (%.2fM events/s)\n", (unsigned long long)rows, g->pg.shown, t2 - t1,
-			(unsigned long long)res->events, t2 - t0, t2 > t0 ? (double)res->events / (t2 - t0) / 1e6 : 0);
+			(unsigned long long)events, t2 - t0, t2 > t0 ? (double)events / (t2 - t0) / 1e6 : 0);
 out:
 	ss_pg_close(&g->pg);
 	if (path[0])

@@ -89,12 +89,17 @@ int ss_pg_copy_in(struct ss_pg *p, struct sqlite3 *db, const char *select, const
 
 /* ---- what the commands call ------------------------------------------------ */
 
-struct ss_import_options;
-struct ss_import_result;
-/* `stallscope import PATH... --db URL`: o->db_path is the URL. Returns an
- * SS_IMPORT_* code. */
-int ss_pg_import(const struct ss_import_options *o, const char *const *paths, size_t n,
-		 struct ss_import_result *res);
+struct ss_sqlite_stage;
+/* What builds the stage: the importer, run by the caller's function (the store
+ * does not depend on the importer), into stage_db with stage (and target_name in
+ * its messages). Returns 0, or a non-zero code of the caller's that
+ * ss_pg_import returns as it is; *imported is how many inputs were new. */
+typedef int (*ss_pg_stage_fn)(void *ctx, const char *stage_db, const struct ss_sqlite_stage *stage,
+			      const char *target_name, uint64_t *imported, uint64_t *events);
+/* `stallscope import PATH... --db URL`: stages through run, then copies the rows
+ * over in one transaction. Returns 0, run's code, or -1 when the PostgreSQL side
+ * failed (said on log unless quiet; the database is as it was). */
+int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, void *ctx);
 
 /* Which recordings a pull takes: ids, or by host and wall-clock overlap. */
 struct ss_pg_scope {
