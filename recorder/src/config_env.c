@@ -23,7 +23,7 @@ static const char *const known[] = {
 	"STALLSCOPE_METRICS_FILE", "STALLSCOPE_FLUSH_INTERVAL_MS", "STALLSCOPE_BUFFER_EVENTS",
 	"STALLSCOPE_MAX_THREADS", "STALLSCOPE_COMPRESS", "STALLSCOPE_SAMPLER",
 	"STALLSCOPE_OFFCPU_STACKS", "STALLSCOPE_SAMPLE_ALL_THREADS", "STALLSCOPE_UNWIND",
-	"STALLSCOPE_STACK_COPY", "STALLSCOPE_CLOCK",
+	"STALLSCOPE_STACK_COPY", "STALLSCOPE_CLOCK", "STALLSCOPE_ARCHIVE_COMMAND", "STALLSCOPE_ARCHIVE_TIMEOUT_S",
 	/* set by `stallscope record` for the preload shim (recorder/src/shim-abi.h) */
 	"STALLSCOPE_PRELOAD_ROOT_PID", "STALLSCOPE_FOLLOW_CHILDREN", NULL,
 };
@@ -182,6 +182,15 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 	const char *metrics = getenv("STALLSCOPE_METRICS_FILE");
 	if (metrics && *metrics)
 		cfg->metrics_file = metrics;
+	const char *archive = getenv("STALLSCOPE_ARCHIVE_COMMAND");
+	if (archive) {
+		if (!*archive) {
+			snprintf(err, errlen, "STALLSCOPE_ARCHIVE_COMMAND is empty (give a shell command, e.g."
+				 " 'rsync %%p backup:/traces/%%h/%%f', or unset it)");
+			return -1;
+		}
+		cfg->archive_command = archive;
+	}
 
 	static const struct num_var vars[] = {
 		{"STALLSCOPE_MAX_FILE_SIZE", 65536, 1ull << 40, 1, "a size in bytes (suffix K, M or G allowed)"},
@@ -194,6 +203,7 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 		{"STALLSCOPE_BUFFER_EVENTS", 64, 1u << 26, 1, "an event count"},
 		{"STALLSCOPE_MAX_THREADS", 1, 65536, 0, "a thread count"},
 		{"STALLSCOPE_STACK_COPY", 1024, 65528, 1, "a size in bytes (suffix K allowed)"},
+		{"STALLSCOPE_ARCHIVE_TIMEOUT_S", 1, 86400, 0, "a number of seconds"},
 	};
 	uint64_t n;
 	int r;
@@ -213,6 +223,7 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 		case 7: cfg->buffer_events = (uint32_t)n; break;
 		case 8: cfg->max_threads = (uint32_t)n; break;
 		case 9: cfg->stack_copy_bytes = (uint32_t)n; break;
+		case 10: cfg->archive_timeout_s = (uint32_t)n; break;
 		}
 	}
 	/* 0 must mean "no time rotation" here, but 0 in the struct means "default". */

@@ -22,6 +22,7 @@
  *   segment_file.c  segment files: create, append blocks, seal, rotate, evict, recover
  *   config_env.c    STALLSCOPE_* environment parsing
  *   metrics.c       counters and their Prometheus text
+ *   archive.c       STALLSCOPE_ARCHIVE_COMMAND: ships sealed segments off the host
  *   session.c       start/stop/toggle: glues the above together
  *   sampler*.c      CPU samples and switches (sampler.h), stall captures (stall.h)
  *   unwind*.c       how user stacks are taken: frame pointers or CFI (unwind.h);
@@ -262,6 +263,11 @@ struct ss_counters {
 	 * stallscope_get_stats() would go backwards. Only the writer thread (or
 	 * stop, after it) moves counts. */
 	_Atomic uint64_t stats_seq;
+	/* STALLSCOPE_ARCHIVE_COMMAND (archive.c) */
+	_Atomic uint32_t archive_enabled;
+	_Atomic uint64_t archive_shipped, archive_failed, archive_timeouts, archive_pending;
+	_Atomic uint64_t archive_last_success_s;     /* CLOCK_REALTIME seconds, 0: never */
+	_Atomic uint64_t segments_evicted_unshipped; /* deleted for the budget before shipping */
 };
 extern SS_INTERNAL struct ss_counters ss_counters;
 
@@ -302,6 +308,7 @@ struct ss_segments_config {
 	uint64_t max_file_size;
 	uint32_t rotation_count;
 	uint64_t session_id;
+	int archiving;          /* eviction deletes shipped segments first (archive.c) */
 };
 
 SS_INTERNAL struct ss_segments *ss_segments_open(const struct ss_segments_config *cfg,
@@ -337,6 +344,22 @@ struct ss_writer_config {
 };
 
 SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen);
+
+/* ---- shipping sealed segments (archive.c) ---------------------------------------- */
+
+/* Starts the archiver thread for the segments PREFIX.N.bin in dir. Returns 0, or
+ * -1 (logged; recording goes on without shipping). */
+SS_INTERNAL int ss_archive_start(const char *dir, const char *prefix, const char *command, uint32_t timeout_s,
+				 const char *host);
+SS_INTERNAL int ss_archive_enabled(void);
+/* A segment was sealed: look now. Called by the writer thread. */
+SS_INTERNAL void ss_archive_kick(void);
+/* A last short pass over what is pending, then joins the thread. */
+SS_INTERNAL void ss_archive_stop(void);
+/* Whether the sealed segment at path has been shipped; forget drops its marker
+ * (the segment is being deleted). */
+SS_INTERNAL int ss_archive_is_shipped(const char *path);
+SS_INTERNAL void ss_archive_forget(const char *path);
 /* Drains everything, seals the last segment, joins the thread. */
 SS_INTERNAL int ss_writer_stop(void);
 /* Asks the writer to run a cycle soon (thread exit, buffers filling). */

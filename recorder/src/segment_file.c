@@ -41,6 +41,7 @@ struct ss_segments {
 	char *prefix;
 	uint64_t max_file_size;
 	uint32_t rotation_count;
+	int archiving;          /* shipped segments are evicted first (archive.c) */
 	uint64_t session_id;
 	char exe[SS_MAX_EXE_LEN];
 	uint32_t exe_len;
@@ -167,28 +168,47 @@ static void update_usage(const struct ss_segments *sg)
 	atomic_store(&ss_counters.disk_usage, sealed_bytes(sg) + sg->active_bytes);
 }
 
-/* Deletes the oldest sealed segments until the sealed ones and one more segment
- * fit the budget, always keeping the newest sealed one. */
+/* Which sealed segment eviction deletes next (never the newest): the oldest;
+ * while segments are being shipped, the oldest shipped one if there is one. */
+static size_t victim(const struct ss_segments *sg, int *shipped)
+{
+	*shipped = 0;
+	for (size_t i = 0; sg->archiving && i + 1 < sg->nsealed; i++) {
+		char path[PATH_MAX];
+		if (seg_path(sg, sg->sealed[i].seq, 0, path, sizeof path) == 0 && ss_archive_is_shipped(path)) {
+			*shipped = 1;
+			return i;
+		}
+	}
+	return 0;
+}
+
+/* Deletes sealed segments until the sealed ones and one more segment fit the
+ * budget, always keeping the newest sealed one. */
 static void evict(struct ss_segments *sg)
 {
 	uint64_t budget = sg->max_file_size * sg->rotation_count;
 	uint64_t total = sealed_bytes(sg);
-	size_t drop = 0;
-	while (drop + 1 < sg->nsealed && total + sg->max_file_size > budget) {
+	while (sg->nsealed > 1 && total + sg->max_file_size > budget) {
+		int shipped;
+		size_t i = victim(sg, &shipped);
 		char path[PATH_MAX];
-		if (seg_path(sg, sg->sealed[drop].seq, 0, path, sizeof path) == 0 &&
-		    unlink(path) != 0 && errno != ENOENT) {
+		int named = seg_path(sg, sg->sealed[i].seq, 0, path, sizeof path) == 0;
+		if (named && unlink(path) != 0 && errno != ENOENT) {
 			ss_log("cannot delete old segment %s: %m", path);
 			atomic_fetch_add(&ss_counters.errors, 1);
 		} else {
 			atomic_fetch_add(&ss_counters.segments_evicted, 1);
+			if (sg->archiving && !shipped) {
+				atomic_fetch_add(&ss_counters.segments_evicted_unshipped, 1);
+				ss_log("segment %s deleted for the disk budget before it was shipped", path);
+			}
 		}
-		total -= sg->sealed[drop].bytes;
-		drop++;
-	}
-	if (drop) {
-		memmove(sg->sealed, sg->sealed + drop, (sg->nsealed - drop) * sizeof *sg->sealed);
-		sg->nsealed -= drop;
+		if (named && sg->archiving)
+			ss_archive_forget(path);
+		total -= sg->sealed[i].bytes;
+		memmove(sg->sealed + i, sg->sealed + i + 1, (sg->nsealed - i - 1) * sizeof *sg->sealed);
+		sg->nsealed--;
 	}
 	update_usage(sg);
 }
@@ -338,6 +358,7 @@ SS_INTERNAL struct ss_segments *ss_segments_open(const struct ss_segments_config
 	sg->prefix = strdup(cfg->prefix);
 	sg->max_file_size = cfg->max_file_size;
 	sg->rotation_count = cfg->rotation_count;
+	sg->archiving = cfg->archiving;
 	sg->session_id = cfg->session_id;
 	if (!sg->dir || !sg->prefix) {
 		snprintf(err, errlen, "out of memory");

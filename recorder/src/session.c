@@ -22,7 +22,7 @@ static uint32_t session_counter;
 static uint32_t active_session;  /* under session_mu: the running session, or 0 */
 static int enabled_flag = 1;     /* the toggle, kept across sessions */
 static struct stallscope_config active_cfg;
-static char *cfg_strings[3];
+static char *cfg_strings[4];
 static int atexit_done, atfork_done;
 
 STALLSCOPE_API void stallscope_config_init(struct stallscope_config *cfg)
@@ -45,6 +45,7 @@ STALLSCOPE_API void stallscope_config_init(struct stallscope_config *cfg)
 	cfg->task_dump_idle_threshold_ms = 10;
 	cfg->unwind = STALLSCOPE_UNWIND_AUTO;
 	cfg->stack_copy_bytes = 8192;
+	cfg->archive_timeout_s = 300;
 }
 
 /* The layout is ABI: fields only ever take the place of reserved words. */
@@ -111,20 +112,24 @@ static int adopt_config(const struct stallscope_config *in)
 		ss_set_error("stack_copy_bytes %u is out of range (1024 to 65528)", c.stack_copy_bytes);
 		return -1;
 	}
-	for (int i = 0; i < 3; i++) {
+	if (!c.archive_timeout_s)
+		c.archive_timeout_s = d.archive_timeout_s;
+	for (int i = 0; i < 4; i++) {
 		free(cfg_strings[i]);
 		cfg_strings[i] = NULL;
 	}
 	cfg_strings[0] = strdup(c.output_dir);
 	cfg_strings[1] = strdup(c.file_prefix);
 	cfg_strings[2] = c.metrics_file && *c.metrics_file ? strdup(c.metrics_file) : NULL;
-	if (!cfg_strings[0] || !cfg_strings[1]) {
+	cfg_strings[3] = c.archive_command && *c.archive_command ? strdup(c.archive_command) : NULL;
+	if (!cfg_strings[0] || !cfg_strings[1] || (c.archive_command && *c.archive_command && !cfg_strings[3])) {
 		ss_set_error("out of memory");
 		return -1;
 	}
 	c.output_dir = cfg_strings[0];
 	c.file_prefix = cfg_strings[1];
 	c.metrics_file = cfg_strings[2];
+	c.archive_command = cfg_strings[3];
 	active_cfg = c;
 	return 0;
 }
@@ -190,6 +195,7 @@ STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 			.max_file_size = active_cfg.max_file_size,
 			.rotation_count = active_cfg.rotation_count,
 			.session_id = random_id(),
+			.archiving = active_cfg.archive_command != NULL,
 		},
 		.rotation_period_ns = active_cfg.rotation_period_s == UINT32_MAX
 			? 0 : (uint64_t)active_cfg.rotation_period_s * 1000000000u,

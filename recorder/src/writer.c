@@ -33,6 +33,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/utsname.h>
 
 SS_INTERNAL struct writer wr;
 
@@ -357,6 +358,12 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	wr.sg = ss_segments_open(&cfg->seg, err, errlen);
 	if (!wr.sg)
 		goto fail;
+	/* Segments of an earlier run waiting to be shipped are shipped now too. */
+	if (cfg->seg.archiving) {
+		struct utsname u;
+		ss_archive_start(cfg->seg.dir, cfg->seg.prefix, cfg->user->archive_command,
+				 cfg->user->archive_timeout_s, uname(&u) == 0 ? u.nodename : "localhost");
+	}
 	/* The unwinder first: it decides whether samples and captures carry stack
 	 * copies, and the log and every segment's META say what it chose. */
 	ss_unwind_start(cfg->user->unwind, cfg->user->stack_copy_bytes, wr.unwind_status,
@@ -394,6 +401,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	}
 	return 0;
 fail:
+	ss_archive_stop();
 	ss_watchdog_stop();
 	ss_watchdog_free();
 	ss_task_dump_disarm();
@@ -431,6 +439,13 @@ SS_INTERNAL int ss_writer_stop(void)
 	ss_stacks_free();
 	int healthy = !wr.failing;
 	atomic_store(&ss_counters.writer_healthy, 0u);
+	/* After the last seal: the last segment gets its chance to be shipped, and
+	 * the metrics file then says how that went. */
+	if (ss_archive_enabled()) {
+		ss_archive_stop();
+		if (wr.metrics_file)
+			ss_metrics_write_file(wr.metrics_file);
+	}
 	ss_segments_close(wr.sg);
 	free(wr.raw);
 	ss_block_zstd_free(&wr.z);

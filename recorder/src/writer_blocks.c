@@ -236,6 +236,8 @@ SS_INTERNAL void seal_segment(uint64_t end_ts)
 			       strerror(errno));
 		}
 		atomic_fetch_add(&ss_counters.errors, 1);
+	} else {
+		ss_archive_kick();
 	}
 	wr.seg_seq1 = 0;
 	wr.retry_at_ns = 0;

@@ -55,6 +55,20 @@ void cmd_report_help(FILE *out)
 	      "at the --fail-on level or worse.\n", out);
 }
 
+/* report --db (cmd_report_db.c) names the database by its URL, not by the
+ * scratch file it pulled the recordings into. */
+static const char *name_as;
+
+void cmd_report_name_as(const char *name)
+{
+	name_as = name;
+}
+
+static const char *shown_name(const char *path)
+{
+	return name_as ? name_as : path;
+}
+
 static void list_thresholds(FILE *o)
 {
 	fprintf(o, "%-18s %-6s %8s %8s %8s  %s\n", "threshold", "unit", "info", "warning", "critical", "over it");
@@ -621,7 +635,7 @@ int cmd_report(int argc, char **argv)
 		ss_json_begin(&j, out);
 		j.pretty = true;
 		ss_json_open(&j, NULL, '{');
-		ss_json_str(&j, "database", o.path);
+		ss_json_str(&j, "database", shown_name(o.path));
 		ss_json_open(&j, "scope", '{');
 		ss_json_num(&j, "recording", o.recording ? (double)o.recording : NAN);
 		ss_json_num(&j, "from_ns", o.has_from ? (double)o.from : NAN);
@@ -633,7 +647,7 @@ int cmd_report(int argc, char **argv)
 		json_findings(&j, fl);
 		ss_json_close(&j, '{');
 	} else {
-		fprintf(out, "stallscope report: %s\n", o.path);
+		fprintf(out, "stallscope report: %s\n", shown_name(o.path));
 		if (scope.windowed || scope.recording_id) {
 			char f[32] = "the start", t[32] = "the end";
 			if (o.has_from)

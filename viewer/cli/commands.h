@@ -39,6 +39,21 @@ void cmd_export_help(FILE *out);
 int cmd_compare(int argc, char **argv);
 void cmd_compare_help(FILE *out);
 
+/* `report`: plain files go to cmd_report, --db to the PostgreSQL store
+ * (cmd_report_db.c). */
+int cmd_report_entry(int argc, char **argv);
+void cmd_report_name_as(const char *name);
+void cmd_report_entry_help(FILE *out);
+
+/* `export --db URL --recording ID -o local.db` (cmd_export_db.c). */
+int cmd_export_entry(int argc, char **argv);
+void cmd_export_entry_help(FILE *out);
+int cmd_export_db(int argc, char **argv);
+void cmd_export_db_help(FILE *out);
+
+int cmd_prune(int argc, char **argv);
+void cmd_prune_help(FILE *out);
+
 /* `stallscope record` lives on the recorder side: recorder/cli/record.h. */
 
 #endif /* STALLSCOPE_COMMANDS_H */

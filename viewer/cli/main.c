@@ -19,15 +19,18 @@ _Static_assert((int)SS_RECORD_EXIT_OK == (int)SS_EXIT_OK &&
 
 static const struct ss_command commands[] = {
 	{ "dump", "print a segment file human-readably", cmd_dump, cmd_dump_help },
-	{ "import", "import segments into an SQLite database (PATH... -o trace.db)", cmd_import, cmd_import_help },
+	{ "import", "import segments into SQLite (PATH... -o trace.db) or PostgreSQL (--db URL)", cmd_import,
+	  cmd_import_help },
 	{ "symbolize", "add symbol tables to sealed segments (run where they were recorded)", cmd_symbolize,
 	  cmd_symbolize_help },
-	{ "report", "summarise an imported trace: long polls, stalls, delays, findings", cmd_report,
-	  cmd_report_help },
-	{ "export", "write a trace as folded stacks, Chrome trace JSON (Perfetto) or pprof", cmd_export,
-	  cmd_export_help },
+	{ "report", "summarise an imported trace: long polls, stalls, delays, findings", cmd_report_entry,
+	  cmd_report_entry_help },
+	{ "export", "write a trace as folded stacks, Chrome trace JSON (Perfetto) or pprof; pull recordings out of PostgreSQL",
+	  cmd_export_entry, cmd_export_entry_help },
 	{ "compare", "set two traces side by side: polls, CPU share, delays, findings", cmd_compare,
 	  cmd_compare_help },
+	{ "prune", "expire old recordings from PostgreSQL (--db URL --older-than AGE)", cmd_prune,
+	  cmd_prune_help },
 	{ "record", "run a program with recording on (-- CMD ARGS...)", cmd_record, cmd_record_help },
 };
 

@@ -161,6 +161,11 @@ static int setup(struct imp *im, const struct ss_import_options *o, struct ss_im
 			fprintf(im->log, "stallscope import: %s\n", err);
 		return -1;
 	}
+	if (o->stage && ss_sqlite_set_stage(im->store, o->stage) != 0) {
+		if (!o->quiet)
+			fprintf(im->log, "stallscope import: %s\n", ss_sqlite_error(im->store));
+		return -1;
+	}
 	if (!o->no_symbols)
 		im->sym = ss_sym_new(o->debug_dirs, o->n_debug_dirs);
 	struct ss_sink sink;
@@ -535,8 +540,8 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 		ss_target_abort(&tg);
 		return SS_IMPORT_OUTPUT;
 	}
-	im.target = tg.path;
-	im.fresh_target = tg.building;
+	im.target = o->target_name ? o->target_name : tg.path;
+	im.fresh_target = tg.building && !o->target_name;
 	for (size_t i = 0; i < n; i++)
 		expand_arg(&im, &in, paths[i]);
 	res->files = in.n;

@@ -20,8 +20,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct ss_sqlite_stage;
+
 struct ss_import_options {
 	const char *db_path;            /* ":memory:" for an in-memory database */
+	/* The file stages an import for another database (sqlite_store.h);
+	 * target_name is then what messages call the database. NULL: none. */
+	const struct ss_sqlite_stage *stage;
+	const char *target_name;
 	const char *const *debug_dirs;  /* --debug-dir, searched for debug info by build id */
 	size_t n_debug_dirs;
 	FILE *log;                      /* warnings; NULL = stderr */

@@ -69,7 +69,12 @@ struct stallscope_config {
 					* (the TSC where usable, else the vDSO clock), _TSC
 					* or _VDSO (clock_gettime); segments always hold
 					* CLOCK_MONOTONIC ns (AUTO) */
-	uint64_t reserved[5];          /* zero; room for later options without an ABI break */
+	const char *archive_command;   /* run for each sealed segment, as PostgreSQL's
+					* archive_command: %p its path, %f its file name, %h
+					* the host name, %% a '%'; exit 0 = shipped (NULL: off) */
+	uint32_t archive_timeout_s;    /* the command is killed after this long (300) */
+	uint32_t pad2;
+	uint64_t reserved[3];          /* zero; room for later options without an ABI break */
 };
 
 enum {

@@ -20,6 +20,7 @@ struct ss_sqlite_store {
 	int64_t first_new_sample, first_new_poll;
 	/* the statements of the state written where an import ends */
 	sqlite3_stmt *st_wake, *st_pending, *st_thread_state, *st_span, *st_summary, *st_ended;
+	const struct ss_sqlite_stage *stage; /* NULL: this file is the database */
 };
 
 const char *ss_sqlite_error(struct ss_sqlite_store *s)
@@ -632,7 +633,20 @@ static int s_ended_task(void *ctx, const struct ss_ended_task *e)
 static int s_next_ids(void *ctx, int64_t next[ID_COUNT])
 {
 	struct ss_sqlite_store *s = ctx;
-	return ss_db_next_ids(&s->db, next);
+	if (ss_db_next_ids(&s->db, next) != 0)
+		return -1;
+	for (int k = 0; s->stage && k < ID_COUNT; k++)
+		if (next[k] < s->stage->floor[k])
+			next[k] = s->stage->floor[k];
+	return 0;
+}
+
+int ss_sqlite_set_stage(struct ss_sqlite_store *s, const struct ss_sqlite_stage *stage)
+{
+	s->stage = stage;
+	if (!stage->prepare || ss_db_sync(&s->db) != 0)
+		return ss_db_sync(&s->db);
+	return stage->prepare(stage->ctx, s->db.db, s->db.err, sizeof s->db.err);
 }
 
 static int s_find_recording(void *ctx, uint64_t session, int64_t *id)
@@ -648,6 +662,8 @@ static int s_find_recording(void *ctx, uint64_t session, int64_t *id)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*id = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
+	if (!*id && s->stage && s->stage->seed)
+		return s->stage->seed(s->stage->ctx, s->db.db, session, id, s->db.err, sizeof s->db.err);
 	return 0;
 }
 
@@ -807,6 +823,16 @@ static int row_mapping(struct ss_model *m, sqlite3_stmt *st)
 					col(st, 3), col(st, 5), col(st, 4));
 }
 
+static int row_known_frame(struct ss_model *m, sqlite3_stmt *st)
+{
+	return ss_model_known_frame(m, col(st, 0), col(st, 1), col(st, 2), sqlite3_column_int(st, 3));
+}
+
+static int row_known_callsite(struct ss_model *m, sqlite3_stmt *st)
+{
+	return ss_model_known_callsite(m, col(st, 0), col(st, 1), col(st, 2));
+}
+
 /* Replays an existing recording's threads, workers, live and just-ended tasks,
  * pending wakes, open polls, parks, spans, stalls, CPU states, queue depths and
  * summary buckets into the model, then drops what it kept only as state: the
@@ -865,6 +891,15 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 	if (!rc)
 		rc = each_row(s, "SELECT id, path, build_id, start, \"offset\", \"end\" FROM mappings"
 			      " WHERE recording_id = ?1", rid, row_mapping, m);
+	/* A staged recording's frames and stacks came in after load_known. */
+	if (!rc && s->stage)
+		rc = each_row(s, "SELECT f.mapping_id, f.rel_pc, min(f.id), count(*) FROM frames f JOIN mappings m"
+			      " ON m.id = f.mapping_id WHERE m.recording_id = ?1"
+			      " GROUP BY f.mapping_id, f.rel_pc", rid, row_known_frame, m);
+	if (!rc && s->stage)
+		rc = each_row(s, "SELECT coalesce(c.parent_id, 0), c.frame_id, c.id FROM callsites c JOIN frames f"
+			      " ON f.id = c.frame_id JOIN mappings m ON m.id = f.mapping_id"
+			      " WHERE m.recording_id = ?1", rid, row_known_callsite, m);
 	if (rc)
 		return -1;
 	/* What was kept as state only: the model writes it again at the end. */

@@ -32,6 +32,25 @@ struct ss_sqlite_store *ss_sqlite_open(const char *path, bool threaded, char *er
 void ss_sqlite_close(struct ss_sqlite_store *s);
 const char *ss_sqlite_error(struct ss_sqlite_store *s);
 
+/* A store that stages an import for another database (viewer/store/postgres/):
+ * new ids start at least at floor (above what the other database holds); before
+ * the model reads the deduplication tables, prepare() may copy rows in; and a
+ * recording this file does not hold is first asked of seed(), which may copy it
+ * in (its rows and the state an import continues from) and give its id, so that
+ * it resumes exactly as it would in a database that had it all along. Both write
+ * with db directly, inside the import's transaction. The stage must outlive the
+ * store. */
+struct sqlite3;
+struct ss_sqlite_stage {
+	void *ctx;
+	int64_t floor[ID_COUNT];
+	int (*prepare)(void *ctx, struct sqlite3 *db, char *err, size_t errlen);
+	int (*seed)(void *ctx, struct sqlite3 *db, uint64_t session_id, int64_t *recording_id, char *err,
+		    size_t errlen);
+};
+/* Call before the model is created. Returns 0, or -1 (ss_sqlite_error). */
+int ss_sqlite_set_stage(struct ss_sqlite_store *s, const struct ss_sqlite_stage *stage);
+
 /* The store as the model's sink. */
 void ss_sqlite_sink(struct ss_sqlite_store *s, struct ss_sink *out);
 
