@@ -7,6 +7,8 @@
  */
 #include "tl_db.h"
 
+#include "examine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +369,7 @@ void tl_db_close(struct tl_db *d)
 {
 	if (!d)
 		return;
+	ss_examiner_free(d->examiner);
 	for (int i = 0; i < TL_STMT_COUNT; i++)
 		sqlite3_finalize(d->st[i]);
 	for (size_t i = 0; i < d->n_lanes; i++) {
@@ -387,6 +390,13 @@ void tl_db_close(struct tl_db *d)
 	free(d->path);
 	sqlite3_close(d->db);
 	free(d);
+}
+
+struct ss_examiner *tl_db_examiner(struct tl_db *d)
+{
+	if (!d->examiner)
+		d->examiner = ss_examiner_new(d->db);
+	return d->examiner;
 }
 
 void tl_db_arm(struct tl_db *d, double seconds)
