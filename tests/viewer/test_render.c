@@ -61,6 +61,18 @@ static void expect(const struct pic *p, const char *what, double ms, int lane, i
 	      (int)lroundf(c.blue * 255));
 }
 
+/* Whether the pixel is (or is not) a busy bar: the busy colour at any depth
+ * is blue well above red. */
+static void expect_bar(const struct pic *p, const char *what, double ms, int lane, int dy, bool want)
+{
+	int rgb[3];
+	int x = x_of(p, ms) + 1, y = lane_y(p, lane) + dy;
+	pixel(p, x, y, rgb);
+	bool bar = rgb[2] - rgb[0] > 60;
+	CHECK(bar == want, "%s at %.1f ms lane %d (%d,%d): #%02x%02x%02x is %sa busy bar", what, ms, lane, x, y, rgb[0],
+	      rgb[1], rgb[2], bar ? "" : "not ");
+}
+
 static struct pic render(struct tl_db *db, struct tl_png_options *o, const char *png)
 {
 	struct pic p;
@@ -130,7 +142,10 @@ static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *
 	expect(&p, "poll w1", 2, 1, TL_POLL_Y + 3, tl_location_color(2));
 	expect(&p, "no poll while parked", 700, 0, TL_POLL_Y + 2, th.bg);
 	expect(&p, "on-cpu", 320, 0, TL_CPU_Y + 2, th.on_cpu);
-	expect(&p, "blocked", 380, 0, TL_CPU_Y + 2, th.blocked);
+	expect(&p, "blocked in a poll", 380, 0, TL_CPU_Y + 2, th.blocked);
+	expect(&p, "blocked in a poll is taller", 380, 0, TL_CPU_Y - 1, th.blocked);
+	expect(&p, "blocked while parked is quiet", 700, 0, TL_CPU_Y + 2, th.idle_off);
+	expect(&p, "and not taller", 700, 0, TL_CPU_Y - 1, th.bg);
 	expect(&p, "preempted", 430, 0, TL_CPU_Y + 2, th.preempted);
 	{
 		/* Samples: a tick every ms on CPU in w0, none while blocked. */
@@ -176,8 +191,14 @@ static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *
 	struct tl_png_options z = { .width = 900, .raster = raster };
 	snprintf(png, sizeof png, "%s/overview-%s.png", outdir, how);
 	p = render(db, &z, png);
-	expect(&p, "summary busy w0", 400, 0, TL_POLL_Y + TL_POLL_H - 5, th.busy_summary);
-	expect(&p, "summary busy w2", 200, 2, TL_POLL_Y + TL_POLL_H - 1, th.busy_summary);
+	/* Bars are the busy colour, deeper with the share, sqrt(share) of the
+	 * band high: w0 is busy all through the stall (22 px), w2 half of
+	 * [0,400) (16 px). */
+	expect_bar(&p, "summary busy w0 top", 400, 0, TL_POLL_Y + 1, true);
+	expect(&p, "summary busy w0 full depth", 400, 0, TL_POLL_Y + TL_POLL_H - 5, th.busy_summary);
+	expect_bar(&p, "summary busy w2", 200, 2, TL_POLL_Y + TL_POLL_H - 1, true);
+	expect_bar(&p, "summary busy w2 16 px", 200, 2, TL_POLL_Y + TL_POLL_H - 15, true);
+	expect_bar(&p, "summary busy w2 not 19 px", 200, 2, TL_POLL_Y + TL_POLL_H - 19, false);
 	expect(&p, "summary idle w2", 800, 2, TL_POLL_Y + TL_POLL_H - 1, th.bg);
 	pic_free(&p);
 

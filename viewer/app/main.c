@@ -43,9 +43,11 @@ static void usage(FILE *out)
 	      "                       for every lane)\n"
 	      "  --from NS --to NS    the window to show, in ns since the start of the trace\n"
 	      "                       (the ruler's 0); default: the whole trace\n"
-	      "  --color location|duration\n"
-	      "                       polls coloured by spawn location (default) or by\n"
-	      "                       duration class (<1 ms, 1-10 ms, 10-50 ms, >50 ms)\n"
+	      "  --color location|duration|culprit\n"
+	      "                       polls coloured by spawn location (default), by\n"
+	      "                       duration class (<1 ms, 1-10 ms, 10-50 ms, >50 ms), or\n"
+	      "                       by the culprit function the analysis finds in each\n"
+	      "                       poll of 1 ms or more\n"
 	      "  --theme light|dark   default light\n"
 	      "  -h, --help           this text\n"
 	      "  --version            the version\n", out);
@@ -140,11 +142,12 @@ int main(int argc, char **argv)
 			headless_opt = true;
 			i++;
 		} else if (!strcmp(a, "--color") && val) {
-			if (strcmp(val, "location") && strcmp(val, "duration")) {
-				fprintf(stderr, "stallscope-viewer: --color is 'location' or 'duration', not '%s'\n", val);
+			if (strcmp(val, "location") && strcmp(val, "duration") && strcmp(val, "culprit")) {
+				fprintf(stderr, "stallscope-viewer: --color is 'location', 'duration' or 'culprit', not '%s'\n",
+					val);
 				return 1;
 			}
-			o.color = val[0] == 'd' ? TL_COLOR_DURATION : TL_COLOR_LOCATION;
+			o.color = val[0] == 'd' ? TL_COLOR_DURATION : val[0] == 'c' ? TL_COLOR_CULPRIT : TL_COLOR_LOCATION;
 			headless_opt = true;
 			i++;
 		} else if (!strcmp(a, "--theme") && val) {
