@@ -80,7 +80,7 @@ static int render_png(const char *out, const struct tl_png_options *o, const cha
 		}
 		close(fd);
 		g_unlink(tmp_db);
-		if (ss_source_import(paths, n, tmp_db, NULL, NULL, err, sizeof err) != 0) {
+		if (ss_source_import(paths, n, tmp_db, NULL, NULL, NULL, err, sizeof err) != 0) {
 			fprintf(stderr, "stallscope-viewer: %s\n", err);
 			g_unlink(tmp_db);
 			g_free(tmp_db);

@@ -37,6 +37,11 @@ struct ss_import_options {
 	 * 2,000,000). */
 	uint64_t max_threads, max_live_tasks;
 	bool fuzz_ignore_crc;           /* fuzzing only: reader waives CRC checks */
+	/* Set (non-zero) from another thread to stop at the next segment: a new
+	 * database is then not made; one imported into in place keeps the
+	 * segments read so far, complete and consistent, and the next import
+	 * goes on from there. NULL: never. */
+	const volatile int *cancel;
 };
 
 struct ss_import_result {
@@ -56,6 +61,7 @@ enum {
 	SS_IMPORT_OK = 0,
 	SS_IMPORT_NOTHING = 1,     /* no input was importable */
 	SS_IMPORT_OUTPUT = 2,      /* the database could not be written */
+	SS_IMPORT_CANCELLED = 3,   /* options.cancel was set */
 };
 
 int ss_import_paths(const struct ss_import_options *o, const char *const *paths, size_t n,

@@ -365,6 +365,18 @@ fail:
 	return NULL;
 }
 
+struct tl_db *tl_db_wrap(sqlite3 *db, const char *path)
+{
+	struct tl_db *d = calloc(1, sizeof *d);
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		sqlite3_close(db);
+		return NULL;
+	}
+	d->db = db;
+	return d;
+}
+
 void tl_db_close(struct tl_db *d)
 {
 	if (!d)

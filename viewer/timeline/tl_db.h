@@ -138,6 +138,11 @@ bool tl_is_sqlite_file(const char *path);
  * file is not a stallscope database. */
 struct tl_db *tl_db_open(const char *path, char *err, size_t errlen);
 void tl_db_close(struct tl_db *d);
+/* A tl_db around a connection of the caller's (owned from now on) with
+ * nothing loaded (no lanes, stalls or statements), for a second query thread
+ * (ss_worker.h) that runs long work beside the window's: the analysis, the
+ * SQL console. path is copied. NULL when memory ran out (db is closed). */
+struct tl_db *tl_db_wrap(sqlite3 *db, const char *path);
 
 /* Grants the reads that follow seconds from now (see budget). */
 void tl_db_arm(struct tl_db *d, double seconds);

@@ -28,7 +28,7 @@ static sqlite3_stmt *prep(struct tl_db *db, const char *sql)
 /* The rowid of the wake that led to poll_id (0 when none): the first row with
  * a poll_id at or past a rowid, probed by binary search, since rows with a
  * poll_id are in poll_id order. About 25 indexed probes on 10 million wakes. */
-static int64_t wake_of_poll(struct tl_db *db, int64_t poll_id)
+int64_t tl_query_wake_of_poll(struct tl_db *db, int64_t poll_id)
 {
 	sqlite3_stmt *s = prep(db, "SELECT rowid, poll_id FROM wakes WHERE rowid >= ?1 AND poll_id IS NOT NULL"
 				   " ORDER BY rowid LIMIT 1");
@@ -256,7 +256,7 @@ void tl_query_poll_details(struct tl_db *db, int64_t poll_id, GString *out)
 				   " FROM wakes w LEFT JOIN threads th ON th.id = w.waker_thread_id"
 				   " LEFT JOIN tasks t ON t.id = w.waker_task_id WHERE w.rowid = ?1 AND w.poll_id = ?2");
 	if (s) {
-		sqlite3_bind_int64(s, 1, wake_of_poll(db, p.id));
+		sqlite3_bind_int64(s, 1, tl_query_wake_of_poll(db, p.id));
 		sqlite3_bind_int64(s, 2, p.id);
 		if (sqlite3_step(s) == SQLITE_ROW) {
 			char wa[96], wd[48] = "unknown";

@@ -21,7 +21,7 @@ enum tl_color_mode { TL_COLOR_LOCATION, TL_COLOR_DURATION, TL_COLOR_CULPRIT };
 /* A poll a search matched (the window's search, viewer/app/ss_search.c),
  * marked over its lane. */
 struct tl_mark {
-	int64_t ts, dur, poll_id, worker_id;
+	int64_t ts, dur, poll_id, worker_id, task_id;
 };
 /* How lane rectangles become pixels (tl_render.c): a canvas when a frame has
  * many, colour nodes otherwise; the tests force each way. */
