@@ -22,12 +22,17 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 3 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 4 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
 -- One row per recorded process run (a recording = a session_id of the segment
--- header: every segment a process wrote between start and stop).
+-- header: every segment a process wrote between start and stop). A dial9 trace
+-- has no session id: the dial9 files of one directory with one file prefix
+-- (PREFIX.N.bin, .bin.gz, .bin.active) are one recording, whose session_id is a
+-- hash of that directory and prefix; their pid, executable and boot_id are NULL,
+-- host is the segment metadata's "host" entry if any, and the anchor is the first
+-- clock sync (ClockSyncEvent) of the first file imported.
 CREATE TABLE IF NOT EXISTS recordings (
   id INTEGER PRIMARY KEY,
   session_id INTEGER NOT NULL UNIQUE, -- random 64-bit id from the segment headers
@@ -44,7 +49,11 @@ CREATE TABLE IF NOT EXISTS recordings (
 );
 
 -- Session metadata (META records): configuration, versions, sampler mode and why
--- other sampler modes were refused.
+-- other sampler modes were refused. For a dial9 recording: the entries of its
+-- segment metadata (SegmentMetadataEvent: service, host, "runtime.NAME" = its
+-- worker ids, ...) as they are, plus 'trace.format' = 'dial9-trace-format 1' and
+-- 'dial9.sample_period_ns', the CPU sampling period the import estimated (dial9
+-- does not record it; it is the weight of each CPU sample).
 CREATE TABLE IF NOT EXISTS metadata (
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
   key TEXT NOT NULL,
@@ -55,6 +64,10 @@ CREATE TABLE IF NOT EXISTS metadata (
 -- One row per segment file imported. A segment is identified by (recording_id,
 -- seq), not by its path, so `PREFIX.N.bin.active` that later became
 -- `PREFIX.N.bin` is the same segment and a re-import only adds what grew.
+-- For a dial9 file, blocks are its streams (the batches that begin with a
+-- header), offsets count bytes of the decompressed stream, sealed means the name
+-- does not end in .active, and damage is that of the first damaged stream (the
+-- importer's warnings list every one; reading resumes at the next header).
 CREATE TABLE IF NOT EXISTS segments (
   id INTEGER PRIMARY KEY,
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
@@ -150,7 +163,16 @@ CREATE TABLE IF NOT EXISTS parks (
   worker_id INTEGER NOT NULL REFERENCES workers(id),
   ts INTEGER NOT NULL,              -- PARK, ns
   dur INTEGER NOT NULL,             -- UNPARK - PARK, ns
-  incomplete INTEGER NOT NULL DEFAULT 0
+  incomplete INTEGER NOT NULL DEFAULT 0,
+  -- What the runtime measured of the parking thread (dial9 traces; NULL when not
+  -- reported): its CPU clock (CLOCK_THREAD_CPUTIME_ID) at the park and at the
+  -- unpark, so cpu_end_ns - cpu_begin_ns is CPU burnt while "parked" (spinning)
+  -- and the next park's cpu_begin_ns - this cpu_end_ns the CPU of the busy
+  -- stretch between; and the time it waited for a CPU (runnable, not running)
+  -- between park and unpark, from the kernel's schedstat.
+  cpu_begin_ns INTEGER,
+  cpu_end_ns INTEGER,
+  sched_wait_ns INTEGER
 );
 
 -- Wakes: a thread (usually while polling a task) made a task runnable.
@@ -173,7 +195,8 @@ CREATE TABLE IF NOT EXISTS wakes (
 -- Queue depths reported by the runtime (QUEUE records): a row when a thread's
 -- reported pair (local, global) differs from its previous report, so the table is
 -- the exact step function of the depths without the repeats (runtimes report at
--- every poll).
+-- every poll). A depth the report does not carry is NULL (dial9 reports a
+-- worker's local queue at its polls and parks, and the global queue apart).
 CREATE TABLE IF NOT EXISTS queue_depths (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   worker_id INTEGER REFERENCES workers(id), -- when the reporting thread is a worker
@@ -191,13 +214,19 @@ CREATE TABLE IF NOT EXISTS marks (
 );
 
 -- Application spans (SPAN_BEGIN..SPAN_END on one thread, properly nested).
+-- dial9's tracing spans: one row per enter..exit (an async span entered at each
+-- poll is one row per poll, all with its span_id).
 CREATE TABLE IF NOT EXISTS spans (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
   dur INTEGER NOT NULL,
   name TEXT,
   depth INTEGER NOT NULL,           -- nesting depth on the thread, 0 = outermost
-  incomplete INTEGER NOT NULL DEFAULT 0
+  incomplete INTEGER NOT NULL DEFAULT 0,
+  span_id INTEGER,                  -- the trace's own span id, NULL if none
+  parent_span_id INTEGER,           -- the span id of its declared parent, NULL if none
+  fields TEXT,                      -- its fields as a JSON object (json_extract(fields, '$.key')), NULL if none
+  location_id INTEGER REFERENCES locations(id) -- where it is declared (function = target::name), NULL if unknown
 );
 
 -- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a
@@ -256,6 +285,8 @@ CREATE TABLE IF NOT EXISTS stall_captures (
 
 -- Task dumps: where an idle task was waiting (its stack at the yield point where
 -- it returned "not ready"), taken when it then stayed idle (TASK_DUMP records).
+-- dial9 writes a dump during the task's next poll: thread_id is that poll's
+-- thread, and idle runs to that poll's start (NULL when it is not in the data).
 CREATE TABLE IF NOT EXISTS task_dumps (
   task_id INTEGER REFERENCES tasks(id),
   ts INTEGER NOT NULL,              -- when the task returned pending (began to be idle), ns
@@ -263,6 +294,19 @@ CREATE TABLE IF NOT EXISTS task_dumps (
   callsite_id INTEGER REFERENCES callsites(id), -- where it yielded (leaf), NULL when none
   thread_id INTEGER REFERENCES threads(id),     -- the thread of the poll that returned pending
   location_id INTEGER REFERENCES locations(id)
+);
+
+-- Events of a trace that none of the tables above holds (dial9: user-defined
+-- events, memory profiling, event types of newer versions), kept as they are so
+-- that nothing is dropped; `stallscope import` says how many of each it kept.
+CREATE TABLE IF NOT EXISTS other_events (
+  recording_id INTEGER NOT NULL REFERENCES recordings(id),
+  thread_id INTEGER REFERENCES threads(id), -- the thread that wrote it, NULL if unknown
+  ts INTEGER,                       -- ns; NULL for an event type without a timestamp
+  name TEXT NOT NULL,               -- the event type (dial9: its schema name)
+  fields TEXT NOT NULL              -- a JSON object, field name -> value: numbers, strings,
+                                    -- stacks as arrays of "0x..." addresses, bytes as hex,
+                                    -- absent optional fields null
 );
 
 -- Stacks, as Perfetto models them. mappings: executable file mappings of the
@@ -377,6 +421,10 @@ CREATE TABLE IF NOT EXISTS import_open_spans (
   depth INTEGER NOT NULL,
   ts INTEGER NOT NULL,
   name TEXT,
+  span_id INTEGER,                  -- as in spans
+  parent_span_id INTEGER,
+  fields TEXT,
+  location_id INTEGER,
   PRIMARY KEY (thread_id, depth)
 ) WITHOUT ROWID;
 

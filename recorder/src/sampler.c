@@ -388,6 +388,24 @@ void ss_sampler_set_enabled(int on)
 	}
 }
 
+void ss_sampler_after_fork(void)
+{
+	if (!ss_smp.started)
+		return;
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind == SS_ST_PERF) {
+			if (t->fd_cs >= 0)
+				close(t->fd_cs);
+			if (t->fd_clock >= 0)
+				close(t->fd_clock);
+		}
+	}
+	/* POSIX timers are not inherited either: nothing else to release. */
+	memset(&ss_smp, 0, sizeof ss_smp);
+	atomic_store_explicit(&published_mode, SS_SAMPLER_OFF, memory_order_relaxed);
+}
+
 void ss_sampler_stop(void)
 {
 	if (!ss_smp.started)

@@ -179,4 +179,10 @@ void ss_sampler_set_enabled(int on);
  * is restored after pending instances are flushed (SIG_IGN first). */
 void ss_sampler_stop(void);
 
+/* In a forked child: forget the parent's sampler without touching its rings.
+ * The kernel does not copy perf rings into a child (VM_DONTCOPY), so their
+ * addresses may already hold the child's own mappings; only the inherited
+ * descriptors are closed. */
+void ss_sampler_after_fork(void);
+
 #endif /* STALLSCOPE_SAMPLER_H */

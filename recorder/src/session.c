@@ -6,6 +6,7 @@
  * see only ss_state, which is the session number while recording and 0 otherwise.
  */
 #include "recorder-private.h"
+#include "sampler.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -141,6 +142,9 @@ static void in_child(void)
 	pthread_mutex_init(&session_mu, NULL);
 	ss_tls_session = 0;
 	ss_tls_slot = NULL;
+	/* Before anything starts a session here: the parent's sampler state
+	 * names rings this process does not have. */
+	ss_sampler_after_fork();
 }
 
 static uint64_t random_id(void)

@@ -107,6 +107,17 @@ for db, js in ((sys.argv[2], sys.argv[3]), (sys.argv[4], sys.argv[5])):
 print("README p99 SQL agrees with the report")
 PY
 
+# The README's thresholds table is the one the report grades by.
+"$cli" report --list-thresholds > "$tmp/th.txt"
+python3 - "$root/README.md" "$tmp/th.txt" <<'PY'
+import sys
+readme, table = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+start = readme.index("threshold          unit")
+block = readme[start:readme.index("```", start)]
+assert block == table, "README's thresholds table differs from --list-thresholds:\n" + block + "\n---\n" + table
+print("README thresholds = --list-thresholds")
+PY
+
 echo "not a database" > "$tmp/bad.db"
 if "$cli" report "$tmp/bad.db" > "$tmp/bad.txt" 2>&1; then fail "a non-database was accepted"; fi
 grep -q 'stallscope report' "$tmp/bad.txt" || { cat "$tmp/bad.txt"; fail "no clear message"; }

@@ -8,7 +8,9 @@
  *   - the window releases only what stream time has moved past; a record that
  *     comes after later ones were released is delivered and counted as late;
  *   - the buffer never holds more than max_buffered records;
- *   - every record type comes back with all its fields, strings included;
+ *   - every record type comes back with all its fields, strings included (a
+ *     park's CPU clock, an explicit waker, a span's id, parent, fields and
+ *     location too);
  *   - a delivery error stops the release and is returned.
  */
 #include <stdlib.h>
@@ -177,11 +179,21 @@ static void test_fields(void)
 	struct ss_merge m;
 	ss_merge_init(&m, collect, NULL);
 	n_out = 0;
-	struct ss_event in[12];
+	struct ss_event in[20];
 	memset(in, 0, sizeof in);
 	size_t n = 0;
 	in[n] = ev(SS_EV_POLL_BEGIN, 5, 1, 11), in[n++].u.poll_begin.location = 12;
-	in[n] = ev(SS_EV_QUEUE, 5, 2, 0), in[n].u.queue.local = 3, in[n++].u.queue.global = 4;
+	in[n] = ev(SS_EV_QUEUE, 5, 2, 0), in[n].u.queue.local = 3, in[n].u.queue.global = 4,
+	in[n++].u.queue.unknown = SS_QUEUE_NO_GLOBAL;
+	/* what a source may say of parks, wakes and spans */
+	in[n] = ev(SS_EV_PARK, 5, 2, 0), in[n].u.park.cpu_ns = 123, in[n++].u.park.flags = SS_PARK_F_CPU;
+	in[n] = ev(SS_EV_UNPARK, 5, 2, 0), in[n].u.unpark.cpu_ns = 456, in[n].u.unpark.sched_wait_ns = 78,
+	in[n++].u.unpark.flags = SS_PARK_F_CPU | SS_PARK_F_SCHED;
+	in[n] = ev(SS_EV_WAKE, 5, 2, 0), in[n].u.wake.task = 30, in[n++].u.wake.waker = 31;
+	in[n] = ev(SS_EV_TERMINATE, 5, 2, 0), in[n++].u.terminate.task = 32;
+	in[n] = ev(SS_EV_SPAN_BEGIN, 5, 2, 0),
+	in[n++].u.span = (__typeof__(in[0].u.span)){ 40, 41, 42, 43, 44 };
+	in[n] = ev(SS_EV_SPAN_END, 5, 2, 0), in[n++].u.span = (__typeof__(in[0].u.span)){ 40, 41, 0, 0, 0 };
 	in[n] = ev(SS_EV_MARK, 5, 3, 0), in[n].u.mark.name = 9, in[n++].u.mark.value = -42;
 	in[n] = ev(SS_EV_WORKER_BEGIN, 5, 4, 0), in[n].u.worker_begin.runtime = 7,
 	in[n++].u.worker_begin.index = 2;

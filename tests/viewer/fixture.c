@@ -254,8 +254,8 @@ static int finish(struct fx *x, char *index_part, const int64_t *worker_ids)
 
 static const char *common_rows =
 	"INSERT INTO schema_info VALUES (1);"
-	"INSERT INTO recordings (id, session_id, pid, executable, host, boot_id, anchor_mono_ns, anchor_real_ns, first_ts, last_ts) "
-	" VALUES (1, 42, 4242, '/usr/bin/demo', 'testhost', 'boot', 1000000000000,"
+	"INSERT INTO recordings(id, session_id, pid, executable, host, boot_id, anchor_mono_ns, anchor_real_ns,"
+	" first_ts, last_ts) VALUES (1, 42, 4242, '/usr/bin/demo', 'testhost', 'boot', 1000000000000,"
 	" 1700000000000000000, 1000000000000, 1001000000000);"
 	"INSERT INTO threads VALUES (1, 1, 0, 100, 'main', NULL), (2, 1, 1, 101, 'rt-w0', NULL),"
 	" (3, 1, 2, 102, 'rt-w1', NULL), (4, 1, 3, 103, 'rt-w2', NULL), (5, 1, 4, 104, 'io-thread', NULL);"
@@ -319,7 +319,8 @@ int fixture_build_small(const char *db_path, const char *schema_path)
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO tasks(id, recording_id, task, location_id, spawn_ts) VALUES (1, 1, 1, 1, %lld), (2, 1, 2, 2, %lld), (3, 1, 3, 3, %lld);"
 		 "INSERT INTO stalls VALUES (1, %lld, 1, 3, %lld, %lld, 'running', 2, 3, %lld);"
-		 "INSERT INTO stall_captures VALUES (1, %lld, 'running', NULL, 3, 0, 'on CPU at the threshold', NULL),"
+		 "INSERT INTO stall_captures(stall_id, ts, kind, syscall, callsite_id, idx, reason, syscall_name)"
+		 " VALUES (1, %lld, 'running', NULL, 3, 0, 'on CPU at the threshold', NULL),"
 		 " (1, %lld, 'blocked', 0, 4, 1, 'off CPU in read(2)', 'read');"
 		 "INSERT INTO wakes VALUES (3, %lld, 3, 10, %lld, %lld);"
 		 "INSERT INTO loss VALUES (1, 4, %lld, %lld, 1234, 'events', 'buffer-full'),"
@@ -361,8 +362,9 @@ int fixture_build_synthetic(const char *db_path, const char *schema_path, uint64
 	char sql[512];
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO schema_info VALUES (1);"
-		 "INSERT INTO recordings (id, session_id, pid, executable, host, boot_id, anchor_mono_ns, anchor_real_ns, first_ts, last_ts) "
-		 " VALUES (1, 7, 77, '/usr/bin/synthetic', 'host', 'boot', %lld, 1700000000000000000, %lld, %lld);",
+		 "INSERT INTO recordings(id, session_id, pid, executable, host, boot_id, anchor_mono_ns, anchor_real_ns,"
+		 " first_ts, last_ts) VALUES (1, 7, 77, '/usr/bin/synthetic', 'host', 'boot', %lld, 1700000000000000000,"
+		 " %lld, %lld);",
 		 (long long)FX_BASE, (long long)FX_BASE, (long long)(FX_BASE + span));
 	exec(x.db, sql);
 	exec(x.db, "INSERT INTO locations VALUES (1,'a.c',1,'accept'),(2,'b.c',2,'parse'),(3,'c.c',3,'query'),"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hmap.h"
+#include "read_queries.h"
 #include "syscalls.h"
 
 struct cached_frame {
@@ -99,11 +100,9 @@ struct ss_callstacks *ss_callstacks_new(sqlite3 *db)
 	if (!c)
 		return NULL;
 	c->db = db;
-	if (sqlite3_prepare_v2(db, "SELECT parent_id, frame_id FROM callsites WHERE id = ?1", -1, &c->callsite,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT f.function, f.file, f.line, m.path, f.rel_pc FROM frames f"
-				   " LEFT JOIN mappings m ON m.id = f.mapping_id WHERE f.id = ?1",
-			       -1, &c->frame, NULL) != SQLITE_OK) {
+	c->callsite = ss_read_prepare(db, SS_Q_CALLSITE);
+	c->frame = ss_read_prepare(db, SS_Q_FRAME);
+	if (!c->callsite || !c->frame) {
 		ss_callstacks_free(c);
 		return NULL;
 	}
@@ -253,9 +252,8 @@ static struct helper *helper_of(struct ss_callstacks *c, uint64_t h, bool add)
 static void learn_helpers(struct ss_callstacks *c)
 {
 	c->helpers_known = true;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(c->db, "SELECT DISTINCT c.frame_id, p.frame_id FROM callsites c"
-				      " JOIN callsites p ON p.id = c.parent_id", -1, &st, NULL) != SQLITE_OK)
+	sqlite3_stmt *st = ss_read_prepare(c->db, SS_Q_CALLER_EDGES);
+	if (!st)
 		return;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const struct ss_stack_frame *callee = frame_of(c, sqlite3_column_int64(st, 0));

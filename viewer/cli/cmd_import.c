@@ -1,5 +1,5 @@
 /*
- * cmd_import.c - `stallscope import PATH... -o trace.db`: segment files and
+ * cmd_import.c - `stallscope import PATH... -o trace.db`: segment files (and dial9 traces) and
  * directories, in any order, into the SQLite schema (schema/stallscope.sql).
  * Exit status is non-zero only when nothing was importable or the database cannot
  * be written; damaged segments are imported up to their damage with a warning.
@@ -20,6 +20,10 @@ void cmd_import_help(FILE *out)
 	      "recordings). Importing again adds only segments that are new or grew.\n"
 	      "Damaged segments contribute every intact block; the damage is recorded in\n"
 	      "the segments table and reported.\n"
+	      "\n"
+	      "dial9 (Tokio) traces are read too, raw or gzip (PREFIX.N.bin.gz), told apart\n"
+	      "by their content; event types the schema has no table for are kept in\n"
+	      "other_events, and the summary says which.\n"
 	      "\n"
 	      "options:\n"
 	      "  -o, --output DB      the database to write (required)\n"

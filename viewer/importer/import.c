@@ -1,10 +1,12 @@
 /*
  * import.c - the import driver: finds the segment files among the given paths,
- * orders them by recording and sequence number (so polls and parks that cross a
- * rotation are stitched), skips what the store already holds, and runs every
- * intact block through the segment source into the model, whose rows go to the
- * SQLite store; records damage in `segments`, and finishes with indexes and the
- * sample-to-poll links, all in one transaction.
+ * tells stallscope segments from dial9 traces by their content, orders them by
+ * recording and sequence number (so polls and parks that cross a rotation are
+ * stitched), skips what the store already holds, and runs every intact block
+ * (or dial9 stream) through its source (segment_source.c, dial9_source.c) into
+ * the model, whose rows go to the SQLite store; records damage in `segments`,
+ * and finishes with indexes and the sample-to-poll links, all in one
+ * transaction.
  *
  * viewer/importer/ is the pipeline that joins sources (segment_source.c, and
  * the readers under viewer/reader/), the model (viewer/model/) and the store
@@ -18,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "d9_reader.h"
+#include "d9_store.h"
+#include "dial9_source.h"
 #include "import.h"
 #include "merge.h"
 #include "model.h"
@@ -41,11 +46,14 @@ struct imp {
 	struct ss_symtab symtab;  /* the segment's own symbol table, if it has one */
 	struct ss_progress *pg;
 	uint64_t prev_end;        /* file offset up to which progress was counted */
+	struct ss_dial9_kept *kept; /* dial9 event types kept in other_events, all files */
+	size_t n_kept;
 };
 
 struct input {
 	char *path;
 	uint64_t session, seq, size;
+	bool dial9;
 };
 
 struct inputs {
@@ -57,7 +65,8 @@ static bool is_segment_name(const char *name)
 {
 	size_t n = strlen(name);
 	return (n > 4 && strcmp(name + n - 4, ".bin") == 0) ||
-	       (n > 11 && strcmp(name + n - 11, ".bin.active") == 0);
+	       (n > 11 && strcmp(name + n - 11, ".bin.active") == 0) ||
+	       (n > 7 && strcmp(name + n - 7, ".bin.gz") == 0); /* dial9's sealed segments */
 }
 
 static int add_input(struct inputs *in, const char *path, uint64_t size)
@@ -70,7 +79,7 @@ static int add_input(struct inputs *in, const char *path, uint64_t size)
 		in->v = nv;
 		in->cap = nc;
 	}
-	in->v[in->n++] = (struct input){ strdup(path), 0, 0, size };
+	in->v[in->n++] = (struct input){ strdup(path), 0, 0, size, false };
 	return in->v[in->n - 1].path ? 0 : -1;
 }
 
@@ -87,8 +96,8 @@ static void expand_arg(struct imp *im, struct inputs *in, const char *path)
 	struct stat st;
 	if (in->n == before && im->res->unreadable == unreadable && stat(path, &st) == 0 &&
 	    S_ISDIR(st.st_mode) && !im->o->quiet)
-		fprintf(im->log, "stallscope import: no segments found in %s (PREFIX.N.bin or"
-			" PREFIX.N.bin.active files)\n", path);
+		fprintf(im->log, "stallscope import: no segments found in %s (PREFIX.N.bin, PREFIX.N.bin.active"
+			" or dial9's PREFIX.N.bin.gz files)\n", path);
 }
 
 static void expand(struct imp *im, struct inputs *in, const char *path, int depth)
@@ -167,6 +176,15 @@ static int setup(struct imp *im, const struct ss_import_options *o, struct ss_im
 		return -1;
 	}
 	return 0;
+}
+
+static void free_kept(struct imp *im)
+{
+	for (size_t i = 0; i < im->n_kept; i++)
+		free(im->kept[i].name);
+	free(im->kept);
+	im->kept = NULL;
+	im->n_kept = 0;
 }
 
 static void teardown(struct imp *im)
@@ -315,6 +333,133 @@ static int import_segment(struct imp *im, struct ss_reader *rd, const char *path
 	return 0;
 }
 
+/* ---- one dial9 file -------------------------------------------------------------- */
+
+static void d9_progress(void *ctx, uint64_t bytes, uint64_t events)
+{
+	struct imp *im = ctx;
+	ss_progress_update(im->pg, bytes, events);
+}
+
+static void keep_counts(struct imp *im, const struct ss_dial9_run *run)
+{
+	for (size_t i = 0; i < run->n_kept; i++) {
+		size_t j = 0;
+		while (j < im->n_kept && strcmp(im->kept[j].name, run->kept[i].name) != 0)
+			j++;
+		if (j == im->n_kept) {
+			struct ss_dial9_kept *nk = realloc(im->kept, (im->n_kept + 1) * sizeof *nk);
+			char *name = strdup(run->kept[i].name);
+			if (!nk || !name) {
+				free(name);
+				if (nk)
+					im->kept = nk;
+				return;
+			}
+			im->kept = nk;
+			im->kept[im->n_kept++] = (struct ss_dial9_kept){ name, 0 };
+		}
+		im->kept[j].count += run->kept[i].count;
+	}
+}
+
+/* What ended a stream, in the words of the segments table. */
+static const char *d9_damage_kind(const char *reason)
+{
+	return strstr(reason, "truncated") || strstr(reason, "ends early") ? "truncated"
+	       : strstr(reason, "read error") || strstr(reason, "temporary file") ? "io"
+										   : "corrupt";
+}
+
+/* Reads one dial9 trace (from path, or buf when not NULL) into the store. */
+static int import_dial9(struct imp *im, const char *path, const uint8_t *buf, size_t len, uint64_t size,
+			struct ss_progress *pg)
+{
+	struct ss_dial9_id id = { 0x6469616c39627566ull, 0, true }; /* a buffer: one recording of its own */
+	if (!buf)
+		ss_dial9_identify(path, &id);
+	struct ss_recording_info info = { .session_id = id.session_id };
+	if (ss_model_recording(im->model, &info) != 0)
+		return -1;
+	int64_t rid = ss_model_recording_id(im->model);
+	struct ss_segment_info row = { 0 };
+	bool known = ss_model_recording_known(im->model) && ss_sqlite_segment_find(im->store, rid, id.seq, &row);
+	if (known && row.sealed) {
+		im->res->unchanged++;
+		ss_progress_update(pg, size, 0);
+		return 0;
+	}
+	char err[256];
+	struct d9_reader *r = buf ? d9_open_buffer(buf, len, err, sizeof err) : d9_open_file(path, err, sizeof err);
+	if (!r) {
+		if (!im->o->quiet)
+			fprintf(im->log, "stallscope import: %s: %s; skipped\n", path, err);
+		im->res->unreadable++;
+		ss_progress_update(pg, size, 0);
+		return 0;
+	}
+	im->pg = pg;
+	struct ss_dial9_run run;
+	if (ss_dial9_source_run(im->model, r, known ? row.blocks : 0, &run, d9_progress, im) != 0) {
+		ss_dial9_run_free(&run);
+		d9_close(r);
+		return -1;
+	}
+	const struct d9_stats *st = d9_stats(r);
+	const char *problem = d9_store_problem(r);
+	size_t nd = d9_damage_count(r);
+	if (nd || problem) {
+		im->res->damaged++;
+		if (!im->o->quiet) {
+			ss_progress_end(pg);
+			for (size_t i = 0; i < nd && i < 8; i++) {
+				const struct d9_damage *d = d9_damage_at(r, i);
+				fprintf(im->log, "stallscope import: %s: stream %u damaged at offset %llu%s: %s; %s\n", path,
+					d->batch, (unsigned long long)d->offset, st->gzip ? " of the decompressed data" : "",
+					d->reason, "what came before it is imported, reading goes on at the next stream");
+			}
+			if (st->damaged > 8)
+				fprintf(im->log, "stallscope import: %s: %llu more damaged streams\n", path,
+					(unsigned long long)(st->damaged - 8));
+			if (problem)
+				fprintf(im->log, "stallscope import: %s: %s; the data before it is imported\n", path, problem);
+		}
+	}
+	if (st->unresolved && !im->o->quiet)
+		fprintf(im->log, "stallscope import: %s: %llu references to strings or stacks the stream did not"
+			" define (left empty)\n", path, (unsigned long long)st->unresolved);
+	im->res->events += run.events;
+	keep_counts(im, &run);
+	bool nothing_new = known && run.new_batches == 0 && !id.sealed;
+	char note[160] = "";
+	if (st->tables_full || st->unindexed)
+		snprintf(note, sizeof note, "%s%s", st->tables_full ? "more distinct strings, stacks or schemas than"
+								       " the import keeps: some left unresolved; " : "",
+			 st->unindexed ? "more streams than the import orders by time: the rest in file order" : "");
+	const struct d9_damage *first = nd ? d9_damage_at(r, 0) : NULL;
+	struct ss_segment_info g = {
+		.id = known ? row.id : ss_model_new_id(im->model, ID_SEGMENT), .recording_id = rid, .file = path,
+		.seq = id.seq, .start_ts = run.first_ts, .end_ts = run.last_ts, .sealed = id.sealed,
+		.blocks = st->batches, .bytes = size, .intact_bytes = st->intact_end, .events = st->events,
+		.damage = first ? d9_damage_kind(first->reason) : problem ? d9_damage_kind(problem) : NULL,
+		.damage_offset = first ? first->offset : st->bytes,
+		.damage_block = first ? (int64_t)first->batch : -1,
+		.damage_reason = first ? first->reason : problem, .note = note[0] ? note : NULL,
+	};
+	ss_dial9_run_free(&run);
+	int rc = 0;
+	if (nothing_new) {
+		im->res->unchanged++;
+	} else {
+		im->res->imported++;
+		/* g points into the reader: written before it is closed */
+		if ((rc = ss_sqlite_segment_write(im->store, &g)) != 0 && !im->o->quiet)
+			fprintf(im->log, "stallscope import: database write failed: %s\n", ss_sqlite_error(im->store));
+	}
+	d9_close(r);
+	return rc ? -1 : 0;
+}
+
 static struct ss_reader_options reader_opts(const struct ss_import_options *o)
 {
 	return (struct ss_reader_options){ .ignore_crc = o->fuzz_ignore_crc,
@@ -351,6 +496,17 @@ static void report(struct imp *im, struct ss_progress *pg, int rc)
 				(unsigned long long)res->files, (unsigned long long)res->unreadable,
 				im->fresh_target ? "; no database was created" : "");
 		return;
+	}
+	if (im->n_kept) {
+		uint64_t all = 0;
+		for (size_t i = 0; i < im->n_kept; i++)
+			all += im->kept[i].count;
+		fprintf(im->log, "stallscope import: dial9: %llu events of %zu type%s not mapped to the schema were kept"
+			" in other_events:", (unsigned long long)all, im->n_kept, im->n_kept == 1 ? "" : "s");
+		for (size_t i = 0; i < im->n_kept; i++)
+			fprintf(im->log, "%s %s (%llu)", i ? "," : "", im->kept[i].name,
+				(unsigned long long)im->kept[i].count);
+		fprintf(im->log, "\n");
 	}
 	if (res->late)
 		fprintf(im->log, "stallscope import: warning: %llu records came more than %.1f s (or %u records)"
@@ -400,6 +556,25 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 		struct ss_reader *rd;
 		enum ss_damage_kind kind;
 		char err[256];
+		enum d9_detect dk = d9_detect_file(in.v[i].path);
+		if (dk == D9_DETECT_RAW || dk == D9_DETECT_GZIP) {
+			struct ss_dial9_id id;
+			ss_dial9_identify(in.v[i].path, &id);
+			in.v[i].session = id.session_id;
+			in.v[i].seq = id.seq;
+			in.v[i].dial9 = true;
+			total += in.v[i].size;
+			in.v[w++] = in.v[i];
+			continue;
+		}
+		if (dk == D9_DETECT_OTHER_GZIP) {
+			if (!o->quiet)
+				fprintf(im.log, "stallscope import: %s: gzip data that is not a dial9 trace; skipped\n",
+					in.v[i].path);
+			res->unreadable++;
+			free(in.v[i].path);
+			continue;
+		}
 		if (ss_reader_open_file(&rd, in.v[i].path, &ro, &kind, err, sizeof err) != 0) {
 			if (!o->quiet)
 				fprintf(im.log, "stallscope import: %s: %s (%s); skipped\n", in.v[i].path, err,
@@ -419,6 +594,10 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 	struct ss_progress pg;
 	ss_progress_start(&pg, im.log, o->progress && !o->quiet, total);
 	for (size_t i = 0; i < in.n && !failed(&im) && !cancelled(o); i++) {
+		if (in.v[i].dial9) {
+			import_dial9(&im, in.v[i].path, NULL, 0, in.v[i].size, &pg);
+			continue;
+		}
 		struct ss_reader *rd;
 		enum ss_damage_kind kind;
 		char err[256];
@@ -454,6 +633,7 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 	if (rc != SS_IMPORT_OK)
 		ss_target_abort(&tg);
 	report(&im, &pg, rc);
+	free_kept(&im);
 	return rc;
 }
 
@@ -475,7 +655,12 @@ int ss_import_buffer(const struct ss_import_options *o, const void *buf, size_t 
 	im.target = o->db_path;
 	res->files = 1;
 	int rc = SS_IMPORT_OK;
-	if (ss_reader_open_buffer(&rd, buf, len, &ro, &kind, err, sizeof err) != 0) {
+	enum d9_detect dk = d9_detect(buf, len < 65536 ? len : 65536);
+	if (dk == D9_DETECT_RAW || dk == D9_DETECT_GZIP) {
+		import_dial9(&im, "<buffer>", buf, len, len, &pg);
+		if (res->imported + res->unchanged == 0 && !failed(&im))
+			rc = SS_IMPORT_NOTHING;
+	} else if (ss_reader_open_buffer(&rd, buf, len, &ro, &kind, err, sizeof err) != 0) {
 		res->unreadable++;
 		rc = SS_IMPORT_NOTHING;
 	} else {
@@ -487,5 +672,6 @@ int ss_import_buffer(const struct ss_import_options *o, const void *buf, size_t 
 	res->late = ss_model_late(im.model);
 	report(&im, &pg, rc);
 	teardown(&im);
+	free_kept(&im);
 	return rc;
 }

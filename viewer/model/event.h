@@ -21,15 +21,15 @@ enum ss_ev_type {
 	/* a thread's own events: thread is the source's thread number */
 	SS_EV_POLL_BEGIN = 1,   /* task, location */
 	SS_EV_POLL_END,
-	SS_EV_PARK,
-	SS_EV_UNPARK,
+	SS_EV_PARK,             /* cpu_ns, flags */
+	SS_EV_UNPARK,           /* cpu_ns, sched_wait_ns, flags */
 	SS_EV_SPAWN,            /* task, location */
 	SS_EV_TERMINATE,        /* task */
-	SS_EV_WAKE,             /* task (the woken one; the waker is this thread and its poll) */
-	SS_EV_QUEUE,            /* local, global */
+	SS_EV_WAKE,             /* task (the woken one), waker (0: the task this thread polls) */
+	SS_EV_QUEUE,            /* local, global, unknown */
 	SS_EV_MARK,             /* name (string id), value */
-	SS_EV_SPAN_BEGIN,       /* name */
-	SS_EV_SPAN_END,         /* name */
+	SS_EV_SPAN_BEGIN,       /* name, id, parent, fields, location */
+	SS_EV_SPAN_END,         /* name, id */
 	SS_EV_WORKER_BEGIN,     /* runtime (string id), index */
 	SS_EV_WORKER_END,
 	SS_EV_THREAD_EXIT,
@@ -42,9 +42,22 @@ enum ss_ev_type {
 	/* the watchdog's: thread and tid */
 	SS_EV_STALL,            /* capture at ts of the poll of task begun at poll_ts */
 	SS_EV_STALL_END,        /* the stalled poll ended at ts */
-	SS_EV_TASK_DUMP,        /* task yielded at ts and stayed idle idle_ns */
+	SS_EV_TASK_DUMP,        /* task yielded at ts and stayed idle idle_ns (SS_IDLE_UNKNOWN) */
 	SS_EV_COUNT
 };
+
+/* park and unpark flags: which of the thread's figures the source has. */
+enum {
+	SS_PARK_F_CPU = 1,      /* cpu_ns: the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) */
+	SS_PARK_F_SCHED = 2,    /* sched_wait_ns: time it waited for a CPU since the park */
+};
+/* queue: the depths the report does not carry. */
+enum {
+	SS_QUEUE_NO_LOCAL = 1,
+	SS_QUEUE_NO_GLOBAL = 2,
+};
+/* task_dump.idle_ns when the source does not know how long the task stayed idle. */
+#define SS_IDLE_UNKNOWN UINT64_MAX
 
 /* Whether an event type is one of the sampler's or the watchdog's (they carry a
  * tid and come in streams of their own) rather than a thread's own. */
@@ -60,10 +73,17 @@ struct ss_event {
 	uint64_t tid;                 /* sampler and watchdog events: the kernel's thread id */
 	union {
 		struct { uint64_t task, location; } poll_begin, spawn;
-		struct { uint64_t task; } terminate, wake;
-		struct { uint64_t local, global; } queue;
+		struct { uint64_t task; } terminate;
+		struct { uint64_t task, waker; } wake;
+		struct { uint64_t cpu_ns, flags; } park;
+		struct { uint64_t cpu_ns, sched_wait_ns, flags; } unpark;
+		struct { uint64_t local, global, unknown; } queue;
 		struct { uint64_t name; int64_t value; } mark;
-		struct { uint64_t name; } span;
+		/* id: the source's span id, which an end names when spans do not
+		 * nest (0: the innermost ends); parent: the span id of its declared
+		 * parent; fields: string id of a JSON object; location: the unit's
+		 * location of its declaration (all 0: none) */
+		struct { uint64_t name, id, parent, fields, location; } span;
 		struct { uint64_t runtime, index; } worker_begin;
 		struct { uint64_t count, span, reason; } loss;       /* reason: enum ss_loss_reason */
 		struct { uint64_t cpu1, weight, kind, stack; } sample; /* kind: SS_SAMPLE_KIND_* */

@@ -64,13 +64,15 @@ int mdl_close_poll(struct ss_model *m, struct mdl_thread *t, uint64_t end, bool 
 	return 0;
 }
 
-int mdl_close_park(struct ss_model *m, struct mdl_thread *t, uint64_t end, bool incomplete)
+int mdl_close_park(struct ss_model *m, struct mdl_thread *t, uint64_t end, bool incomplete, int64_t cpu_end,
+		   int64_t sched_wait)
 {
 	t->parked = false;
 	if (ensure_worker(m, t) != 0)
 		return -1;
 	uint64_t dur = end > t->park_ts ? end - t->park_ts : 0;
-	struct ss_park_row r = { t->worker_id, (int64_t)t->park_ts, (int64_t)dur, incomplete };
+	struct ss_park_row r = { t->worker_id, (int64_t)t->park_ts, (int64_t)dur, incomplete,
+				 t->park_cpu_known ? (int64_t)(t->park_cpu & INT64_MAX) : -1, cpu_end, sched_wait };
 	if (MDL_SINK(m, park, &r) != 0)
 		return -1;
 	if (!incomplete &&
@@ -83,7 +85,8 @@ static int span_row(struct ss_model *m, struct mdl_thread *t, unsigned depth, ui
 {
 	const struct mdl_span *sp = &t->spans[depth];
 	struct ss_span_row r = { t->id, (int64_t)sp->ts, end > sp->ts ? (int64_t)(end - sp->ts) : 0,
-				 mdl_cstr(sp->name), depth, incomplete };
+				 mdl_cstr(sp->name), depth, incomplete, sp->id, sp->parent, mdl_cstr(sp->fields),
+				 sp->location_id };
 	return MDL_SINK(m, span, &r);
 }
 
@@ -92,11 +95,29 @@ static int write_span(struct ss_model *m, struct mdl_thread *t, uint64_t end, bo
 	int rc = span_row(m, t, t->n_spans - 1, end, incomplete);
 	struct mdl_span *sp = &t->spans[--t->n_spans];
 	free(sp->name);
-	sp->name = NULL;
+	free(sp->fields);
+	sp->name = sp->fields = NULL;
 	return rc;
 }
 
-int mdl_push_span(struct ss_model *m, struct mdl_thread *t, uint64_t ts, const char *name, size_t len)
+/* A span end: the innermost span, or the innermost with the source's span id.
+ * Spans inside that one have lost their ends: written as incomplete there. */
+static int end_span(struct ss_model *m, struct mdl_thread *t, uint64_t ts, uint64_t id)
+{
+	unsigned d = t->n_spans;
+	if (id)
+		while (d > 0 && t->spans[d - 1].id != id)
+			d--;
+	if (d == 0)
+		return 0; /* its begin is not in the data */
+	while (t->n_spans > d)
+		if (write_span(m, t, ts, true) != 0)
+			return -1;
+	return write_span(m, t, ts, false);
+}
+
+int mdl_push_span(struct ss_model *m, struct mdl_thread *t, uint64_t ts, const char *name, size_t len,
+		  const struct mdl_span *extra)
 {
 	if (t->n_spans == MDL_MAX_SPAN_DEPTH && write_span(m, t, ts, true) != 0)
 		return -1;
@@ -108,8 +129,11 @@ int mdl_push_span(struct ss_model *m, struct mdl_thread *t, uint64_t ts, const c
 		t->spans = sp;
 		t->cap_spans = nc;
 	}
-	t->spans[t->n_spans].ts = ts;
-	t->spans[t->n_spans].name = name ? strndup(name, len) : NULL;
+	struct mdl_span *sp = &t->spans[t->n_spans];
+	*sp = extra ? *extra : (struct mdl_span){ 0 };
+	sp->ts = ts;
+	sp->name = name ? strndup(name, len) : NULL;
+	sp->fields = extra && extra->fields ? strdup(extra->fields) : NULL;
 	t->n_spans++;
 	return 0;
 }
@@ -181,30 +205,51 @@ int mdl_hook_event(struct ss_model *m, const struct ss_event *e)
 	case SS_EV_POLL_END:
 		return t->in_poll ? mdl_close_poll(m, t, ts, false) : 0;
 	case SS_EV_PARK:
-		if (t->parked && mdl_close_park(m, t, ts, true) != 0)
+		if (t->parked && mdl_close_park(m, t, ts, true, -1, -1) != 0)
 			return -1;
 		t->parked = true;
 		t->park_ts = ts;
+		t->park_cpu_known = (e->u.park.flags & SS_PARK_F_CPU) != 0;
+		t->park_cpu = e->u.park.cpu_ns;
 		return 0;
 	case SS_EV_UNPARK:
-		return t->parked ? mdl_close_park(m, t, ts, false) : 0;
+		return t->parked ? mdl_close_park(m, t, ts, false,
+						  e->u.unpark.flags & SS_PARK_F_CPU ? (int64_t)(e->u.unpark.cpu_ns & INT64_MAX) : -1,
+						  e->u.unpark.flags & SS_PARK_F_SCHED
+							  ? (int64_t)(e->u.unpark.sched_wait_ns & INT64_MAX)
+							  : -1)
+				 : 0;
 	case SS_EV_SPAWN:
 		return spawn(m, t, e);
 	case SS_EV_TERMINATE:
 		return mdl_task_end(m, e->u.terminate.task, ts);
 	case SS_EV_WAKE: {
+		/* The waker: the task the source names, else the one this thread polls. */
+		int64_t waker = t->in_poll ? t->poll_task_id : 0;
+		if (e->u.wake.waker) {
+			struct mdl_task *w = mdl_task_at(m, e->u.wake.waker, ts);
+			if (!w)
+				return -1;
+			waker = w->id;
+		}
 		struct mdl_task *k = mdl_task_at(m, e->u.wake.task, ts);
-		return k ? mdl_task_woken(m, k, ts, t->id, t->in_poll ? t->poll_task_id : 0) : -1;
+		return k ? mdl_task_woken(m, k, ts, t->id, waker) : -1;
 	}
 	case SS_EV_QUEUE: {
 		/* Only changes: the repeats carry no information (see the schema). */
-		if (t->queue_known && t->queue_local == e->u.queue.local && t->queue_global == e->u.queue.global)
+		uint8_t unknown = (uint8_t)(e->u.queue.unknown & (SS_QUEUE_NO_LOCAL | SS_QUEUE_NO_GLOBAL));
+		uint64_t local = unknown & SS_QUEUE_NO_LOCAL ? 0 : e->u.queue.local;
+		uint64_t global = unknown & SS_QUEUE_NO_GLOBAL ? 0 : e->u.queue.global;
+		if (t->queue_known && t->queue_local == local && t->queue_global == global &&
+		    t->queue_unknown == unknown)
 			return 0;
 		t->queue_known = true;
-		t->queue_local = e->u.queue.local;
-		t->queue_global = e->u.queue.global;
-		struct ss_queue_row r = { t->id, t->worker_id, (int64_t)ts, (int64_t)e->u.queue.local,
-					  (int64_t)e->u.queue.global };
+		t->queue_unknown = unknown;
+		t->queue_local = local;
+		t->queue_global = global;
+		struct ss_queue_row r = { t->id, t->worker_id, (int64_t)ts,
+					  unknown & SS_QUEUE_NO_LOCAL ? -1 : (int64_t)(local & INT64_MAX),
+					  unknown & SS_QUEUE_NO_GLOBAL ? -1 : (int64_t)(global & INT64_MAX) };
 		return MDL_SINK(m, queue, &r);
 	}
 	case SS_EV_MARK: {
@@ -212,11 +257,20 @@ int mdl_hook_event(struct ss_model *m, const struct ss_event *e)
 		struct ss_mark_row r = { t->id, (int64_t)ts, mdl_text(str, len), e->u.mark.value };
 		return MDL_SINK(m, mark, &r);
 	}
-	case SS_EV_SPAN_BEGIN:
+	case SS_EV_SPAN_BEGIN: {
 		str = mdl_str(m, e->u.span.name, &len);
-		return mdl_push_span(m, t, ts, str, len);
+		size_t fl;
+		const char *fields = mdl_str(m, e->u.span.fields, &fl);
+		struct mdl_span extra = { .id = e->u.span.id, .parent = e->u.span.parent,
+					  .location_id = mdl_location(m, e->u.span.location) };
+		char *fcopy = fields ? strndup(fields, fl) : NULL;
+		extra.fields = fcopy;
+		int pushed = mdl_push_span(m, t, ts, str, len, &extra);
+		free(fcopy);
+		return pushed;
+	}
 	case SS_EV_SPAN_END:
-		return t->n_spans ? write_span(m, t, ts, false) : 0;
+		return end_span(m, t, ts, e->u.span.id);
 	case SS_EV_WORKER_BEGIN:
 		str = mdl_str(m, e->u.worker_begin.runtime, &len);
 		return mdl_make_worker(m, t, str, len, e->u.worker_begin.index, ts);
@@ -225,7 +279,7 @@ int mdl_hook_event(struct ss_model *m, const struct ss_event *e)
 	case SS_EV_THREAD_EXIT:
 		if (t->in_poll && mdl_close_poll(m, t, ts, true) != 0)
 			return -1;
-		if (t->parked && mdl_close_park(m, t, ts, true) != 0)
+		if (t->parked && mdl_close_park(m, t, ts, true, -1, -1) != 0)
 			return -1;
 		return MDL_SINK(m, thread_exit, t->id, (int64_t)ts);
 	case SS_EV_LOSS:

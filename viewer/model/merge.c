@@ -12,7 +12,7 @@
 struct ss_merge_entry {
 	uint64_t key;      /* ordering time: the stream's running maximum */
 	uint64_t ts;       /* the record's own time */
-	uint64_t f[4];
+	uint64_t f[5];
 	uint32_t seq;
 	uint8_t type;
 	uint8_t pad[3];
@@ -196,12 +196,25 @@ static int encode(struct ss_merge *m, const struct ss_event *ev, struct ss_merge
 		e->f[1] = ev->u.poll_begin.location;
 		return 0;
 	case SS_EV_TERMINATE:
+		e->f[0] = ev->u.terminate.task;
+		return 0;
 	case SS_EV_WAKE:
 		e->f[0] = ev->u.wake.task;
+		e->f[1] = ev->u.wake.waker;
 		return 0;
 	case SS_EV_QUEUE:
 		e->f[0] = ev->u.queue.local;
 		e->f[1] = ev->u.queue.global;
+		e->f[2] = ev->u.queue.unknown;
+		return 0;
+	case SS_EV_PARK:
+		e->f[0] = ev->u.park.cpu_ns;
+		e->f[1] = ev->u.park.flags;
+		return 0;
+	case SS_EV_UNPARK:
+		e->f[0] = ev->u.unpark.cpu_ns;
+		e->f[1] = ev->u.unpark.sched_wait_ns;
+		e->f[2] = ev->u.unpark.flags;
 		return 0;
 	case SS_EV_MARK:
 		e->f[0] = ev->u.mark.name;
@@ -210,6 +223,10 @@ static int encode(struct ss_merge *m, const struct ss_event *ev, struct ss_merge
 	case SS_EV_SPAN_BEGIN:
 	case SS_EV_SPAN_END:
 		e->f[0] = ev->u.span.name;
+		e->f[1] = ev->u.span.id;
+		e->f[2] = ev->u.span.parent;
+		e->f[3] = ev->u.span.fields;
+		e->f[4] = ev->u.span.location;
 		return 0;
 	case SS_EV_WORKER_BEGIN:
 		e->f[0] = ev->u.worker_begin.runtime;
@@ -221,8 +238,6 @@ static int encode(struct ss_merge *m, const struct ss_event *ev, struct ss_merge
 		e->f[2] = ev->u.loss.reason;
 		return 0;
 	case SS_EV_POLL_END:
-	case SS_EV_PARK:
-	case SS_EV_UNPARK:
 	case SS_EV_WORKER_END:
 	case SS_EV_THREAD_EXIT:
 		return 0;
@@ -298,12 +313,25 @@ static void decode(const struct ss_merge *m, const struct ss_merge_stream *s,
 		ev->u.poll_begin.location = e->f[1];
 		break;
 	case SS_EV_TERMINATE:
+		ev->u.terminate.task = e->f[0];
+		break;
 	case SS_EV_WAKE:
 		ev->u.wake.task = e->f[0];
+		ev->u.wake.waker = e->f[1];
 		break;
 	case SS_EV_QUEUE:
 		ev->u.queue.local = e->f[0];
 		ev->u.queue.global = e->f[1];
+		ev->u.queue.unknown = e->f[2];
+		break;
+	case SS_EV_PARK:
+		ev->u.park.cpu_ns = e->f[0];
+		ev->u.park.flags = e->f[1];
+		break;
+	case SS_EV_UNPARK:
+		ev->u.unpark.cpu_ns = e->f[0];
+		ev->u.unpark.sched_wait_ns = e->f[1];
+		ev->u.unpark.flags = e->f[2];
 		break;
 	case SS_EV_MARK:
 		ev->u.mark.name = e->f[0];
@@ -312,6 +340,10 @@ static void decode(const struct ss_merge *m, const struct ss_merge_stream *s,
 	case SS_EV_SPAN_BEGIN:
 	case SS_EV_SPAN_END:
 		ev->u.span.name = e->f[0];
+		ev->u.span.id = e->f[1];
+		ev->u.span.parent = e->f[2];
+		ev->u.span.fields = e->f[3];
+		ev->u.span.location = e->f[4];
 		break;
 	case SS_EV_WORKER_BEGIN:
 		ev->u.worker_begin.runtime = e->f[0];

@@ -151,6 +151,16 @@ int ss_model_recording(struct ss_model *m, const struct ss_recording_info *info)
 	return MDL_SINK(m, recording, &r);
 }
 
+int ss_model_recording_fill(struct ss_model *m, const struct ss_recording_info *info)
+{
+	if (m->failed || !m->rec)
+		return -1;
+	struct ss_recording_row r = { m->rec->id, info->session_id, info->pid, mdl_text(info->exe, info->exe_len),
+				      mdl_cstr(info->host), mdl_cstr(info->boot_id), (int64_t)info->anchor_mono_ns,
+				      (int64_t)info->anchor_real_ns };
+	return MDL_SINK(m, recording_fill, &r);
+}
+
 struct end_ctx {
 	struct ss_model *m;
 	int rc;
@@ -168,7 +178,7 @@ static void close_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 	uint64_t end = c->m->rec->last_ts > t->last_ts ? c->m->rec->last_ts : t->last_ts;
 	if (t->in_poll && mdl_close_poll(c->m, t, end, true) != 0)
 		c->rc = -1;
-	if (t->parked && mdl_close_park(c->m, t, end, true) != 0)
+	if (t->parked && mdl_close_park(c->m, t, end, true, -1, -1) != 0)
 		c->rc = -1;
 	if (mdl_write_open_spans(c->m, t, end) != 0)
 		c->rc = -1;
@@ -188,13 +198,17 @@ static void thread_state_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 	if (c->rc || m->failed)
 		return;
 	if (t->cpu_state || t->queue_known) {
-		struct ss_thread_state s = { t->id, t->cpu_state, (int64_t)t->cpu_since, t->cpu_num - 1,
-					     t->queue_known, (int64_t)t->queue_local, (int64_t)t->queue_global };
+		struct ss_thread_state s = { t->id, t->cpu_state, (int64_t)t->cpu_since, t->cpu_num - 1, t->queue_known,
+					     t->queue_unknown & SS_QUEUE_NO_LOCAL ? -1 : (int64_t)(t->queue_local & INT64_MAX),
+					     t->queue_unknown & SS_QUEUE_NO_GLOBAL ? -1
+										    : (int64_t)(t->queue_global & INT64_MAX) };
 		if (MDL_SINK(m, thread_state, &s) != 0)
 			c->rc = -1;
 	}
 	for (unsigned i = 0; i < t->n_spans && !c->rc; i++) {
-		struct ss_open_span s = { t->id, i, (int64_t)t->spans[i].ts, mdl_cstr(t->spans[i].name) };
+		const struct mdl_span *sp = &t->spans[i];
+		struct ss_open_span s = { t->id, i, (int64_t)sp->ts, mdl_cstr(sp->name), sp->id, sp->parent,
+					  mdl_cstr(sp->fields), sp->location_id };
 		if (MDL_SINK(m, open_span, &s) != 0)
 			c->rc = -1;
 	}
@@ -297,6 +311,25 @@ int ss_model_event(struct ss_model *m, const struct ss_event *ev)
 		return 0;
 	/* -1 without a failed write: memory ran out; that event is lost. */
 	return ss_merge_push(&m->merge, ev);
+}
+
+int ss_model_other(struct ss_model *m, uint64_t thread, bool has_ts, uint64_t ts, const char *name,
+		   size_t name_len, const char *json, size_t json_len)
+{
+	if (m->failed || !m->rec)
+		return -1;
+	if (m->skip_events)
+		return 0;
+	int64_t tid = 0;
+	if (thread) {
+		struct mdl_thread *t = mdl_thread_get(m, thread);
+		if (!t)
+			return m->failed ? -1 : 0; /* past the thread limit: left out */
+		tid = t->id;
+	}
+	struct ss_other_row r = { m->rec->id, tid, has_ts, (int64_t)(ts & INT64_MAX), mdl_text(name, name_len),
+				  mdl_text(json, json_len) };
+	return MDL_SINK(m, other, &r);
 }
 
 int ss_model_release(struct ss_model *m)

@@ -17,6 +17,7 @@
  *     ss_model_segment_begin(m, &source, symtab);  // the unit's id space starts afresh
  *         ss_model_location / _thread_def / _stack / _mapping / _meta   as they come
  *         ss_model_event(m, &ev)                   // any order across threads
+ *         ss_model_other(m, ...)                   // events it does not interpret
  *         ss_model_release(m)                      // now and then (after a block)
  *     ss_model_segment_end(m);                     // everything of the unit delivered
  *     ...
@@ -69,6 +70,10 @@ struct ss_model_thread_def {
 	bool worker;
 	/* what the thread is in at the start of the unit (0 = nothing) */
 	uint64_t open_task, open_location, open_since, parked_since;
+	/* The source knows the thread but not its state at the unit's start (a
+	 * format without per-unit thread definitions): an open poll or park
+	 * continues, and a NULL name keeps the one known. */
+	bool partial;
 };
 
 /* Creates a model writing to sink. Returns NULL with a message in err. */
@@ -92,6 +97,9 @@ bool ss_model_recording_known(const struct ss_model *m);
 /* Begins the recording of info->session_id (ends the one before, if another);
  * continuing one the store holds happens in ss_model_segment_begin. */
 int ss_model_recording(struct ss_model *m, const struct ss_recording_info *info);
+/* What a unit knows of the current recording that it lacked (a clock anchor,
+ * a host): filled in where the store has nothing (0 and NULL: unknown). */
+int ss_model_recording_fill(struct ss_model *m, const struct ss_recording_info *info);
 int ss_model_recording_end(struct ss_model *m);
 
 /* A unit of the recording (a segment) begins: its ids (locations, stacks,
@@ -118,6 +126,11 @@ int ss_model_meta(struct ss_model *m, const char *key, size_t key_len, const cha
 int ss_model_event(struct ss_model *m, const struct ss_event *ev);
 /* Hands what the merge window allows to the trackers. */
 int ss_model_release(struct ss_model *m);
+/* An event the model does not interpret (a format's event type it has no
+ * tracker for), stored as it is so nothing is dropped: the source's thread
+ * (0: none), its time when it has one, a name and its fields as a JSON object. */
+int ss_model_other(struct ss_model *m, uint64_t thread, bool has_ts, uint64_t ts, const char *name,
+		   size_t name_len, const char *json, size_t json_len);
 
 /* ---- the store's side --------------------------------------------------------- */
 
@@ -131,8 +144,7 @@ int ss_model_known_callsite(struct ss_model *m, int64_t parent_id, int64_t frame
 int ss_model_restore_thread(struct ss_model *m, int64_t id, uint64_t thread, bool sampler_only, uint64_t tid,
 			    int64_t worker_id);
 int ss_model_restore_thread_state(struct ss_model *m, const struct ss_thread_state *s);
-int ss_model_restore_open_span(struct ss_model *m, int64_t thread_id, int64_t ts, const char *name,
-			       size_t name_len);
+int ss_model_restore_open_span(struct ss_model *m, const struct ss_open_span *s);
 int ss_model_restore_open_stall(struct ss_model *m, int64_t thread_id, int64_t poll_ts, int64_t stall_id);
 int ss_model_restore_open_summary(struct ss_model *m, int64_t thread_id, const struct ss_open_summary *s);
 int ss_model_restore_task(struct ss_model *m, const struct ss_task_row *t);
@@ -140,7 +152,8 @@ int ss_model_restore_ended_task(struct ss_model *m, uint64_t task, int64_t task_
 int ss_model_restore_pending_wake(struct ss_model *m, uint64_t task, const struct ss_pending_wake *w);
 int ss_model_restore_open_poll(struct ss_model *m, int64_t thread_id, int64_t poll_id, int64_t ts,
 			       int64_t task_id, int64_t location_id);
-int ss_model_restore_open_park(struct ss_model *m, int64_t thread_id, int64_t ts);
+/* cpu_begin < 0: the park's CPU clock is unknown. */
+int ss_model_restore_open_park(struct ss_model *m, int64_t thread_id, int64_t ts, int64_t cpu_begin);
 /* The recording machine's architecture, as a unit's META "arch" said. */
 int ss_model_restore_arch(struct ss_model *m, const char *arch);
 /* A mapping of the recording; path "[kernel]" and "[unknown]" are the special ones. */

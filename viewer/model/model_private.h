@@ -34,6 +34,9 @@
 struct mdl_span {
 	uint64_t ts;
 	char *name;
+	uint64_t id, parent;  /* the source's span ids (0: none) */
+	char *fields;         /* JSON, or NULL */
+	int64_t location_id;
 };
 
 /* One thread of the recording (a source thread number, or a tid seen only by
@@ -49,11 +52,12 @@ struct mdl_thread {
 	uint64_t poll_ts, poll_task;
 	int64_t poll_id, poll_task_id, poll_loc;
 	uint64_t poll_raw_loc;
-	/* open park */
-	bool parked;
-	uint64_t park_ts;
-	/* last queue depths reported */
+	/* open park, and the thread's CPU clock at it (when park_cpu_known) */
+	bool parked, park_cpu_known;
+	uint64_t park_ts, park_cpu;
+	/* last queue depths reported (queue_unknown: SS_QUEUE_NO_*) */
 	bool queue_known;
+	uint8_t queue_unknown;
 	uint64_t queue_local, queue_global;
 	/* spans (allocated on the first SPAN_BEGIN: most threads have none) */
 	unsigned n_spans, cap_spans;
@@ -233,9 +237,12 @@ int64_t mdl_location(struct ss_model *m, uint64_t seg_loc);
 /* intervals.c */
 int mdl_hook_event(struct ss_model *m, const struct ss_event *e);
 int mdl_close_poll(struct ss_model *m, struct mdl_thread *t, uint64_t end, bool incomplete);
-int mdl_close_park(struct ss_model *m, struct mdl_thread *t, uint64_t end, bool incomplete);
+/* cpu_end, sched_wait < 0: unknown */
+int mdl_close_park(struct ss_model *m, struct mdl_thread *t, uint64_t end, bool incomplete, int64_t cpu_end,
+		   int64_t sched_wait);
 int mdl_open_poll(struct ss_model *m, struct mdl_thread *t, uint64_t ts, uint64_t task, uint64_t raw_loc);
-int mdl_push_span(struct ss_model *m, struct mdl_thread *t, uint64_t ts, const char *name, size_t len);
+int mdl_push_span(struct ss_model *m, struct mdl_thread *t, uint64_t ts, const char *name, size_t len,
+		  const struct mdl_span *extra);
 int mdl_write_open_spans(struct ss_model *m, struct mdl_thread *t, uint64_t end);
 int mdl_loss(struct ss_model *m, int64_t thread_id, uint64_t ts, uint64_t span, uint64_t count,
 	     const char *source, const char *reason);

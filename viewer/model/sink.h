@@ -64,13 +64,16 @@ struct ss_poll_row {
 struct ss_park_row {
 	int64_t worker_id, ts, dur;
 	bool incomplete;
+	/* the thread's CPU clock at the park and at the unpark, and the time it
+	 * waited for a CPU in between, when the source has them (< 0: NULL) */
+	int64_t cpu_begin, cpu_end, sched_wait;
 };
 struct ss_wake_row {
 	int64_t task_id, ts, waker_thread_id, waker_task_id, poll_id; /* 0: NULL */
 	int64_t delay;                /* < 0: NULL (no poll) */
 };
 struct ss_queue_row {
-	int64_t thread_id, worker_id, ts, local, global; /* worker 0: NULL */
+	int64_t thread_id, worker_id, ts, local, global; /* worker 0: NULL; local, global < 0: NULL */
 };
 struct ss_mark_row {
 	int64_t thread_id, ts;
@@ -82,6 +85,9 @@ struct ss_span_row {
 	struct ss_text name;
 	int64_t depth;
 	bool incomplete;
+	uint64_t span_id, parent_span_id; /* the source's span ids; 0: NULL */
+	struct ss_text fields;        /* JSON object */
+	int64_t location_id;          /* 0: NULL */
 };
 struct ss_cpu_row {
 	int64_t thread_id, ts, dur;
@@ -128,7 +134,14 @@ struct ss_stall_capture_row {
 	const char *syscall_name;     /* NULL: none or unknown */
 };
 struct ss_task_dump_row {
-	int64_t task_id, ts, idle, callsite_id, thread_id, location_id; /* callsite, location 0: NULL */
+	int64_t task_id, ts, idle, callsite_id, thread_id, location_id; /* callsite, location 0: NULL; idle < 0: NULL */
+};
+/* An event the model does not interpret, kept as the source gave it. */
+struct ss_other_row {
+	int64_t recording_id, thread_id; /* thread 0: NULL */
+	bool has_ts;
+	int64_t ts;
+	struct ss_text name, fields;  /* fields: a JSON object */
 };
 /* An addition to a summary bucket (added to what the store holds). */
 struct ss_summary_row {
@@ -153,11 +166,14 @@ struct ss_thread_state {
 	int cpu_state;                /* 0 unknown, 1 on-cpu, 2 blocked, 3 preempted */
 	int64_t cpu_since, cpu;       /* cpu < 0: unknown */
 	bool queue_known;
-	int64_t queue_local, queue_global;
+	int64_t queue_local, queue_global; /* < 0: that depth was not reported */
 };
 struct ss_open_span {
 	int64_t thread_id, depth, ts;
 	struct ss_text name;
+	uint64_t span_id, parent_span_id; /* 0: none */
+	struct ss_text fields;
+	int64_t location_id;          /* 0: none */
 };
 struct ss_open_summary {
 	int64_t worker_id;
@@ -189,6 +205,9 @@ struct ss_sink {
 	int (*resume)(void *ctx, int64_t recording_id, struct ss_model *m);
 
 	int (*recording)(void *ctx, const struct ss_recording_row *r);
+	/* what a later unit knows of a recording the store has: its columns that
+	 * are NULL take the row's non-NULL values (texts NULL, numbers 0: unknown) */
+	int (*recording_fill)(void *ctx, const struct ss_recording_row *r);
 	int (*recording_span)(void *ctx, int64_t id, int64_t first_ts, int64_t last_ts);
 	int (*recording_arch)(void *ctx, int64_t id, const char *arch);
 	int (*meta)(void *ctx, int64_t recording_id, struct ss_text key, struct ss_text value);
@@ -219,6 +238,7 @@ struct ss_sink {
 	int (*stall_end)(void *ctx, int64_t id, int64_t dur);
 	int (*stall_capture)(void *ctx, const struct ss_stall_capture_row *r);
 	int (*task_dump)(void *ctx, const struct ss_task_dump_row *r);
+	int (*other)(void *ctx, const struct ss_other_row *r);
 	int (*summary)(void *ctx, const struct ss_summary_row *r);
 
 	/* The state where an import ends (see above). */

@@ -55,7 +55,8 @@ static int task_dump(struct ss_model *m, const struct ss_event *e)
 	struct mdl_task *k = t ? mdl_task_at(m, e->u.task_dump.task, e->ts) : NULL;
 	if (!t || !k)
 		return m->failed ? -1 : 0; /* past the thread limit: left out */
-	struct ss_task_dump_row r = { k->id, (int64_t)e->ts, (int64_t)e->u.task_dump.idle_ns,
+	uint64_t idle = e->u.task_dump.idle_ns;
+	struct ss_task_dump_row r = { k->id, (int64_t)e->ts, idle == SS_IDLE_UNKNOWN ? -1 : (int64_t)(idle & INT64_MAX),
 				      mdl_stack_of(m, e->u.task_dump.stack), t->id,
 				      mdl_location(m, e->u.task_dump.location) };
 	return MDL_SINK(m, task_dump, &r);

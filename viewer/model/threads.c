@@ -103,10 +103,13 @@ int ss_model_thread_def(struct ss_model *m, const struct ss_model_thread_def *d)
 	bool known = ss_hmap_get(&m->rec->threads, d->thread, 0, &v);
 	if (known) {
 		t = (struct mdl_thread *)(uintptr_t)v;
-		if (t->tid != d->tid || !m->skip_events) {
-			if (MDL_SINK(m, thread_name, t->id, mdl_text(d->name, d->name_len), d->tid) != 0)
+		uint64_t tid = d->partial && !d->tid ? t->tid : d->tid;
+		if (d->partial && !d->name) {
+			/* nothing to rename (a row's name is set with its tid) */
+		} else if (t->tid != tid || !m->skip_events) {
+			if (MDL_SINK(m, thread_name, t->id, mdl_text(d->name, d->name_len), tid) != 0)
 				return -1;
-			t->tid = d->tid;
+			t->tid = tid;
 		}
 	} else {
 		if (over_thread_limit(m))
@@ -123,7 +126,7 @@ int ss_model_thread_def(struct ss_model *m, const struct ss_model_thread_def *d)
 		if (mdl_make_worker(m, t, rt, rl, d->worker_index, 0) != 0)
 			return -1;
 	}
-	if (m->skip_events)
+	if (m->skip_events || d->partial)
 		return 0;
 	/* Stitching: only a definition that precedes the thread's events in this
 	 * unit describes the state at the unit's start. */
@@ -139,10 +142,11 @@ int ss_model_thread_def(struct ss_model *m, const struct ss_model_thread_def *d)
 			t->last_ts = d->open_since;
 	}
 	if (t->parked && d->parked_since != t->park_ts)
-		if (mdl_close_park(m, t, t->last_ts, true) != 0)
+		if (mdl_close_park(m, t, t->last_ts, true, -1, -1) != 0)
 			return -1;
 	if (!t->parked && d->parked_since && t->worker_id) {
 		t->parked = true;
+		t->park_cpu_known = false;
 		t->park_ts = d->parked_since;
 		if (d->parked_since > t->last_ts)
 			t->last_ts = d->parked_since;
@@ -155,8 +159,10 @@ static void free_thread_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
 {
 	(void)ctx, (void)a, (void)b;
 	struct mdl_thread *t = (struct mdl_thread *)(uintptr_t)val;
-	for (unsigned i = 0; i < t->n_spans; i++)
+	for (unsigned i = 0; i < t->n_spans; i++) {
 		free(t->spans[i].name);
+		free(t->spans[i].fields);
+	}
 	free(t->spans);
 	free(t->summ);
 	free(t);
@@ -199,16 +205,25 @@ int ss_model_restore_thread_state(struct ss_model *m, const struct ss_thread_sta
 	}
 	if (s->queue_known) {
 		t->queue_known = true;
-		t->queue_local = (uint64_t)s->queue_local;
-		t->queue_global = (uint64_t)s->queue_global;
+		t->queue_unknown = (uint8_t)((s->queue_local < 0 ? SS_QUEUE_NO_LOCAL : 0) |
+					     (s->queue_global < 0 ? SS_QUEUE_NO_GLOBAL : 0));
+		t->queue_local = s->queue_local < 0 ? 0 : (uint64_t)s->queue_local;
+		t->queue_global = s->queue_global < 0 ? 0 : (uint64_t)s->queue_global;
 	}
 	return 0;
 }
 
-int ss_model_restore_open_span(struct ss_model *m, int64_t thread_id, int64_t ts, const char *name, size_t name_len)
+int ss_model_restore_open_span(struct ss_model *m, const struct ss_open_span *s)
 {
-	struct mdl_thread *t = mdl_thread_by_id(m, thread_id);
-	return t ? mdl_push_span(m, t, (uint64_t)ts, name, name_len) : 0;
+	struct mdl_thread *t = mdl_thread_by_id(m, s->thread_id);
+	if (!t)
+		return 0;
+	char *fields = s->fields.p ? strndup(s->fields.p, s->fields.n) : NULL;
+	struct mdl_span extra = { .id = s->span_id, .parent = s->parent_span_id, .fields = fields,
+				  .location_id = s->location_id };
+	int rc = mdl_push_span(m, t, (uint64_t)s->ts, s->name.p, s->name.n, &extra);
+	free(fields);
+	return rc;
 }
 
 int ss_model_restore_open_summary(struct ss_model *m, int64_t thread_id, const struct ss_open_summary *o)
@@ -254,13 +269,15 @@ int ss_model_restore_open_poll(struct ss_model *m, int64_t thread_id, int64_t po
 	return 0;
 }
 
-int ss_model_restore_open_park(struct ss_model *m, int64_t thread_id, int64_t ts)
+int ss_model_restore_open_park(struct ss_model *m, int64_t thread_id, int64_t ts, int64_t cpu_begin)
 {
 	struct mdl_thread *t = mdl_thread_by_id(m, thread_id);
 	if (!t)
 		return 0;
 	t->parked = true;
 	t->park_ts = (uint64_t)ts;
+	t->park_cpu_known = cpu_begin >= 0;
+	t->park_cpu = cpu_begin >= 0 ? (uint64_t)cpu_begin : 0;
 	if ((uint64_t)ts > t->last_ts)
 		t->last_ts = (uint64_t)ts;
 	return 0;

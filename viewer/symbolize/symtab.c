@@ -74,36 +74,45 @@ static void parse(struct ss_symtab *t, const uint8_t *p, size_t len)
 		char *fn = get_s(&body), *file = get_s(&body);
 		/* Appended later (FORMAT.md): older tables end here. */
 		char *mangled = !body.bad && body.left ? get_s(&body) : NULL;
-		if (body.bad || depth >= SS_SYM_MAX_INLINE) {
-			free(fn);
-			free(file);
-			free(mangled);
-			continue;
-		}
-		if (mangled && !mangled[0]) {
-			free(mangled);
-			mangled = NULL;
-		}
-		if (t->n == t->cap) {
-			size_t nc = t->cap ? t->cap * 2 : 256;
-			struct ss_symtab_entry *nv = realloc(t->v, nc * sizeof *nv);
-			if (!nv) {
-				free(fn);
-				free(file);
-				free(mangled);
-				return;
-			}
-			t->v = nv;
-			t->cap = nc;
-		}
-		t->v[t->n] = (struct ss_symtab_entry){ fn, file, mangled, line > UINT32_MAX ? 0 : (uint32_t)line };
-		ss_hmap_put(&t->index, addr, depth, t->n);
-		uint64_t lv = 0;
-		ss_hmap_get(&t->levels, addr, 0, &lv);
-		if (depth + 1 > lv)
-			ss_hmap_put(&t->levels, addr, 0, depth + 1);
-		t->n++;
+		int rc = body.bad ? 0 : ss_symtab_add(t, addr, depth, line, fn, file, mangled);
+		free(fn);
+		free(file);
+		free(mangled);
+		if (rc != 0)
+			return;
 	}
+}
+
+int ss_symtab_add(struct ss_symtab *t, uint64_t addr, uint64_t depth, uint64_t line, const char *function,
+		  const char *file, const char *mangled)
+{
+	if (depth >= SS_SYM_MAX_INLINE)
+		return 0;
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 256;
+		struct ss_symtab_entry *nv = realloc(t->v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		t->v = nv;
+		t->cap = nc;
+	}
+	if (mangled && !mangled[0])
+		mangled = NULL;
+	char *fn = function ? strdup(function) : NULL, *fl = file ? strdup(file) : NULL;
+	char *mg = mangled ? strdup(mangled) : NULL;
+	if ((function && !fn) || (file && !fl) || (mangled && !mg) || ss_hmap_put(&t->index, addr, depth, t->n) != 0) {
+		free(fn);
+		free(fl);
+		free(mg);
+		return -1;
+	}
+	t->v[t->n] = (struct ss_symtab_entry){ fn, fl, mg, line > UINT32_MAX ? 0 : (uint32_t)line };
+	uint64_t lv = 0;
+	ss_hmap_get(&t->levels, addr, 0, &lv);
+	if (depth + 1 > lv)
+		ss_hmap_put(&t->levels, addr, 0, depth + 1);
+	t->n++;
+	return 0;
 }
 
 size_t ss_symtab_load(struct ss_symtab *t, ss_symtab_read_fn rd, void *ctx, uint64_t first_block)

@@ -39,6 +39,14 @@ size_t ss_symtab_load(struct ss_symtab *t, ss_symtab_read_fn rd, void *ctx, uint
 /* Fills out from the table; false when the address is not in it. */
 bool ss_symtab_lookup(const struct ss_symtab *t, uint64_t address, struct ss_sym_result *out);
 void ss_symtab_clear(struct ss_symtab *t);
+/* One entry: address's frame at inline depth (0 = the function the code was
+ * compiled into); function, file and mangled are copied (NULL: unknown; mangled
+ * "" or NULL: the name was not mangled). A later entry
+ * for the same address and depth replaces the earlier. Returns 0 or -1
+ * (memory). For tables that come from elsewhere than a segment's symbol block
+ * (dial9's SymbolTableEntry events). */
+int ss_symtab_add(struct ss_symtab *t, uint64_t addr, uint64_t depth, uint64_t line, const char *function,
+		  const char *file, const char *mangled);
 
 /* Appends one SYMBOL record to buf (grown as needed); returns 0 or -1 (memory).
  * mangled may be NULL or "" (the name was not mangled). */

@@ -6,6 +6,10 @@
  */
 #include "tl_palette.h"
 
+#include "thresholds.h"
+
+#include <stdio.h>
+
 static GdkRGBA rgb(unsigned hex)
 {
 	return (GdkRGBA){ ((hex >> 16) & 255) / 255.f, ((hex >> 8) & 255) / 255.f,
@@ -111,15 +115,19 @@ GdkRGBA tl_culprit_color(const char *function, const struct tl_theme *t)
 	return hue_of(h);
 }
 
+/* The long-poll levels of the report's thresholds table (thresholds.h), so a
+ * change of the table recolours the lanes; a poll of exactly a level's length
+ * takes the colour above it, as the timeline always drew it. A level left out
+ * ("off") joins its class to the one below. */
 int tl_duration_class(int64_t dur_ns)
 {
-	if (dur_ns < 1000000)
-		return 0;
-	if (dur_ns < 10000000)
-		return 1;
-	if (dur_ns < 50000000)
-		return 2;
-	return 3;
+	const struct ss_threshold *t = &ss_thresholds[SS_TH_LONG_POLL];
+	const double lv[3] = { t->info, t->warning, t->critical };
+	int cls = 0;
+	for (int i = 0; i < 3; i++)
+		if (lv[i] != SS_TH_OFF && (double)dur_ns >= lv[i] * 1e6)
+			cls = i + 1;
+	return cls;
 }
 
 GdkRGBA tl_duration_color(int dur_class)
@@ -128,8 +136,18 @@ GdkRGBA tl_duration_color(int dur_class)
 	return rgb(c[dur_class < 0 ? 0 : dur_class >= TL_DUR_CLASSES ? TL_DUR_CLASSES - 1 : dur_class]);
 }
 
+/* "< 1 ms", "1-10 ms", "10-50 ms", "> 50 ms" from the long-poll levels. */
 const char *tl_duration_class_name(int dur_class)
 {
-	static const char *const n[TL_DUR_CLASSES] = { "< 1 ms", "1-10 ms", "10-50 ms", "> 50 ms" };
-	return n[dur_class < 0 ? 0 : dur_class >= TL_DUR_CLASSES ? TL_DUR_CLASSES - 1 : dur_class];
+	static char names[TL_DUR_CLASSES][32];
+	const struct ss_threshold *t = &ss_thresholds[SS_TH_LONG_POLL];
+	const double lv[3] = { t->info, t->warning, t->critical };
+	int k = dur_class < 0 ? 0 : dur_class >= TL_DUR_CLASSES ? TL_DUR_CLASSES - 1 : dur_class;
+	if (k == 0)
+		snprintf(names[k], sizeof names[k], "< %g ms", lv[0]);
+	else if (k == 3)
+		snprintf(names[k], sizeof names[k], "> %g ms", lv[2]);
+	else
+		snprintf(names[k], sizeof names[k], "%g-%g ms", lv[k - 1], lv[k]);
+	return names[k];
 }

@@ -16,6 +16,10 @@
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_RECORDING] = "INSERT INTO recordings(id, session_id, pid, executable, host, boot_id,"
 		" anchor_mono_ns, anchor_real_ns) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_RECORDING_FILL] = "UPDATE recordings SET pid = coalesce(pid, ?2), executable = coalesce(executable, ?3),"
+		" host = coalesce(host, ?4), boot_id = coalesce(boot_id, ?5),"
+		" anchor_mono_ns = coalesce(anchor_mono_ns, ?6), anchor_real_ns = coalesce(anchor_real_ns, ?7)"
+		" WHERE id = ?1",
 	[ST_UPD_RECORDING_TS] = "UPDATE recordings SET first_ts = min(coalesce(first_ts, ?2), ?2),"
 		" last_ts = max(coalesce(last_ts, ?3), ?3) WHERE id = ?1",
 	[ST_INS_META] = "INSERT OR REPLACE INTO metadata(recording_id, key, value) VALUES(?,?,?)",
@@ -33,13 +37,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UPD_TASK_END] = "UPDATE tasks SET end_ts = ?2 WHERE id = ?1",
 	[ST_INS_POLL] = "INSERT INTO polls(id, worker_id, task_id, location_id, ts, dur, incomplete)"
 		" VALUES(?,?,?,?,?,?,?)",
-	[ST_INS_PARK] = "INSERT INTO parks(worker_id, ts, dur, incomplete) VALUES(?,?,?,?)",
+	[ST_INS_PARK] = "INSERT INTO parks(worker_id, ts, dur, incomplete, cpu_begin_ns, cpu_end_ns, sched_wait_ns)"
+		" VALUES(?,?,?,?,?,?,?)",
 	[ST_INS_WAKE] = "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id, poll_id, delay)"
 		" VALUES(?,?,?,?,?,?)",
 	[ST_DEL_WAKE] = "DELETE FROM wakes WHERE rowid = ?1",
 	[ST_INS_QUEUE] = "INSERT INTO queue_depths(thread_id, worker_id, ts, local, global) VALUES(?,?,?,?,?)",
 	[ST_INS_MARK] = "INSERT INTO marks(thread_id, ts, name, value) VALUES(?,?,?,?)",
-	[ST_INS_SPAN] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete) VALUES(?,?,?,?,?,?)",
+	[ST_INS_SPAN] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete, span_id, parent_span_id,"
+		" fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CPU] = "INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES(?,?,?,?,?)",
 	[ST_INS_SAMPLE] = "INSERT INTO samples(ts, thread_id, worker_id, poll_id, callsite_id, weight,"
 		" kind, cpu) VALUES(?,?,?,NULL,?,?,?,?)",
@@ -58,6 +64,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UPD_RECORDING_ARCH] = "UPDATE recordings SET arch = ?2 WHERE id = ?1",
 	[ST_INS_TASK_DUMP] = "INSERT INTO task_dumps(task_id, ts, idle, callsite_id, thread_id, location_id)"
 		" VALUES(?,?,?,?,?,?)",
+	[ST_INS_OTHER] = "INSERT INTO other_events(recording_id, thread_id, ts, name, fields) VALUES(?,?,?,?,?)",
 	[ST_UPSERT_SUMMARY] = "INSERT INTO worker_summaries(bucket_ns, worker_id, ts, busy_ns, parked_ns,"
 		" offcpu_ns, polls, max_poll_ns) VALUES(?,?,?,?,?,?,?,?)"
 		" ON CONFLICT(bucket_ns, worker_id, ts) DO UPDATE SET"
@@ -72,6 +79,18 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	[2] = "ALTER TABLE recordings ADD COLUMN arch TEXT;"
 	      "ALTER TABLE stall_captures ADD COLUMN syscall_name TEXT;",
 	[3] = "ALTER TABLE frames ADD COLUMN mangled TEXT;",
+	/* dial9's parks and spans (other_events is a new table: the schema makes it) */
+	[4] = "ALTER TABLE parks ADD COLUMN cpu_begin_ns INTEGER;"
+	      "ALTER TABLE parks ADD COLUMN cpu_end_ns INTEGER;"
+	      "ALTER TABLE parks ADD COLUMN sched_wait_ns INTEGER;"
+	      "ALTER TABLE spans ADD COLUMN span_id INTEGER;"
+	      "ALTER TABLE spans ADD COLUMN parent_span_id INTEGER;"
+	      "ALTER TABLE spans ADD COLUMN fields TEXT;"
+	      "ALTER TABLE spans ADD COLUMN location_id INTEGER REFERENCES locations(id);"
+	      "ALTER TABLE import_open_spans ADD COLUMN span_id INTEGER;"
+	      "ALTER TABLE import_open_spans ADD COLUMN parent_span_id INTEGER;"
+	      "ALTER TABLE import_open_spans ADD COLUMN fields TEXT;"
+	      "ALTER TABLE import_open_spans ADD COLUMN location_id INTEGER;",
 };
 
 static const char *const id_table[ID_COUNT] = {
@@ -200,7 +219,7 @@ int ss_db_next_ids(struct ss_db *d, int64_t next[ID_COUNT])
 
 static const enum ss_stmt batched[] = {
 	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN,
-	ST_INS_CPU, ST_INS_SAMPLE, ST_UPSERT_SUMMARY,
+	ST_INS_CPU, ST_INS_SAMPLE, ST_INS_OTHER, ST_UPSERT_SUMMARY,
 };
 
 int ss_db_prepare(struct ss_db *d, bool threaded)

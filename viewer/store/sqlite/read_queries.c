@@ -115,6 +115,11 @@ static const char *const sql[SS_Q_COUNT] = {
 	[SS_Q_DAMAGED] = "SELECT recording_id, count(*), group_concat(file, ', ') FROM segments WHERE "
 			 REC_OF("recording_id") " AND damage IS NOT NULL AND damage <> 'truncated' AND ?2 = ?2"
 			 " AND ?3 = ?3 GROUP BY recording_id ORDER BY recording_id",
+
+	[SS_Q_CALLSITE] = "SELECT parent_id, frame_id FROM callsites WHERE id = ?1",
+	[SS_Q_FRAME] = "SELECT f.function, f.file, f.line, m.path, f.rel_pc FROM frames f"
+		       " LEFT JOIN mappings m ON m.id = f.mapping_id WHERE f.id = ?1",
+	[SS_Q_CALLER_EDGES] = "SELECT DISTINCT c.frame_id, p.frame_id FROM callsites c JOIN callsites p ON p.id = c.parent_id",
 };
 
 const char *ss_read_sql(enum ss_read_query q)

@@ -48,6 +48,10 @@ enum ss_read_query {
 	SS_Q_LOSS,             /* scope: recording, source, reasons, count, first ts, last end,
 	                        * rows, items recorded; per recording and source */
 	SS_Q_DAMAGED,          /* scope: recording, damaged segments, their files */
+	/* stacks (viewer/analysis/stacks.c) */
+	SS_Q_CALLSITE,         /* ?1 callsite: parent_id, frame_id */
+	SS_Q_FRAME,            /* ?1 frame: function, file, line, mapping path, rel_pc */
+	SS_Q_CALLER_EDGES,     /* every distinct (frame, its caller's frame) of the callsite tree */
 	SS_Q_COUNT
 };
 

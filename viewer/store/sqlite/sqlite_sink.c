@@ -17,7 +17,7 @@
 
 struct ss_sqlite_store {
 	struct ss_db db;
-	int64_t first_new_sample;
+	int64_t first_new_sample, first_new_poll;
 	/* the statements of the state written where an import ends */
 	sqlite3_stmt *st_wake, *st_pending, *st_thread_state, *st_span, *st_summary, *st_ended;
 };
@@ -59,13 +59,27 @@ static int s_recording(void *ctx, const struct ss_recording_row *x)
 	struct ss_row *r = ss_row(&s->db, ST_INS_RECORDING);
 	ss_bind_i(r, 1, x->id);
 	ss_bind_i(r, 2, (int64_t)x->session_id);
-	ss_bind_i(r, 3, (int64_t)x->pid);
+	ss_bind_z(r, 3, (int64_t)x->pid);
 	bind_text(r, 4, x->exe);
 	bind_text(r, 5, x->host);
 	bind_text(r, 6, x->boot_id);
-	ss_bind_i(r, 7, x->anchor_mono_ns);
-	ss_bind_i(r, 8, x->anchor_real_ns);
+	ss_bind_z(r, 7, x->anchor_mono_ns);
+	ss_bind_z(r, 8, x->anchor_real_ns);
 	return step(s, ST_INS_RECORDING);
+}
+
+static int s_recording_fill(void *ctx, const struct ss_recording_row *x)
+{
+	struct ss_sqlite_store *s = ctx;
+	struct ss_row *r = ss_row(&s->db, ST_UPD_RECORDING_FILL);
+	ss_bind_i(r, 1, x->id);
+	ss_bind_z(r, 2, (int64_t)x->pid);
+	bind_text(r, 3, x->exe);
+	bind_text(r, 4, x->host);
+	bind_text(r, 5, x->boot_id);
+	ss_bind_z(r, 6, x->anchor_mono_ns);
+	ss_bind_z(r, 7, x->anchor_real_ns);
+	return step(s, ST_UPD_RECORDING_FILL);
 }
 
 static int s_recording_span(void *ctx, int64_t id, int64_t first, int64_t last)
@@ -221,6 +235,9 @@ static int s_park(void *ctx, const struct ss_park_row *x)
 	ss_bind_i(r, 2, x->ts);
 	ss_bind_i(r, 3, x->dur);
 	ss_bind_i(r, 4, x->incomplete);
+	bind_n(r, 5, x->cpu_begin);
+	bind_n(r, 6, x->cpu_end);
+	bind_n(r, 7, x->sched_wait);
 	return step(s, ST_INS_PARK);
 }
 
@@ -252,8 +269,8 @@ static int s_queue(void *ctx, const struct ss_queue_row *x)
 	ss_bind_i(r, 1, x->thread_id);
 	ss_bind_z(r, 2, x->worker_id);
 	ss_bind_i(r, 3, x->ts);
-	ss_bind_i(r, 4, x->local);
-	ss_bind_i(r, 5, x->global);
+	bind_n(r, 4, x->local);
+	bind_n(r, 5, x->global);
 	return step(s, ST_INS_QUEUE);
 }
 
@@ -278,6 +295,10 @@ static int s_span(void *ctx, const struct ss_span_row *x)
 	bind_text(r, 4, x->name);
 	ss_bind_i(r, 5, x->depth);
 	ss_bind_i(r, 6, x->incomplete);
+	ss_bind_z(r, 7, (int64_t)x->span_id);
+	ss_bind_z(r, 8, (int64_t)x->parent_span_id);
+	bind_text(r, 9, x->fields);
+	ss_bind_z(r, 10, x->location_id);
 	return step(s, ST_INS_SPAN);
 }
 
@@ -407,11 +428,26 @@ static int s_task_dump(void *ctx, const struct ss_task_dump_row *x)
 	struct ss_row *r = ss_row(&s->db, ST_INS_TASK_DUMP);
 	ss_bind_i(r, 1, x->task_id);
 	ss_bind_i(r, 2, x->ts);
-	ss_bind_i(r, 3, x->idle);
+	bind_n(r, 3, x->idle);
 	ss_bind_z(r, 4, x->callsite_id);
 	ss_bind_i(r, 5, x->thread_id);
 	ss_bind_z(r, 6, x->location_id);
 	return step(s, ST_INS_TASK_DUMP);
+}
+
+static int s_other(void *ctx, const struct ss_other_row *x)
+{
+	struct ss_sqlite_store *s = ctx;
+	struct ss_row *r = ss_row(&s->db, ST_INS_OTHER);
+	ss_bind_i(r, 1, x->recording_id);
+	ss_bind_z(r, 2, x->thread_id);
+	if (x->has_ts)
+		ss_bind_i(r, 3, x->ts);
+	else
+		ss_bind_null(r, 3);
+	bind_text(r, 4, x->name.p ? x->name : (struct ss_text){ "", 0 });
+	bind_text(r, 5, x->fields.p ? x->fields : (struct ss_text){ "{}", 2 });
+	return step(s, ST_INS_OTHER);
 }
 
 static int s_summary(void *ctx, const struct ss_summary_row *x)
@@ -518,8 +554,15 @@ static int s_thread_state(void *ctx, const struct ss_thread_state *t)
 	else
 		sqlite3_bind_null(st, 4);
 	if (t->queue_known) {
-		sqlite3_bind_int64(st, 5, t->queue_local);
-		sqlite3_bind_int64(st, 6, t->queue_global);
+		/* a depth that was not reported stays NULL */
+		if (t->queue_local >= 0)
+			sqlite3_bind_int64(st, 5, t->queue_local);
+		else
+			sqlite3_bind_null(st, 5);
+		if (t->queue_global >= 0)
+			sqlite3_bind_int64(st, 6, t->queue_global);
+		else
+			sqlite3_bind_null(st, 6);
 	} else {
 		sqlite3_bind_null(st, 5);
 		sqlite3_bind_null(st, 6);
@@ -527,20 +570,30 @@ static int s_thread_state(void *ctx, const struct ss_thread_state *t)
 	return done(s, st);
 }
 
+static void bind_text_stmt(sqlite3_stmt *st, int i, struct ss_text t)
+{
+	if (t.p)
+		sqlite3_bind_text(st, i, t.p, (int)t.n, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
 static int s_open_span(void *ctx, const struct ss_open_span *o)
 {
 	struct ss_sqlite_store *s = ctx;
-	if (prep(s, &s->st_span, "INSERT OR REPLACE INTO import_open_spans(thread_id, depth, ts, name)"
-				 " VALUES(?,?,?,?)") != 0)
+	if (prep(s, &s->st_span, "INSERT OR REPLACE INTO import_open_spans(thread_id, depth, ts, name, span_id,"
+				 " parent_span_id, fields, location_id) VALUES(?,?,?,?,?,?,?,?)") != 0)
 		return -1;
-	sqlite3_bind_int64(s->st_span, 1, o->thread_id);
-	sqlite3_bind_int64(s->st_span, 2, o->depth);
-	sqlite3_bind_int64(s->st_span, 3, o->ts);
-	if (o->name.p)
-		sqlite3_bind_text(s->st_span, 4, o->name.p, (int)o->name.n, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s->st_span, 4);
-	return done(s, s->st_span);
+	sqlite3_stmt *st = s->st_span;
+	sqlite3_bind_int64(st, 1, o->thread_id);
+	sqlite3_bind_int64(st, 2, o->depth);
+	sqlite3_bind_int64(st, 3, o->ts);
+	bind_text_stmt(st, 4, o->name);
+	bind_z(st, 5, (int64_t)o->span_id);
+	bind_z(st, 6, (int64_t)o->parent_span_id);
+	bind_text_stmt(st, 7, o->fields);
+	bind_z(st, 8, o->location_id);
+	return done(s, st);
 }
 
 static int s_open_summary(void *ctx, const struct ss_open_summary *o)
@@ -663,20 +716,31 @@ static int row_thread(struct ss_model *m, sqlite3_stmt *st)
 	return ss_model_restore_thread(m, col(st, 0), (uint64_t)col(st, 1), sampler, (uint64_t)col(st, 2), col(st, 3));
 }
 
+static int64_t col_n(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
 static int row_thread_state(struct ss_model *m, sqlite3_stmt *st)
 {
 	struct ss_thread_state t = {
 		col(st, 0), sqlite3_column_type(st, 1) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 1), col(st, 2),
-		sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : col(st, 3), sqlite3_column_type(st, 4) != SQLITE_NULL,
-		col(st, 4), col(st, 5),
+		col_n(st, 3), col_n(st, 4) >= 0 || col_n(st, 5) >= 0, col_n(st, 4), col_n(st, 5),
 	};
 	return ss_model_restore_thread_state(m, &t);
 }
 
+static struct ss_text col_text(sqlite3_stmt *st, int i)
+{
+	const char *p = (const char *)sqlite3_column_text(st, i);
+	return (struct ss_text){ p, p ? (size_t)sqlite3_column_bytes(st, i) : 0 };
+}
+
 static int row_span(struct ss_model *m, sqlite3_stmt *st)
 {
-	const char *name = (const char *)sqlite3_column_text(st, 2);
-	return ss_model_restore_open_span(m, col(st, 0), col(st, 1), name, name ? strlen(name) : 0);
+	struct ss_open_span o = { col(st, 0), 0, col(st, 1), col_text(st, 2), (uint64_t)col(st, 3),
+				  (uint64_t)col(st, 4), col_text(st, 5), col(st, 6) };
+	return ss_model_restore_open_span(m, &o);
 }
 
 static int row_stall(struct ss_model *m, sqlite3_stmt *st)
@@ -724,7 +788,7 @@ static int row_open_poll(struct ss_model *m, sqlite3_stmt *st)
 
 static int row_open_park(struct ss_model *m, sqlite3_stmt *st)
 {
-	return ss_model_restore_open_park(m, col(st, 0), col(st, 2));
+	return ss_model_restore_open_park(m, col(st, 0), col(st, 2), col_n(st, 3));
 }
 
 static int row_arch(struct ss_model *m, sqlite3_stmt *st)
@@ -756,7 +820,8 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 			      " WHERE t.recording_id = ?1", rid, row_thread_state, m);
 	/* Spans still open, innermost last. */
 	if (!rc)
-		rc = each_row(s, "SELECT o.thread_id, o.ts, o.name FROM import_open_spans o JOIN threads t"
+		rc = each_row(s, "SELECT o.thread_id, o.ts, o.name, coalesce(o.span_id, 0), coalesce(o.parent_span_id, 0),"
+			      " o.fields, coalesce(o.location_id, 0) FROM import_open_spans o JOIN threads t"
 			      " ON t.id = o.thread_id WHERE t.recording_id = ?1 ORDER BY o.thread_id, o.depth", rid,
 			      row_span, m);
 	/* Stalls whose poll was still running: their end or further captures may
@@ -787,7 +852,7 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 			      " AND p.ts = (SELECT max(ts) FROM polls q WHERE q.worker_id = p.worker_id)", rid,
 			      row_open_poll, m);
 	if (!rc)
-		rc = each_row(s, "SELECT w.thread_id, 0, p.ts FROM parks p"
+		rc = each_row(s, "SELECT w.thread_id, 0, p.ts, p.cpu_begin_ns FROM parks p"
 			      " JOIN workers w ON w.id = p.worker_id WHERE w.recording_id = ?1 AND p.incomplete"
 			      " AND p.ts = (SELECT max(ts) FROM parks q WHERE q.worker_id = p.worker_id)", rid,
 			      row_open_park, m);
@@ -827,7 +892,7 @@ void ss_sqlite_sink(struct ss_sqlite_store *s, struct ss_sink *o)
 {
 	*o = (struct ss_sink){
 		.ctx = s, .error = sink_error, .next_ids = s_next_ids, .find_recording = s_find_recording,
-		.load_known = s_load_known, .resume = s_resume, .recording = s_recording,
+		.load_known = s_load_known, .resume = s_resume, .recording = s_recording, .recording_fill = s_recording_fill,
 		.recording_span = s_recording_span, .recording_arch = s_recording_arch, .meta = s_meta, .thread = s_thread,
 		.thread_name = s_thread_name, .thread_exit = s_thread_exit, .worker = s_worker,
 		.worker_end = s_worker_end, .worker_runtime = s_worker_runtime, .location = s_location,
@@ -835,7 +900,7 @@ void ss_sqlite_sink(struct ss_sqlite_store *s, struct ss_sink *o)
 		.wake_delete = s_wake_delete, .queue = s_queue, .mark = s_mark, .span = s_span, .cpu = s_cpu,
 		.sample = s_sample, .loss = s_loss, .mapping = s_mapping, .frame = s_frame,
 		.callsite = s_callsite, .stall = s_stall, .stall_end = s_stall_end,
-		.stall_capture = s_stall_capture, .task_dump = s_task_dump, .summary = s_summary,
+		.stall_capture = s_stall_capture, .task_dump = s_task_dump, .other = s_other, .summary = s_summary,
 		.pending_wake = s_pending_wake, .thread_state = s_thread_state, .open_span = s_open_span,
 		.open_summary = s_open_summary, .ended_task = s_ended_task, .flush = s_flush,
 	};
@@ -854,10 +919,15 @@ struct ss_sqlite_store *ss_sqlite_open(const char *path, bool threaded, char *er
 		return NULL;
 	}
 	sqlite3_stmt *st;
-	s->first_new_sample = 1;
+	s->first_new_sample = s->first_new_poll = 1;
 	if (sqlite3_prepare_v2(s->db.db, "SELECT coalesce(max(rowid), 0) + 1 FROM samples", -1, &st, NULL) == 0) {
 		if (sqlite3_step(st) == SQLITE_ROW)
 			s->first_new_sample = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (sqlite3_prepare_v2(s->db.db, "SELECT coalesce(max(id), 0) + 1 FROM polls", -1, &st, NULL) == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			s->first_new_poll = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
 	return s;
@@ -955,6 +1025,43 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Samples of an earlier import that no poll held then, inside a poll of this
+ * one: a trace whose threads are written in batches (dial9) can bring a poll
+ * after samples taken during it. Per worker, from its first new poll on, so
+ * that the range scanned is what this import added (samples_by_thread). */
+static int link_old_samples(struct ss_sqlite_store *s)
+{
+	sqlite3_stmt *w, *u;
+	if (sqlite3_prepare_v2(s->db.db, "SELECT p.worker_id, k.thread_id, min(p.ts) FROM polls p"
+			       " JOIN workers k ON k.id = p.worker_id WHERE p.id >= ?1 GROUP BY p.worker_id",
+			       -1, &w, NULL) != SQLITE_OK)
+		goto failed;
+	if (sqlite3_prepare_v2(s->db.db, "UPDATE samples SET poll_id = (SELECT id FROM (SELECT id, ts, dur FROM polls p"
+			       " WHERE p.worker_id = samples.worker_id AND p.ts <= samples.ts ORDER BY p.ts DESC LIMIT 1)"
+			       " WHERE ts + dur > samples.ts) WHERE thread_id = ?1 AND ts >= ?2 AND rowid < ?3"
+			       " AND poll_id IS NULL AND worker_id = ?4", -1, &u, NULL) != SQLITE_OK) {
+		sqlite3_finalize(w);
+		goto failed;
+	}
+	sqlite3_bind_int64(w, 1, s->first_new_poll);
+	int rc = 0;
+	while (rc == 0 && sqlite3_step(w) == SQLITE_ROW) {
+		sqlite3_bind_int64(u, 1, sqlite3_column_int64(w, 1));
+		sqlite3_bind_int64(u, 2, sqlite3_column_int64(w, 2));
+		sqlite3_bind_int64(u, 3, s->first_new_sample);
+		sqlite3_bind_int64(u, 4, sqlite3_column_int64(w, 0));
+		rc = sqlite3_step(u) == SQLITE_DONE ? 0 : -1;
+		sqlite3_reset(u);
+	}
+	sqlite3_finalize(w);
+	sqlite3_finalize(u);
+	if (rc == 0)
+		return 0;
+failed:
+	snprintf(s->db.err, sizeof s->db.err, "linking samples: %s", sqlite3_errmsg(s->db.db));
+	return -1;
+}
+
 /* Indexes, then what needs them: each sample's poll and each stall's. Then
  * commit. */
 int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const char *what), void *ctx, bool timing,
@@ -979,6 +1086,8 @@ int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const c
 		(long long)s->first_new_sample);
 	int rc = sql ? ss_db_exec(&s->db, sql) : -1;
 	sqlite3_free(sql);
+	if (rc == 0 && s->first_new_sample > 1)
+		rc = link_old_samples(s);
 	if (rc == 0)
 		rc = ss_db_exec(&s->db, "UPDATE stalls SET poll_id = (SELECT p.id FROM polls p WHERE"
 				" p.worker_id = stalls.worker_id AND p.ts = stalls.ts) WHERE poll_id IS NULL");
