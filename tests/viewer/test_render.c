@@ -211,6 +211,64 @@ static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *
 
 }
 
+/* Height (px) of the busy bar in column x of a lane's poll band: the run of
+ * busy pixels up from the band's bottom. */
+static int bar_height(const struct pic *p, int x, int lane)
+{
+	int y0 = lane_y(p, lane) + TL_POLL_Y, h = 0;
+	for (int y = y0 + TL_POLL_H - 1; y >= y0; y--) {
+		int rgb[3];
+		pixel(p, x, y, rgb);
+		if (rgb[2] - rgb[0] <= 60)
+			break;
+		h++;
+	}
+	return h;
+}
+
+/* A 12 s trace of a lightly loaded runtime (1%, 3%, 10%, 30% busy) zoomed
+ * out in 1200 px (10 ms a pixel column): every column of every lane shows
+ * its busy share, taller with the share, even at 1%. */
+static void check_light(const char *schema, const char *outdir)
+{
+	char dbp[4096], png[4096], err[512];
+	snprintf(dbp, sizeof dbp, "%s/light.db", outdir);
+	if (fixture_build_light(dbp, schema) != 0) {
+		CHECK(false, "the light fixture was built");
+		return;
+	}
+	struct tl_db *db = tl_db_open(dbp, err, sizeof err);
+	CHECK(db && db->n_lanes == 4, "the light trace opened with 4 lanes (%s)", db ? "" : err);
+	if (!db || db->n_lanes != 4) {
+		tl_db_close(db);
+		return;
+	}
+	struct tl_png_options o = { .width = 1200, .height = 400 };
+	snprintf(png, sizeof png, "%s/light-12s.png", outdir);
+	struct pic p = render(db, &o, png);
+	int lo[4] = { 99, 99, 99, 99 }, hi[4] = { 0 }, cols = 0;
+	for (double ms = 100; ms < 11900; ms += 97) {
+		int x = x_of(&p, ms) + 1;
+		for (int l = 0; l < 4; l++) {
+			int h = bar_height(&p, x, l);
+			lo[l] = h < lo[l] ? h : lo[l];
+			hi[l] = h > hi[l] ? h : hi[l];
+		}
+		cols++;
+	}
+	printf("light 12 s trace, %d columns: busy bar heights (px of %d) 1%%: %d-%d, 3%%: %d-%d, 10%%: %d-%d, 30%%: %d-%d\n",
+	       cols, TL_POLL_H, lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], lo[3], hi[3]);
+	CHECK(lo[0] >= 2, "1%% busy is a bar of 2 px or more in every column (%d)", lo[0]);
+	for (int l = 1; l < 4; l++)
+		CHECK(lo[l] > hi[l - 1], "lane %d's busier share is a taller bar in every column (%d > %d)", l, lo[l],
+		      hi[l - 1]);
+	CHECK(hi[3] < TL_POLL_H, "30%% busy does not fill the band (%d)", hi[3]);
+	pic_free(&p);
+	for (size_t l = 0; l < 4; l++)
+		printf("  lane %zu: %s\n", l, db->lanes[l].label);
+	tl_db_close(db);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -242,6 +300,7 @@ int main(int argc, char **argv)
 	}
 	check_pictures(db, TL_RASTER_NODES, "nodes", argv[2]);
 	check_pictures(db, TL_RASTER_CANVAS, "canvas", argv[2]);
+	check_light(argv[1], argv[2]);
 
 	tl_db_close(db);
 	if (failures) {

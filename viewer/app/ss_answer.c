@@ -210,10 +210,18 @@ static void ss_answer_init(SsAnswer *self)
 	self->title = GTK_LABEL(gtk_label_new(NULL));
 	gtk_widget_add_css_class(GTK_WIDGET(self->title), "heading");
 	gtk_label_set_xalign(self->title, 0);
+	/* The verdict is the answer: the title gives way first. */
+	gtk_label_set_ellipsize(self->title, PANGO_ELLIPSIZE_END);
+	gtk_label_set_max_width_chars(self->title, 48);
 	gtk_box_append(GTK_BOX(self), GTK_WIDGET(self->title));
 	self->say = GTK_LABEL(gtk_label_new(NULL));
 	gtk_label_set_xalign(self->say, 0);
+	/* Two lines before anything is cut: the culprit's name is at the end. */
+	gtk_label_set_wrap(self->say, TRUE);
+	gtk_label_set_wrap_mode(self->say, PANGO_WRAP_WORD_CHAR);
+	gtk_label_set_lines(self->say, 2);
 	gtk_label_set_ellipsize(self->say, PANGO_ELLIPSIZE_END);
+	gtk_label_set_width_chars(self->say, 40);
 	gtk_label_set_selectable(self->say, TRUE);
 	gtk_widget_set_focusable(GTK_WIDGET(self->say), FALSE);
 	gtk_widget_set_hexpand(GTK_WIDGET(self->say), TRUE);

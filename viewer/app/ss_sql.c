@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ss_panels.h"
+#include "ss_sql.h"
 #include "ss_worker.h"
 #include "store_console.h"
 
@@ -720,6 +721,28 @@ static char *text(GtkWidget *w)
 		}
 	}
 	return g_string_free(s, FALSE);
+}
+
+void ss_sql_run(GtkWidget *panel, const char *sql)
+{
+	on_run_sql(NULL, sql, SS_SQL_PANEL(panel));
+}
+
+void ss_sql_cancel(GtkWidget *panel)
+{
+	on_cancel(NULL, SS_SQL_PANEL(panel));
+}
+
+bool ss_sql_running(GtkWidget *panel)
+{
+	return SS_SQL_PANEL(panel)->running;
+}
+
+void ss_sql_select_row(GtkWidget *panel, guint n)
+{
+	SsSqlPanel *self = SS_SQL_PANEL(panel);
+	gtk_single_selection_set_selected(self->sel, n < g_list_model_get_n_items(G_LIST_MODEL(self->sel))
+							     ? n : GTK_INVALID_LIST_POSITION);
 }
 
 const struct ss_panel ss_panel_sql = { "sql", "SQL", create, text, SS_PANEL_BOTTOM, NULL };

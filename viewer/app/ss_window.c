@@ -30,6 +30,7 @@ struct _SsWindow {
 	GtkNotebook *side, *dock;
 	GtkPaned *hpaned, *vpaned;
 	GtkWidget *search;
+	GtkWidget *answer;           /* the answer bar over the lanes */
 	GtkStack *main_stack;        /* "empty" or "trace" */
 	GtkLabel *empty_label;
 	GtkRevealer *progress_rev;
@@ -582,7 +583,8 @@ static void ss_window_init(SsWindow *self)
 	gtk_widget_set_size_request(GTK_WIDGET(self->side), 220, -1);
 
 	GtkWidget *top = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
-	gtk_box_append(GTK_BOX(top), ss_answer_new(self->session));
+	self->answer = ss_answer_new(self->session);
+	gtk_box_append(GTK_BOX(top), self->answer);
 	gtk_box_append(GTK_BOX(top), GTK_WIDGET(self->timeline));
 	self->vpaned = GTK_PANED(gtk_paned_new(GTK_ORIENTATION_VERTICAL));
 	gtk_paned_set_start_child(self->vpaned, top);
@@ -682,6 +684,11 @@ const char *ss_window_get_front_dock_panel(SsWindow *self)
 GtkWidget *ss_window_get_search(SsWindow *self)
 {
 	return self->search;
+}
+
+GtkWidget *ss_window_get_answer(SsWindow *self)
+{
+	return self->answer;
 }
 
 const char *ss_window_get_error(SsWindow *self)

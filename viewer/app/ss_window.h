@@ -41,6 +41,8 @@ const char *ss_window_get_front_panel(SsWindow *self);
 const char *ss_window_get_front_dock_panel(SsWindow *self);
 /* The search box (ss_search.h). */
 GtkWidget *ss_window_get_search(SsWindow *self);
+/* The answer bar over the lanes (ss_answer.h). */
+GtkWidget *ss_window_get_answer(SsWindow *self);
 /* The last error shown, or NULL. */
 const char *ss_window_get_error(SsWindow *self);
 
