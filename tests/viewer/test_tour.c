@@ -14,7 +14,9 @@
  *    and Cancel stops it (the next query answers at once);
  *  - leak demo: the task view of a task alive at the end shows its dumps;
  *  - a file of random bytes named .db: "not an SQLite database" in the
- *    banner, nothing of the importer's log in it.
+ *    banner, nothing of the importer's log in it;
+ *  - an import cancelled makes no database; the shortcuts window lists
+ *    exactly the keys that are bound.
  *
  * usage: test_tour SCHEMA.sql OUTDIR DEMO_DIR   (run by test_window.sh)
  */
@@ -415,11 +417,87 @@ static void check_random_db(SsWindow *win)
 	screenshot(GTK_WIDGET(win), "tour-random.png");
 }
 
+/* Whether key+mods is bound to an action of the application. */
+static bool bound(GtkApplication *app, guint key, GdkModifierType mods)
+{
+	char **actions = gtk_application_list_action_descriptions(app);
+	bool found = false;
+	for (char **a = actions; *a && !found; a++) {
+		char **accels = gtk_application_get_accels_for_action(app, *a);
+		for (char **c = accels; *c && !found; c++) {
+			guint k;
+			GdkModifierType m;
+			found = gtk_accelerator_parse(*c, &k, &m) && k == key && m == mods;
+		}
+		g_strfreev(accels);
+	}
+	g_strfreev(actions);
+	return found;
+}
+
+/* Every key the shortcuts window shows is bound, and every action with a
+ * binding has one of its keys there. Modifier-only entries (a click, a drag)
+ * and Ctrl+Return (the console's editor's own key) are not accelerators. */
+static void check_shortcuts(GtkApplication *app)
+{
+	const char *ui = ss_app_shortcuts_ui(), *tag = "<property name='accelerator'>";
+	GString *shown = g_string_new(" ");
+	int n = 0;
+	for (const char *p = strstr(ui, tag); p; p = strstr(p, tag)) {
+		p += strlen(tag);
+		const char *e = strstr(p, "</property>");
+		if (!e)
+			break;
+		char *raw = g_strndup(p, (gsize)(e - p));
+		GString *u = g_string_new(raw);
+		g_string_replace(u, "&lt;", "<", 0);
+		g_string_replace(u, "&gt;", ">", 0);
+		char **keys = g_strsplit(u->str, " ", -1);
+		for (char **k = keys; *k; k++) {
+			if (!**k || g_str_has_suffix(*k, ">") || !strcmp(*k, "<Control>Return"))
+				continue;
+			guint key;
+			GdkModifierType mods;
+			CHECK(gtk_accelerator_parse(*k, &key, &mods), "'%s' in the shortcuts window parses", *k);
+			CHECK(bound(app, key, mods), "'%s' in the shortcuts window is bound", *k);
+			char *norm = gtk_accelerator_name(key, mods);
+			g_string_append_printf(shown, "%s ", norm);
+			g_free(norm);
+			n++;
+		}
+		g_strfreev(keys);
+		g_string_free(u, TRUE);
+		g_free(raw);
+		p = e;
+	}
+	char **actions = gtk_application_list_action_descriptions(app);
+	for (char **a = actions; *a; a++) {
+		char **accels = gtk_application_get_accels_for_action(app, *a);
+		bool listed = !accels[0];
+		for (char **c = accels; *c && !listed; c++) {
+			guint k;
+			GdkModifierType m;
+			if (!gtk_accelerator_parse(*c, &k, &m))
+				continue;
+			char *name = gtk_accelerator_name(k, m), *norm = g_strdup_printf(" %s ", name);
+			listed = strstr(shown->str, norm) != NULL;
+			g_free(norm);
+			g_free(name);
+		}
+		CHECK(listed, "%s (%s) is in the shortcuts window", *a, accels[0] ? accels[0] : "");
+		g_strfreev(accels);
+	}
+	g_strfreev(actions);
+	printf("shortcuts window: %d keys, all bound; every bound action listed\n", n);
+	g_string_free(shown, TRUE);
+}
+
 static gboolean run_checks(gpointer data)
 {
 	GtkApplication *app = data;
 	GList *wins = gtk_application_get_windows(app);
 	CHECK(wins != NULL, "a window opened");
+	check_shortcuts(app);
 	if (wins) {
 		SsWindow *win = SS_WINDOW(wins->data);
 		CHECK(settle(win), "the first scene arrived");
@@ -477,6 +555,16 @@ int main(int argc, char **argv)
 	if (import_demo("blocking", blocking_db, sizeof blocking_db) != 0 ||
 	    import_demo("leak", leak_db, sizeof leak_db) != 0)
 		return 1;
+	/* An import cancelled before its first segment makes no database. */
+	char cancelled_db[4096], dir[4096], err[2048];
+	snprintf(cancelled_db, sizeof cancelled_db, "%s/tour-cancelled.db", outdir);
+	snprintf(dir, sizeof dir, "%s/blocking", demodir);
+	g_unlink(cancelled_db);
+	const char *cpaths[] = { dir };
+	volatile int cancel = 1;
+	int crc = ss_source_import(cpaths, 1, cancelled_db, NULL, NULL, &cancel, err, sizeof err);
+	CHECK(crc == -1 && !strcmp(err, "cancelled"), "a cancelled import says so (%d, %s)", crc, err);
+	CHECK(!g_file_test(cancelled_db, G_FILE_TEST_EXISTS), "and leaves no database behind");
 	snprintf(random_db, sizeof random_db, "%s/tour-random.db", outdir);
 	char junk[8192];
 	for (size_t i = 0; i < sizeof junk; i++)

@@ -14,7 +14,7 @@
 #include "ss_window.h"
 
 /* The shortcuts window: every entry is a binding of on_startup()'s table
- * below (tests/viewer/test_window.c checks that they agree). */
+ * below (tests/viewer/test_tour.c checks that they agree). */
 static const char shortcuts_ui[] =
 	"<interface>"
 	"<object class='GtkShortcutsWindow' id='help_overlay'><property name='modal'>1</property>"
@@ -68,6 +68,11 @@ static const char shortcuts_ui[] =
 	"<property name='accelerator'>&lt;Control&gt;q</property></object></child>"
 	"</object></child>"
 	"</object></child></object></interface>";
+
+const char *ss_app_shortcuts_ui(void)
+{
+	return shortcuts_ui;
+}
 
 static SsWindow *new_window(GtkApplication *app)
 {
