@@ -504,6 +504,15 @@ static gboolean run_checks(gpointer data)
 		CHECK(ss_timeline_get_db(ss_window_get_timeline(win)) != NULL, "the blocking demo opened (%s)",
 		      ss_window_get_error(win) ? ss_window_get_error(win) : "ok");
 		if (ss_timeline_get_db(ss_window_get_timeline(win))) {
+			/* Every task of the example runtime comes from one spawn
+			 * helper: the culprit tells its polls apart, the location not. */
+			GVariant *mode = g_action_group_get_action_state(ss_timeline_actions(ss_window_get_timeline(win)),
+									 "color-by");
+			CHECK(mode && !strcmp(g_variant_get_string(mode, NULL), "culprit"),
+			      "the blocking demo opens coloured by culprit function (%s)",
+			      mode ? g_variant_get_string(mode, NULL) : "?");
+			if (mode)
+				g_variant_unref(mode);
 			check_stall_answer(win);
 			check_stall_walk(win);
 			check_findings(win);

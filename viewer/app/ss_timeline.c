@@ -55,6 +55,7 @@ struct _SsTimeline {
 	double zoom_scale0;
 	int64_t zoom_t0, zoom_t1;
 	GSimpleActionGroup *actions;
+	bool color_chosen;          /* the user picked a colour mode: keep it */
 	guint frames;
 };
 
@@ -505,6 +506,7 @@ static void act_color(GSimpleAction *a, GVariant *p, gpointer data)
 {
 	SsTimeline *self = data;
 	g_simple_action_set_state(a, p);
+	self->color_chosen = true;
 	const char *m = g_variant_get_string(p, NULL);
 	ss_timeline_set_color_mode(self, !strcmp(m, "duration") ? TL_COLOR_DURATION
 					 : !strcmp(m, "culprit") ? TL_COLOR_CULPRIT : TL_COLOR_LOCATION);
@@ -581,6 +583,14 @@ static void on_db(GObject *o, GParamSpec *ps, gpointer data)
 	memset(&self->view, 0, sizeof self->view);
 	self->view.color = mode;
 	enable_actions(self, self->db != NULL);
+	if (self->db && !self->color_chosen) {
+		/* Until the user picks a mode: by culprit when every poll would get
+		 * the same spawn-location colour, else by location. */
+		self->view.color = tl_db_locations_alike(self->db) ? TL_COLOR_CULPRIT : TL_COLOR_LOCATION;
+		GAction *a = g_action_map_lookup_action(G_ACTION_MAP(self->actions), "color-by");
+		g_simple_action_set_state(G_SIMPLE_ACTION(a), g_variant_new_string(self->view.color == TL_COLOR_CULPRIT
+											   ? "culprit" : "location"));
+	}
 	if (self->db) {
 		tl_layout_compute(&self->layout, self->db);
 		self->view.width = MAX(gtk_widget_get_width(GTK_WIDGET(self)), 800);

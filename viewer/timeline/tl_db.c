@@ -365,6 +365,26 @@ fail:
 	return NULL;
 }
 
+bool tl_db_locations_alike(const struct tl_db *d)
+{
+	const char *first = NULL;
+	size_t first_len = 0;
+	for (size_t i = 0; i < d->n_stalls; i++) {
+		const struct tl_location *l = tl_db_location(d, d->stalls[i].location_id);
+		if (!l || !l->name)
+			continue;
+		const char *paren = strstr(l->name, " (");
+		size_t len = paren ? (size_t)(paren - l->name) : strlen(l->name);
+		if (!first) {
+			first = l->name;
+			first_len = len;
+		} else if (len != first_len || strncmp(l->name, first, len) != 0) {
+			return false;
+		}
+	}
+	return first != NULL;
+}
+
 struct tl_db *tl_db_wrap(sqlite3 *db, const char *path)
 {
 	struct tl_db *d = calloc(1, sizeof *d);

@@ -144,6 +144,12 @@ void tl_db_close(struct tl_db *d);
  * SQL console. path is copied. NULL when memory ran out (db is closed). */
 struct tl_db *tl_db_wrap(sqlite3 *db, const char *path);
 
+/* True when the spawn locations do not tell the stalled polls apart: there
+ * are stalls and all their tasks were spawned in one function (the example
+ * runtime spawns every task from one helper). The window then colours by
+ * culprit function. */
+bool tl_db_locations_alike(const struct tl_db *d);
+
 /* Grants the reads that follow seconds from now (see budget). */
 void tl_db_arm(struct tl_db *d, double seconds);
 /* Whether the last budget ran out (what was drawn is incomplete). */
