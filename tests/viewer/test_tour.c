@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gui_util.h"
 #include "soft_check.h"
 #include "ss_answer.h"
 #include "ss_app.h"
@@ -39,82 +40,14 @@
 static const char *outdir, *demodir;
 static char blocking_db[4096], leak_db[4096], random_db[4096];
 
-/* Until the session's work on both workers is done and the scene for the
- * view arrived (at most 60 s: the analysis on a loaded machine). */
 static bool settle(SsWindow *win)
 {
-	SsSession *s = ss_window_get_session(win);
-	SsTimeline *tl = ss_window_get_timeline(win);
-	gint64 end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-	while (g_get_monotonic_time() < end) {
-		while (g_main_context_iteration(NULL, FALSE))
-			;
-		if (ss_session_idle(s) && !ss_timeline_scene_pending(tl))
-			return true;
-		g_usleep(1000);
-	}
-	return false;
-}
-
-static void spin(int ms)
-{
-	gint64 end = g_get_monotonic_time() + ms * 1000;
-	while (g_get_monotonic_time() < end) {
-		while (g_main_context_iteration(NULL, FALSE))
-			;
-		g_usleep(1000);
-	}
-}
-
-static bool contains(const char *hay, const char *needle)
-{
-	bool ok = hay && strstr(hay, needle);
-	if (!ok)
-		fprintf(stderr, "  (looked for '%s' in:\n%s)\n", needle, hay ? hay : "(null)");
-	return ok;
-}
-
-static void on_after_paint(GdkFrameClock *c, gpointer data)
-{
-	(void)c;
-	*(bool *)data = true;
-}
-
-static bool wait_paint(GtkWidget *w)
-{
-	GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
-	if (!clock)
-		return false;
-	bool painted = false;
-	gulong h = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &painted);
-	gtk_widget_queue_draw(w);
-	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-	while (!painted && g_get_monotonic_time() < end)
-		g_main_context_iteration(NULL, TRUE);
-	g_signal_handler_disconnect(clock, h);
-	return painted;
+	return gui_settle(win, 60);
 }
 
 static void screenshot(GtkWidget *w, const char *name)
 {
-	wait_paint(w);
-	GdkPaintable *p = gtk_widget_paintable_new(w);
-	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
-	GtkSnapshot *s = gtk_snapshot_new();
-	gdk_paintable_snapshot(p, s, width, height);
-	GskRenderNode *node = gtk_snapshot_free_to_node(s);
-	GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(w));
-	if (node && r) {
-		GdkTexture *t = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", outdir, name);
-		gdk_texture_save_to_png(t, path);
-		printf("screenshot %s\n", path);
-		g_object_unref(t);
-	}
-	if (node)
-		gsk_render_node_unref(node);
-	g_object_unref(p);
+	gui_screenshot(w, outdir, name, 0);
 }
 
 /* Opens path in the window and waits for the trace (or an error). */
@@ -188,16 +121,16 @@ static void check_stall_answer(SsWindow *win)
 	CHECK(settle(win), "the stall's verdict was worked out");
 	char *say = ss_answer_get_text(ss_window_get_answer(win));
 	printf("answer bar: %s\n", say);
-	CHECK(contains(say, "blocked in read"), "the answer bar says blocked in read");
-	CHECK(contains(say, "culprit_blocking_syscall"), "the answer bar names the culprit");
+	CHECK(gui_contains(say, "blocked in read"), "the answer bar says blocked in read");
+	CHECK(gui_contains(say, "culprit_blocking_syscall"), "the answer bar names the culprit");
 	CHECK(!strstr(say, "preempted"), "a blocked stall is not called preempted");
 	g_free(say);
 	CHECK(gtk_widget_get_mapped(ss_window_get_answer(win)), "the answer bar is on screen");
 	CHECK(g_strcmp0(ss_window_get_front_panel(win), side_before) == 0, "no tab was switched to show it (%s, %s)",
 	      side_before, ss_window_get_front_panel(win));
 	char *table = ss_window_get_panel_text(win, "stalls");
-	CHECK(contains(table, "\tculprit_blocking_syscall\t"), "the table has its culprit");
-	CHECK(contains(table, "\tread\t"), "the table has its system call");
+	CHECK(gui_contains(table, "\tculprit_blocking_syscall\t"), "the table has its culprit");
+	CHECK(gui_contains(table, "\tread\t"), "the table has its system call");
 	g_free(table);
 	screenshot(GTK_WIDGET(win), "tour-blocking-stall.png");
 }
@@ -253,7 +186,7 @@ static void check_findings(SsWindow *win)
 	gtk_widget_activate_action(GTK_WIDGET(win), "findings.next", NULL);
 	CHECK(settle(win), "the finding's view was drawn");
 	char *text = ss_window_get_panel_text(win, "findings");
-	CHECK(contains(text, "\n> "), "the first finding is selected");
+	CHECK(gui_contains(text, "\n> "), "the first finding is selected");
 	printf("findings panel:\n%s\n", text);
 	g_free(text);
 	CHECK(g_strcmp0(ss_window_get_front_dock_panel(win), "findings") == 0, "the Findings tab is in front");
@@ -354,14 +287,14 @@ static void check_console(SsWindow *win)
 	/* Runaway: the window keeps drawing while it runs; Cancel stops it. */
 	SsTimeline *tl = ss_window_get_timeline(win);
 	ss_sql_run(sql, "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r");
-	spin(300);
+	gui_spin(300);
 	CHECK(ss_sql_running(sql), "the runaway query runs");
 	unsigned f0 = ss_timeline_frames(tl);
 	int painted = 0;
 	gint64 t0 = g_get_monotonic_time();
 	for (int i = 0; i < 5; i++) {
 		gtk_widget_activate_action(GTK_WIDGET(win), i % 2 ? "tl.zoom-in" : "tl.zoom-out", NULL);
-		painted += wait_paint(GTK_WIDGET(win));
+		painted += gui_wait_paint(GTK_WIDGET(win));
 	}
 	gint64 t1 = g_get_monotonic_time();
 	unsigned f1 = ss_timeline_frames(tl);
@@ -373,12 +306,12 @@ static void check_console(SsWindow *win)
 	screenshot(GTK_WIDGET(win), "tour-sql-running.png");
 	ss_sql_cancel(sql);
 	char *t = ss_window_get_panel_text(win, "sql");
-	CHECK(contains(t, "Cancelled"), "the console says it cancelled");
+	CHECK(gui_contains(t, "Cancelled"), "the console says it cancelled");
 	g_free(t);
 	ss_sql_run(sql, "SELECT 42 AS answer");
 	CHECK(wait_sql(sql, 10), "the next query answered within 10 s of the cancel");
 	t = ss_window_get_panel_text(win, "sql");
-	CHECK(contains(t, "\n42\n"), "and its answer is shown");
+	CHECK(gui_contains(t, "\n42\n"), "and its answer is shown");
 	g_free(t);
 }
 
@@ -400,8 +333,8 @@ static void check_leak_task(SsWindow *win)
 	CHECK(g_strcmp0(ss_window_get_front_dock_panel(win), "task") == 0, "the Task tab is in front");
 	char want[64];
 	snprintf(want, sizeof want, "%lld task dump%s", (long long)dumps, dumps == 1 ? "" : "s");
-	CHECK(contains(t, want), "the task view counts its dumps");
-	CHECK(contains(t, "dump at "), "and lists them");
+	CHECK(gui_contains(t, want), "the task view counts its dumps");
+	CHECK(gui_contains(t, "dump at "), "and lists them");
 	g_free(t);
 	screenshot(GTK_WIDGET(win), "tour-leak-task.png");
 }
@@ -413,7 +346,7 @@ static void check_random_db(SsWindow *win)
 	printf("random bytes: %s\n", e ? e : "(no error)");
 	CHECK(e && strstr(e, "not an SQLite database"), "random bytes are not an SQLite database");
 	CHECK(e && !strstr(e, "magic") && !strstr(e, "stallscope import:"), "no segment talk or log lines in it");
-	spin(800); /* the banner slides in */
+	gui_spin(800); /* the banner slides in */
 	screenshot(GTK_WIDGET(win), "tour-random.png");
 }
 

@@ -12,29 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "d9_store.h"
 #include "import.h"
 #include "segment_format.h"
 #include "tl_db.h"
 
-/* Whether a file starts with the segment magic. */
-static bool is_segment_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return false;
-	char head[8];
-	size_t n = fread(head, 1, sizeof head, f);
-	fclose(f);
-	return n == sizeof head && memcmp(head, SS_FILE_MAGIC, sizeof head) == 0;
-}
-
 bool ss_source_is_database(const char *const *paths, size_t n)
 {
-	/* A single file that is not a segment is taken for a database, so that
-	 * a damaged or foreign one is reported as what it is ("not an SQLite
-	 * database") instead of as a segment with a bad magic. */
+	/* A single file that is neither a segment nor a dial9 trace is taken
+	 * for a database, so that a damaged or foreign one is reported as what
+	 * it is ("not an SQLite database") instead of as a segment with a bad
+	 * magic. */
 	return n == 1 && g_file_test(paths[0], G_FILE_TEST_IS_REGULAR) &&
-	       (tl_is_sqlite_file(paths[0]) || !is_segment_file(paths[0]));
+	       (tl_is_sqlite_file(paths[0]) ||
+		(!tl_file_has_magic(paths[0], SS_FILE_MAGIC, 8) && d9_detect_file(paths[0]) == D9_DETECT_NO));
 }
 
 char *ss_source_cache_db(const char *const *paths, size_t n)

@@ -18,15 +18,22 @@ static char *xstrdup(const char *s)
 	return strdup(s ? s : "");
 }
 
-bool tl_is_sqlite_file(const char *path)
+bool tl_file_has_magic(const char *path, const void *magic, size_t len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return false;
-	char head[16];
-	size_t n = fread(head, 1, sizeof head, f);
+	char head[64];
+	if (len > sizeof head)
+		len = sizeof head;
+	size_t n = fread(head, 1, len, f);
 	fclose(f);
-	return n == sizeof head && memcmp(head, "SQLite format 3", 16) == 0;
+	return n == len && memcmp(head, magic, len) == 0;
+}
+
+bool tl_is_sqlite_file(const char *path)
+{
+	return tl_file_has_magic(path, "SQLite format 3", 16);
 }
 
 static const char *const stmt_sql[TL_STMT_COUNT] = {
