@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "ss_panels.h"
 #include "tl_ticks.h"
+#include "view_queries.h"
 
 #define SS_TYPE_FINDINGS (ss_findings_panel_get_type())
 G_DECLARE_FINAL_TYPE(SsFindingsPanel, ss_findings_panel, SS, FINDINGS_PANEL, GtkBox)
@@ -158,9 +159,8 @@ static void poll_job_run(struct tl_db *db, void *p)
 {
 	struct poll_job *j = p;
 	tl_db_arm(db, TL_FRAME_BUDGET_S);
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(db->db, "SELECT id, coalesce(task_id, 0), dur FROM polls WHERE worker_id = ?1 AND ts = ?2"
-				       " ORDER BY dur DESC LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+	sqlite3_stmt *s = ss_view_prepare(db->db, SS_V_POLL_AT, 0);
+	if (!s)
 		return;
 	sqlite3_bind_int64(s, 1, j->worker_id);
 	sqlite3_bind_int64(s, 2, j->ts);

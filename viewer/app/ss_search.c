@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tl_task.h"
+#include "view_queries.h"
 
 #define SS_TYPE_SEARCH (ss_search_get_type())
 G_DECLARE_FINAL_TYPE(SsSearch, ss_search, SS, SEARCH, GtkBox)
@@ -135,24 +136,8 @@ static void find_task(struct job *j, struct tl_db *db)
  * whose spawn location matches (function, file, file:line). */
 static void find_sql(struct job *j, struct tl_db *db, bool function)
 {
-	static const char *const by_function =
-		"WITH RECURSIVE hit(id) AS ("
-		"  SELECT c.id FROM callsites c JOIN frames f ON f.id = c.frame_id WHERE f.function LIKE ?1 ESCAPE '\\'"
-		"  UNION SELECT c.id FROM callsites c JOIN hit ON c.parent_id = hit.id),"
-		" p(id) AS ("
-		"  SELECT s.poll_id FROM samples s WHERE s.poll_id IS NOT NULL AND s.callsite_id IN (SELECT id FROM hit)"
-		"  UNION SELECT st.poll_id FROM stall_captures c JOIN stalls st ON st.id = c.stall_id"
-		"   WHERE st.poll_id IS NOT NULL AND c.callsite_id IN (SELECT id FROM hit)"
-		"  UNION SELECT id FROM polls WHERE location_id IN"
-		"   (SELECT id FROM locations WHERE function LIKE ?1 ESCAPE '\\'))"
-		" SELECT polls.id, polls.ts, polls.dur, polls.worker_id, coalesce(polls.task_id, 0)"
-		" FROM p JOIN polls ON polls.id = p.id ORDER BY polls.ts LIMIT ?2";
-	static const char *const by_location =
-		"SELECT id, ts, dur, worker_id, coalesce(task_id, 0) FROM polls WHERE location_id IN"
-		" (SELECT id FROM locations WHERE (file = ?3 OR file LIKE '%/' || ?3) AND (?4 < 0 OR line = ?4))"
-		" ORDER BY ts LIMIT ?2";
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(db->db, function ? by_function : by_location, -1, &s, NULL) != SQLITE_OK) {
+	sqlite3_stmt *s = ss_view_prepare(db->db, function ? SS_V_SEARCH_BY_FUNCTION : SS_V_SEARCH_BY_LOCATION, 0);
+	if (!s) {
 		snprintf(j->err, sizeof j->err, "%s", sqlite3_errmsg(db->db));
 		return;
 	}

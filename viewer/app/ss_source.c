@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "d9_store.h"
 #include "import.h"
-#include "segment_format.h"
 #include "tl_db.h"
 
 bool ss_source_is_database(const char *const *paths, size_t n)
@@ -25,7 +23,7 @@ bool ss_source_is_database(const char *const *paths, size_t n)
 	 * magic. */
 	return n == 1 && g_file_test(paths[0], G_FILE_TEST_IS_REGULAR) &&
 	       (tl_is_sqlite_file(paths[0]) ||
-		(!tl_file_has_magic(paths[0], SS_FILE_MAGIC, 8) && d9_detect_file(paths[0]) == D9_DETECT_NO));
+		!ss_import_is_trace_file(paths[0]));
 }
 
 char *ss_source_cache_db(const char *const *paths, size_t n)

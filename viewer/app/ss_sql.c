@@ -161,7 +161,7 @@ static void job_run(struct tl_db *db, void *p)
 	const char *sql = j->sql, *tail = NULL;
 	while (sql && *sql) {
 		sqlite3_stmt *s = NULL;
-		int rc = sqlite3_prepare_v2(db->db, sql, -1, &s, &tail);
+		int rc = ss_store_console_prepare(db->db, sql, &s, &tail);
 		if (rc != SQLITE_OK) {
 			snprintf(r->err, sizeof r->err, "%s", sqlite3_errmsg(db->db));
 			break;

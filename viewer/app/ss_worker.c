@@ -24,6 +24,8 @@
 
 #include <sqlite3.h>
 
+#include "view_queries.h"
+
 struct job {
 	const void *key;
 	ss_job_run_fn run;
@@ -103,7 +105,7 @@ static gpointer worker_main(gpointer p)
 	struct ss_worker *w = p;
 	sqlite3_stmt *keep = NULL;
 	bool held = false;   /* keep is stepped: a read transaction is open */
-	sqlite3_prepare_v2(w->db->db, "SELECT 1 FROM sqlite_schema", -1, &keep, NULL);
+	keep = ss_view_prepare(w->db->db, SS_V_KEEP_SNAPSHOT, 0);
 	g_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->stopping && g_queue_is_empty(&w->queue)) {

@@ -521,6 +521,19 @@ static void report(struct imp *im, struct ss_progress *pg, int rc)
 		res->seconds > 0 ? (double)res->events / res->seconds / 1e6 : 0.0, im->target);
 }
 
+bool ss_import_is_trace_file(const char *path)
+{
+	char head[sizeof SS_FILE_MAGIC - 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, head, sizeof head);
+	close(fd);
+	if (n == (ssize_t)sizeof head && memcmp(head, SS_FILE_MAGIC, sizeof head) == 0)
+		return true;
+	return d9_detect_file(path) != D9_DETECT_NO;
+}
+
 int ss_import_paths(const struct ss_import_options *user_o, const char *const *paths, size_t n,
 		    struct ss_import_result *res)
 {

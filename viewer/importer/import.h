@@ -64,6 +64,11 @@ enum {
 	SS_IMPORT_CANCELLED = 3,   /* options.cancel was set */
 };
 
+/* True when the file is one that imports by its content: a stallscope
+ * segment (its magic) or a dial9 trace, raw or gzip. Reads its first bytes;
+ * false when it cannot be read. */
+bool ss_import_is_trace_file(const char *path);
+
 int ss_import_paths(const struct ss_import_options *o, const char *const *paths, size_t n,
 		    struct ss_import_result *res);
 

@@ -4,6 +4,7 @@
  *
  * The database is opened read-only (the viewer never changes a user's trace)
  * and immutable-safe: all statements are prepared once and reused per frame.
+ * Their SQL is in viewer/store/sqlite/view_queries.c.
  */
 #include "tl_db.h"
 
@@ -13,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "view_queries.h"
+
 static char *xstrdup(const char *s)
 {
 	return strdup(s ? s : "");
 }
 
-bool tl_file_has_magic(const char *path, const void *magic, size_t len)
+static bool file_has_magic(const char *path, const void *magic, size_t len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -33,33 +36,18 @@ bool tl_file_has_magic(const char *path, const void *magic, size_t len)
 
 bool tl_is_sqlite_file(const char *path)
 {
-	return tl_file_has_magic(path, "SQLite format 3", 16);
+	return file_has_magic(path, "SQLite format 3", 16);
 }
 
-static const char *const stmt_sql[TL_STMT_COUNT] = {
-	/* The poll (park, interval) open at t0 is the last one starting before it:
-	 * polls of a worker do not overlap, so one row is enough. */
-	[TL_POLL_PREV] = "SELECT id, ts, dur, location_id, task_id, incomplete FROM polls"
-			 " WHERE worker_id = ?1 AND ts < ?2 ORDER BY ts DESC LIMIT 1",
-	[TL_POLL_RANGE] = "SELECT id, ts, dur, location_id, task_id, incomplete FROM polls"
-			  " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
-	[TL_PARK_PREV] = "SELECT ts, dur FROM parks WHERE worker_id = ?1 AND ts < ?2"
-			 " ORDER BY ts DESC LIMIT 1",
-	[TL_PARK_RANGE] = "SELECT ts, dur FROM parks WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3"
-			  " ORDER BY ts",
-	[TL_CPU_PREV] = "SELECT ts, dur, state FROM cpu_intervals WHERE thread_id = ?1 AND ts < ?2"
-			" ORDER BY ts DESC LIMIT 1",
-	[TL_CPU_RANGE] = "SELECT ts, dur, state FROM cpu_intervals WHERE thread_id = ?1"
-			 " AND ts >= ?2 AND ts < ?3 ORDER BY ts",
-	/* ts only: answered from the (thread_id, ts) index without the table. */
-	[TL_SAMPLE_RANGE] = "SELECT ts FROM samples WHERE thread_id = ?1 AND ts >= ?2 AND ts < ?3"
-			    " ORDER BY ts",
-	[TL_SUMMARY] = "SELECT ts, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns"
-		       " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2"
-		       " AND ts >= ?3 AND ts < ?4 ORDER BY ts",
+/* The per-frame statements, prepared once per connection. */
+static const enum ss_view_query stmt_query[TL_STMT_COUNT] = {
+	[TL_POLL_PREV] = SS_V_POLL_PREV,     [TL_POLL_RANGE] = SS_V_POLL_RANGE,
+	[TL_PARK_PREV] = SS_V_PARK_PREV,     [TL_PARK_RANGE] = SS_V_PARK_RANGE,
+	[TL_CPU_PREV] = SS_V_CPU_PREV,       [TL_CPU_RANGE] = SS_V_CPU_RANGE,
+	[TL_SAMPLE_RANGE] = SS_V_SAMPLE_RANGE, [TL_SUMMARY] = SS_V_SUMMARY,
 };
 
-static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt);
+static int64_t scalar(sqlite3 *db, enum ss_view_query q, int64_t bind1, int64_t dflt);
 
 /* The levels of schema/summary_levels.h that this database has. Each is probed
  * through the primary key, so opening costs a dozen lookups, not a scan. */
@@ -67,10 +55,7 @@ static void load_levels(struct tl_db *d)
 {
 	d->n_levels = 0;
 	for (int i = 0; i < SS_SUMMARY_LEVELS; i++) {
-		char sql[128];
-		snprintf(sql, sizeof sql, "SELECT EXISTS (SELECT 1 FROM worker_summaries WHERE bucket_ns = %lld)",
-			 (long long)ss_summary_level_ns[i]);
-		if (!scalar(d->db, sql, 0))
+		if (!scalar(d->db, SS_V_HAS_LEVEL, (int64_t)ss_summary_level_ns[i], 0))
 			continue;
 		int parent = ss_summary_level_parent[i];
 		d->levels[d->n_levels] = (int64_t)ss_summary_level_ns[i];
@@ -78,12 +63,15 @@ static void load_levels(struct tl_db *d)
 	}
 }
 
-static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt)
+/* The first column of a one-row query, binding ?1 when the query has it. */
+static int64_t scalar(sqlite3 *db, enum ss_view_query q, int64_t bind1, int64_t dflt)
 {
-	sqlite3_stmt *s;
 	int64_t v = dflt;
-	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+	sqlite3_stmt *s = ss_view_prepare(db, q, 0);
+	if (!s)
 		return dflt;
+	if (sqlite3_bind_parameter_count(s) >= 1)
+		sqlite3_bind_int64(s, 1, bind1);
 	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
 		v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
@@ -116,20 +104,9 @@ static struct tl_lane *add_lane(struct tl_db *d)
 
 static int load_lanes(struct tl_db *d)
 {
-	/* Workers grouped by recording and runtime, in index order; the worker
-	 * count goes into the group title. */
-	sqlite3_stmt *s;
-	const char *wsql =
-		"SELECT w.id, w.thread_id, w.recording_id, coalesce(w.runtime, '?'), w.idx,"
-		" t.name, t.tid,"
-		" (SELECT count(*) FROM workers w2 WHERE w2.recording_id = w.recording_id"
-		"   AND coalesce(w2.runtime, '?') = coalesce(w.runtime, '?')),"
-		" EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = w.thread_id),"
-		" EXISTS (SELECT 1 FROM samples x WHERE x.thread_id = w.thread_id),"
-		" (SELECT count(*) FROM recordings)"
-		" FROM workers w JOIN threads t ON t.id = w.thread_id"
-		" ORDER BY w.recording_id, coalesce(w.runtime, '?'), w.idx, w.id";
-	if (sqlite3_prepare_v2(d->db, wsql, -1, &s, NULL) != SQLITE_OK)
+	/* The worker count of a group goes into its title. */
+	sqlite3_stmt *s = ss_view_prepare(d->db, SS_V_WORKER_LANES, 0);
+	if (!s)
 		return -1;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		char title[256], label[160];
@@ -161,14 +138,9 @@ static int load_lanes(struct tl_db *d)
 	sqlite3_finalize(s);
 
 	/* Non-worker threads get a lane only when there is something to draw for
-	 * them (EXISTS on the (thread_id, ts) indexes: no scan). */
-	const char *tsql =
-		"SELECT t.id, t.recording_id, t.name, t.tid,"
-		" EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = t.id),"
-		" EXISTS (SELECT 1 FROM samples x WHERE x.thread_id = t.id)"
-		" FROM threads t WHERE NOT EXISTS (SELECT 1 FROM workers w WHERE w.thread_id = t.id)"
-		" ORDER BY t.recording_id, t.id";
-	if (sqlite3_prepare_v2(d->db, tsql, -1, &s, NULL) != SQLITE_OK)
+	 * them. */
+	s = ss_view_prepare(d->db, SS_V_THREAD_LANES, 0);
+	if (!s)
 		return -1;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		bool cpu = sqlite3_column_int(s, 4), smp = sqlite3_column_int(s, 5);
@@ -210,14 +182,10 @@ int tl_db_lane_of_thread(const struct tl_db *d, int64_t thread_id)
 
 static void load_stalls(struct tl_db *d)
 {
-	sqlite3_stmt *s;
 	/* Stalls are polls past a threshold (10 ms by default): few, so they are
 	 * kept in memory for the markers and the stalls panel. */
-	if (sqlite3_prepare_v2(d->db,
-			       "SELECT id, ts, coalesce(dur, -1), coalesce(poll_id, 0), coalesce(task_id, 0),"
-			       " coalesce(worker_id, 0), coalesce(thread_id, 0), coalesce(location_id, 0),"
-			       " coalesce(detected_ts, ts), coalesce(kind, 'unknown')"
-			       " FROM stalls ORDER BY ts, id", -1, &s, NULL) != SQLITE_OK)
+	sqlite3_stmt *s = ss_view_prepare(d->db, SS_V_STALLS, 0);
+	if (!s)
 		return;
 	size_t cap = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
@@ -252,9 +220,8 @@ static void load_stalls(struct tl_db *d)
 
 static void load_locations(struct tl_db *d)
 {
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(d->db, "SELECT id, coalesce(function, '?'), coalesce(file, ''), coalesce(line, 0)"
-			       " FROM locations ORDER BY id LIMIT 100000", -1, &s, NULL) != SQLITE_OK)
+	sqlite3_stmt *s = ss_view_prepare(d->db, SS_V_LOCATIONS, 0);
+	if (!s)
 		return;
 	size_t cap = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
@@ -295,10 +262,8 @@ const struct tl_location *tl_db_location(const struct tl_db *d, int64_t id)
 
 static void load_losses(struct tl_db *d)
 {
-	sqlite3_stmt *s;
-	if (sqlite3_prepare_v2(d->db,
-			       "SELECT ts, dur, count, recording_id, coalesce(thread_id, 0), source,"
-			       " coalesce(reason, '') FROM loss ORDER BY ts", -1, &s, NULL) != SQLITE_OK)
+	sqlite3_stmt *s = ss_view_prepare(d->db, SS_V_LOSSES, 0);
+	if (!s)
 		return;
 	size_t cap = 0;
 	while (sqlite3_step(s) == SQLITE_ROW) {
@@ -339,18 +304,18 @@ struct tl_db *tl_db_open(const char *path, char *err, size_t errlen)
 	d->path = strdup(path);
 	/* CLOCK_MONOTONIC times are non-negative; a damaged or hostile file's are
 	 * kept where view arithmetic (margins, zoom, ticks) cannot overflow. */
-	d->first_ts = scalar(d->db, "SELECT min(first_ts) FROM recordings", 0);
-	d->last_ts = scalar(d->db, "SELECT max(last_ts) FROM recordings", 0);
+	d->first_ts = scalar(d->db, SS_V_FIRST_TS, 0, 0);
+	d->last_ts = scalar(d->db, SS_V_LAST_TS, 0, 0);
 	d->first_ts = d->first_ts < 0 ? 0 : tl_clamp_time(d->first_ts);
 	d->last_ts = tl_clamp_time(d->last_ts);
 	if (d->last_ts <= d->first_ts)
 		d->last_ts = d->first_ts + 1000000; /* empty trace: a 1 ms window */
-	d->anchor_mono = tl_clamp_time(scalar(d->db, "SELECT anchor_mono_ns FROM recordings ORDER BY id LIMIT 1", 0));
-	d->anchor_real = tl_clamp_time(scalar(d->db, "SELECT anchor_real_ns FROM recordings ORDER BY id LIMIT 1", 0));
-	d->have_summaries = scalar(d->db, "SELECT EXISTS (SELECT 1 FROM worker_summaries)", 0) != 0;
+	d->anchor_mono = tl_clamp_time(scalar(d->db, SS_V_ANCHOR_MONO, 0, 0));
+	d->anchor_real = tl_clamp_time(scalar(d->db, SS_V_ANCHOR_REAL, 0, 0));
+	d->have_summaries = scalar(d->db, SS_V_HAS_SUMMARIES, 0, 0) != 0;
 	load_levels(d);
 	for (int i = 0; i < TL_STMT_COUNT; i++) {
-		if (sqlite3_prepare_v3(d->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->st[i], NULL) != SQLITE_OK) {
+		if (!(d->st[i] = ss_view_prepare(d->db, stmt_query[i], 1))) {
 			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(d->db));
 			goto fail;
 		}

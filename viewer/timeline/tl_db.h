@@ -133,8 +133,6 @@ static inline int64_t tl_col_dur(sqlite3_stmt *s, int i)
 /* True when the file starts with the SQLite header (else it is taken for a
  * segment file or directory). */
 bool tl_is_sqlite_file(const char *path);
-/* True when the file starts with the len (at most 64) bytes of magic. */
-bool tl_file_has_magic(const char *path, const void *magic, size_t len);
 
 /* Opens path read-only. Returns NULL with a message in err (size errlen) when the
  * file is not a stallscope database. */

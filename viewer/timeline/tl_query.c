@@ -15,14 +15,12 @@
 
 #include "examine.h"
 #include "tl_ticks.h"
+#include "view_queries.h"
 
-static sqlite3_stmt *prep(struct tl_db *db, const char *sql)
+static sqlite3_stmt *prep(struct tl_db *db, enum ss_view_query q)
 {
 	tl_db_arm(db, TL_FRAME_BUDGET_S);
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(db->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return NULL;
-	return s;
+	return ss_view_prepare(db->db, q, 0);
 }
 
 /* The rowid of the wake that led to poll_id (0 when none): the first row with
@@ -30,9 +28,8 @@ static sqlite3_stmt *prep(struct tl_db *db, const char *sql)
  * poll_id are in poll_id order. About 25 indexed probes on 10 million wakes. */
 int64_t tl_query_wake_of_poll(struct tl_db *db, int64_t poll_id)
 {
-	sqlite3_stmt *s = prep(db, "SELECT rowid, poll_id FROM wakes WHERE rowid >= ?1 AND poll_id IS NOT NULL"
-				   " ORDER BY rowid LIMIT 1");
-	sqlite3_stmt *m = prep(db, "SELECT coalesce(max(rowid), 0) FROM wakes");
+	sqlite3_stmt *s = prep(db, SS_V_WAKE_NEXT_LINKED);
+	sqlite3_stmt *m = prep(db, SS_V_WAKE_MAX_ROWID);
 	int64_t lo = 1, hi = 0, found = 0;
 	if (m && sqlite3_step(m) == SQLITE_ROW)
 		hi = sqlite3_column_int64(m, 0);
@@ -115,12 +112,7 @@ struct poll_row {
 
 static bool poll_row(struct tl_db *db, int64_t poll_id, struct poll_row *p)
 {
-	sqlite3_stmt *s = prep(db, "SELECT p.id, p.ts, p.dur, coalesce(p.task_id, 0), coalesce(t.task, -1),"
-				   " coalesce(p.location_id, 0), p.worker_id, w.thread_id, coalesce(w.idx, -1),"
-				   " p.incomplete, coalesce(w.runtime, '?'), coalesce(th.name, '')"
-				   " FROM polls p JOIN workers w ON w.id = p.worker_id"
-				   " LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN threads th ON th.id = w.thread_id"
-				   " WHERE p.id = ?1");
+	sqlite3_stmt *s = prep(db, SS_V_POLL_ROW);
 	if (!s)
 		return false;
 	sqlite3_bind_int64(s, 1, poll_id);
@@ -146,8 +138,7 @@ static bool poll_row(struct tl_db *db, int64_t poll_id, struct poll_row *p)
 /* The state the thread was in at ts (from cpu_intervals), or NULL. */
 static const char *state_at(struct tl_db *db, int64_t thread_id, int64_t ts, char *buf, size_t n)
 {
-	sqlite3_stmt *s = prep(db, "SELECT state FROM cpu_intervals WHERE thread_id = ?1 AND ts <= ?2"
-				   " AND ts + dur > ?2 ORDER BY ts DESC LIMIT 1");
+	sqlite3_stmt *s = prep(db, SS_V_STATE_AT);
 	if (!s)
 		return NULL;
 	sqlite3_bind_int64(s, 1, thread_id);
@@ -163,7 +154,7 @@ static const char *state_at(struct tl_db *db, int64_t thread_id, int64_t ts, cha
 
 static int64_t samples_in(struct tl_db *db, int64_t thread_id, int64_t t0, int64_t t1)
 {
-	sqlite3_stmt *s = prep(db, "SELECT count(*) FROM samples WHERE thread_id = ?1 AND ts >= ?2 AND ts < ?3");
+	sqlite3_stmt *s = prep(db, SS_V_SAMPLE_COUNT);
 	if (!s)
 		return 0;
 	sqlite3_bind_int64(s, 1, thread_id);
@@ -202,14 +193,7 @@ void tl_query_poll_tooltip(struct tl_db *db, int64_t poll_id, uint32_t n, GStrin
 
 void tl_query_stack(struct tl_db *db, int64_t callsite_id, GString *out)
 {
-	/* The walk starts from this one callsite (the callsite_frames view would
-	 * expand every stack of the database before filtering). */
-	sqlite3_stmt *s = prep(db, "WITH RECURSIVE w(cs, depth) AS (SELECT ?1, 0 UNION ALL"
-				   " SELECT c.parent_id, w.depth + 1 FROM w JOIN callsites c ON c.id = w.cs"
-				   " WHERE c.parent_id IS NOT NULL AND w.depth < 512)"
-				   " SELECT w.depth, f.function, f.file, f.line, m.path, f.rel_pc, f.symbol_note"
-				   " FROM w JOIN callsites c ON c.id = w.cs JOIN frames f ON f.id = c.frame_id"
-				   " LEFT JOIN mappings m ON m.id = f.mapping_id ORDER BY w.depth");
+	sqlite3_stmt *s = prep(db, SS_V_STACK);
 	if (!s)
 		return;
 	sqlite3_bind_int64(s, 1, callsite_id);
@@ -252,9 +236,7 @@ void tl_query_poll_details(struct tl_db *db, int64_t poll_id, GString *out)
 	if (examine(db, p.id, &det))
 		verdict_lines(&det, out);
 
-	sqlite3_stmt *s = prep(db, "SELECT w.ts, w.delay, coalesce(th.name, ''), coalesce(t.task, -1)"
-				   " FROM wakes w LEFT JOIN threads th ON th.id = w.waker_thread_id"
-				   " LEFT JOIN tasks t ON t.id = w.waker_task_id WHERE w.rowid = ?1 AND w.poll_id = ?2");
+	sqlite3_stmt *s = prep(db, SS_V_WAKE_ROW);
 	if (s) {
 		sqlite3_bind_int64(s, 1, tl_query_wake_of_poll(db, p.id));
 		sqlite3_bind_int64(s, 2, p.id);
@@ -275,8 +257,7 @@ void tl_query_poll_details(struct tl_db *db, int64_t poll_id, GString *out)
 
 	int64_t ns = samples_in(db, p.thread_id, p.ts, p.ts + p.dur);
 	g_string_append_printf(out, "\nSAMPLES inside: %lld\n", (long long)ns);
-	s = prep(db, "SELECT callsite_id, count(*) FROM samples WHERE thread_id = ?1 AND ts >= ?2 AND ts < ?3"
-		     " AND callsite_id IS NOT NULL GROUP BY callsite_id ORDER BY 2 DESC LIMIT 5");
+	s = prep(db, SS_V_POLL_TOP_STACKS);
 	if (s) {
 		sqlite3_bind_int64(s, 1, p.thread_id);
 		sqlite3_bind_int64(s, 2, p.ts);
@@ -306,9 +287,7 @@ void tl_query_stall_details(struct tl_db *db, const struct tl_stall *st, GString
 			       loc_name(db, st->location_id), a, d, st->kind);
 	if (judged)
 		verdict_lines(&det, out);
-	sqlite3_stmt *s = prep(db, "SELECT ts, coalesce(kind, 'unknown'), syscall, callsite_id, coalesce(idx, 0),"
-				   " coalesce(reason, ''), syscall_name FROM stall_captures WHERE stall_id = ?1"
-				   " ORDER BY idx, ts");
+	sqlite3_stmt *s = prep(db, SS_V_STALL_CAPTURES);
 	if (!s)
 		return;
 	sqlite3_bind_int64(s, 1, st->id);
@@ -341,9 +320,7 @@ void tl_query_stall_details(struct tl_db *db, const struct tl_stall *st, GString
 
 void tl_query_task_details(struct tl_db *db, int64_t task_id, GString *out)
 {
-	sqlite3_stmt *s = prep(db, "SELECT t.task, coalesce(t.location_id, 0), p.task, t.spawn_ts, t.end_ts,"
-				   " th.name, t.recording_id FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_task_id"
-				   " LEFT JOIN threads th ON th.id = t.spawn_thread_id WHERE t.id = ?1");
+	sqlite3_stmt *s = prep(db, SS_V_TASK_ROW);
 	if (!s)
 		return;
 	sqlite3_bind_int64(s, 1, task_id);
@@ -393,9 +370,7 @@ static int64_t coarsest_full_level(const struct tl_db *db)
 
 void tl_query_worker_details(struct tl_db *db, int64_t worker_id, GString *out)
 {
-	sqlite3_stmt *s = prep(db, "SELECT coalesce(w.runtime, '?'), coalesce(w.idx, -1), coalesce(t.name, ''),"
-				   " coalesce(t.tid, 0), w.begin_ts, w.end_ts FROM workers w"
-				   " JOIN threads t ON t.id = w.thread_id WHERE w.id = ?1");
+	sqlite3_stmt *s = prep(db, SS_V_WORKER_ROW);
 	if (!s)
 		return;
 	sqlite3_bind_int64(s, 1, worker_id);
@@ -422,8 +397,7 @@ void tl_query_worker_details(struct tl_db *db, int64_t worker_id, GString *out)
 	for (size_t i = 0; i < db->n_stalls; i++)
 		stalls += db->stalls[i].worker_id == worker_id;
 	int64_t level = coarsest_full_level(db);
-	s = level ? prep(db, "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns), sum(polls), max(max_poll_ns)"
-			     " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2") : NULL;
+	s = level ? prep(db, SS_V_WORKER_TOTALS) : NULL;
 	if (s) {
 		sqlite3_bind_int64(s, 1, level);
 		sqlite3_bind_int64(s, 2, worker_id);
@@ -442,20 +416,10 @@ void tl_query_worker_details(struct tl_db *db, int64_t worker_id, GString *out)
 	g_string_append_printf(out, "stalls     %zu%s\n", stalls, stalls ? " (the Stalls tab lists them)" : "");
 }
 
-/* Time of [t0, t1) covered by rows of a (key, ts) indexed interval table,
- * with an optional state filter for cpu_intervals. The interval open at t0 is
- * found with the "last row before" query, the rest by range. */
-static int64_t covered(struct tl_db *db, const char *table, const char *keycol, int64_t key, const char *extra,
-		       int64_t t0, int64_t t1)
+/* Time of [t0, t1) covered by the rows of one SS_V_COVERED_* query. */
+static int64_t covered(struct tl_db *db, enum ss_view_query q, int64_t key, int64_t t0, int64_t t1)
 {
-	char sql[512];
-	snprintf(sql, sizeof sql,
-		 "SELECT coalesce(sum(min(ts + dur, ?3) - max(ts, ?2)), 0) FROM ("
-		 " SELECT * FROM (SELECT ts, dur FROM %s WHERE %s = ?1 AND ts < ?2 %s ORDER BY ts DESC LIMIT 1)"
-		 " UNION ALL SELECT ts, dur FROM %s WHERE %s = ?1 AND ts >= ?2 AND ts < ?3 %s)"
-		 " WHERE ts + dur > ?2",
-		 table, keycol, extra, table, keycol, extra);
-	sqlite3_stmt *s = prep(db, sql);
+	sqlite3_stmt *s = prep(db, q);
 	if (!s)
 		return 0;
 	sqlite3_bind_int64(s, 1, key);
@@ -483,8 +447,7 @@ void tl_query_range_summary(struct tl_db *db, int64_t t0, int64_t t1, GString *o
 			continue;
 		int64_t busy = 0, parked = 0, off = 0;
 		if (approx) {
-			sqlite3_stmt *s = prep(db, "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns) FROM worker_summaries"
-						   " WHERE bucket_ns = 10000000 AND worker_id = ?1 AND ts >= ?2 AND ts < ?3");
+			sqlite3_stmt *s = prep(db, SS_V_WORKER_RANGE_TOTALS);
 			if (s) {
 				sqlite3_bind_int64(s, 1, l->worker_id);
 				sqlite3_bind_int64(s, 2, t0);
@@ -497,10 +460,10 @@ void tl_query_range_summary(struct tl_db *db, int64_t t0, int64_t t1, GString *o
 				sqlite3_finalize(s);
 			}
 		} else {
-			busy = covered(db, "polls", "worker_id", l->worker_id, "", t0, t1);
-			parked = covered(db, "parks", "worker_id", l->worker_id, "", t0, t1);
+			busy = covered(db, SS_V_COVERED_POLLS, l->worker_id, t0, t1);
+			parked = covered(db, SS_V_COVERED_PARKS, l->worker_id, t0, t1);
 			if (l->has_cpu)
-				off = covered(db, "cpu_intervals", "thread_id", l->thread_id, "AND state <> 'on-cpu'", t0, t1);
+				off = covered(db, SS_V_COVERED_OFFCPU, l->thread_id, t0, t1);
 		}
 		double span = (double)(t1 - t0);
 		g_string_append_printf(out, "%-16.16s %7.1f%% %7.1f%% %7.1f%%\n", l->label, 100.0 * (double)busy / span,
@@ -511,8 +474,7 @@ void tl_query_range_summary(struct tl_db *db, int64_t t0, int64_t t1, GString *o
 		return;
 	}
 	g_string_append(out, "\nTOP LOCATIONS (time in polls starting in the range)\n");
-	sqlite3_stmt *s = prep(db, "SELECT location_id, count(*), sum(dur) FROM polls"
-				   " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY location_id");
+	sqlite3_stmt *s = prep(db, SS_V_LOCATION_TOTALS);
 	if (!s)
 		return;
 	/* Summed per worker (each query uses the (worker_id, ts) index), then

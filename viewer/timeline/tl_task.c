@@ -8,13 +8,11 @@
 #include <string.h>
 
 #include "tl_query.h"
+#include "view_queries.h"
 
-static sqlite3_stmt *prep(struct tl_db *db, const char *sql)
+static sqlite3_stmt *prep(struct tl_db *db, enum ss_view_query q)
 {
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(db->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return NULL;
-	return s;
+	return ss_view_prepare(db->db, q, 0);
 }
 
 static void copy_text(char *dst, size_t n, sqlite3_stmt *s, int col)
@@ -35,9 +33,7 @@ static void load_wake(struct tl_db *conn, struct tl_task_poll *p)
 	int64_t rowid = tl_query_wake_of_poll(conn, p->id);
 	if (!rowid)
 		return;
-	sqlite3_stmt *s = prep(conn, "SELECT w.ts, w.delay, coalesce(th.name, ''), coalesce(t.task, -1) FROM wakes w"
-				     " LEFT JOIN threads th ON th.id = w.waker_thread_id"
-				     " LEFT JOIN tasks t ON t.id = w.waker_task_id WHERE w.rowid = ?1 AND w.poll_id = ?2");
+	sqlite3_stmt *s = prep(conn, SS_V_WAKE_ROW);
 	if (!s)
 		return;
 	sqlite3_bind_int64(s, 1, rowid);
@@ -56,10 +52,7 @@ int tl_task_load(struct tl_db *conn, const struct tl_db *meta, int64_t task_id, 
 {
 	memset(t, 0, sizeof *t);
 	tl_db_arm(conn, TL_FRAME_BUDGET_S);
-	sqlite3_stmt *s = prep(conn, "SELECT t.task, t.recording_id, coalesce(t.location_id, 0), coalesce(p.task, -1),"
-				     " coalesce(t.spawn_ts, -1), coalesce(t.end_ts, -1), coalesce(th.name, '')"
-				     " FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_task_id"
-				     " LEFT JOIN threads th ON th.id = t.spawn_thread_id WHERE t.id = ?1");
+	sqlite3_stmt *s = prep(conn, SS_V_TASK_LIFE);
 	if (!s)
 		return -1;
 	sqlite3_bind_int64(s, 1, task_id);
@@ -80,8 +73,7 @@ int tl_task_load(struct tl_db *conn, const struct tl_db *meta, int64_t task_id, 
 	/* Its polls, worker by worker, inside its life. */
 	int64_t from = t->spawn_ts >= 0 ? t->spawn_ts : meta->first_ts;
 	int64_t to = t->end_ts >= 0 ? t->end_ts + 1 : meta->last_ts + 1;
-	s = prep(conn, "SELECT id, ts, dur, incomplete FROM polls WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3"
-		       " AND task_id = ?4 ORDER BY ts");
+	s = prep(conn, SS_V_TASK_POLLS);
 	size_t cap = 0;
 	for (size_t i = 0; s && i < meta->n_lanes; i++) {
 		const struct tl_lane *l = &meta->lanes[i];
@@ -121,8 +113,7 @@ int tl_task_load(struct tl_db *conn, const struct tl_db *meta, int64_t task_id, 
 	for (size_t i = 0; with_wakes && i < t->n_polls; i++)
 		load_wake(conn, &t->polls[i]);
 
-	s = prep(conn, "SELECT ts, coalesce(idle, -1), coalesce(callsite_id, 0), coalesce(location_id, 0)"
-		       " FROM task_dumps WHERE task_id = ?1 ORDER BY ts");
+	s = prep(conn, SS_V_TASK_DUMPS);
 	cap = 0;
 	if (s) {
 		sqlite3_bind_int64(s, 1, task_id);
@@ -154,7 +145,7 @@ void tl_task_free(struct tl_task *t)
 
 size_t tl_task_ids(struct tl_db *conn, int64_t task_number, int64_t *out, size_t max)
 {
-	sqlite3_stmt *s = prep(conn, "SELECT id FROM tasks WHERE task = ?1 ORDER BY id");
+	sqlite3_stmt *s = prep(conn, SS_V_TASKS_BY_NUMBER);
 	size_t n = 0;
 	if (!s)
 		return 0;

@@ -79,3 +79,9 @@ int ss_store_open_console(const char *path, sqlite3 **out, char *err, size_t err
 	*out = db;
 	return 0;
 }
+
+int ss_store_console_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char **tail)
+{
+	*st = NULL;
+	return sqlite3_prepare_v2(db, sql, -1, st, tail);
+}

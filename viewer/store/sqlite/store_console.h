@@ -27,6 +27,13 @@
  * time; sqlite3_interrupt may come from any thread. */
 int ss_store_open_console(const char *path, sqlite3 **out, char *err, size_t errlen);
 
+/* Prepares the first statement of the user's text sql on a console
+ * connection (what the authorizer refuses fails here); *tail is where the
+ * next one starts, *st NULL for a comment or white space. SQLite's result
+ * code. The user's SQL is the one statement not named in view_queries.c or
+ * read_queries.c: the connection, not the text, keeps it harmless. */
+int ss_store_console_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char **tail);
+
 /* The authorizer itself (tests call it through a connection, not directly). */
 int ss_store_console_authorize(void *ctx, int action, const char *a, const char *b, const char *db,
 			       const char *trigger);
