@@ -400,3 +400,41 @@ int fixture_build_synthetic(const char *db_path, const char *schema_path, uint64
 	}
 	return finish(&x, index_part, wids);
 }
+
+int fixture_build_light(const char *db_path, const char *schema_path)
+{
+	struct fx x = { 0 };
+	char *index_part;
+	if (open_db(&x, db_path, schema_path, &index_part) != 0)
+		return -1;
+	const int64_t span = INT64_C(12000000000), cycle = 2000000;
+	static const int64_t busy_us[4] = { 20, 60, 200, 600 }; /* of each 2 ms: 1%, 3%, 10%, 30% */
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO schema_info VALUES (1);"
+		 "INSERT INTO recordings(id, session_id, pid, executable, host, boot_id, anchor_mono_ns, anchor_real_ns,"
+		 " first_ts, last_ts) VALUES (1, 9, 99, '/usr/bin/light', 'host', 'boot', %lld, 1700000000000000000,"
+		 " %lld, %lld);"
+		 "INSERT INTO locations VALUES (1, 'src/light.c', 1, 'serve');",
+		 (long long)FX_BASE, (long long)FX_BASE, (long long)(FX_BASE + span));
+	if (exec(x.db, sql))
+		return -1;
+	sum_alloc(&x, 4, FX_BASE, span);
+	int64_t wids[4];
+	for (int w = 0; w < 4; w++) {
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO threads VALUES (%d, 1, %d, %d, 'light-w%d', NULL);"
+			 "INSERT INTO workers VALUES (%d, 1, %d, 'light', %d, %lld, NULL);",
+			 w + 1, w, 2000 + w, w, w + 1, w + 1, w, (long long)FX_BASE);
+		exec(x.db, sql);
+		wids[w] = w + 1;
+		int64_t dur = busy_us[w] * 1000;
+		for (int64_t t = FX_BASE, c = 0; t + cycle <= FX_BASE + span; t += cycle, c++) {
+			poll(&x, w, w + 1, w + 1, (int64_t)w * 100000 + c, 1, t, dur);
+			cpu(&x, w, w + 1, t, dur, "on-cpu");
+			park(&x, w, w + 1, w + 1, t + dur, cycle - dur);
+			cpu(&x, w, w + 1, t + dur, cycle - dur, "blocked");
+		}
+	}
+	return finish(&x, index_part, wids);
+}

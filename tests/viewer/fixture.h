@@ -34,4 +34,9 @@ int fixture_build_small(const char *db_path, const char *schema_path);
 int fixture_build_synthetic(const char *db_path, const char *schema_path, uint64_t n_events,
 			    int workers);
 
+/* A 12 s, lightly loaded trace: 4 workers of runtime "light", each polling
+ * once every 2 ms for 1%, 3%, 10% and 30% of the time (w0..w3), parked in
+ * between. Returns 0, or -1 with a message on stderr. */
+int fixture_build_light(const char *db_path, const char *schema_path);
+
 #endif /* STALLSCOPE_TEST_FIXTURE_H */

@@ -61,6 +61,18 @@ static void expect(const struct pic *p, const char *what, double ms, int lane, i
 	      (int)lroundf(c.blue * 255));
 }
 
+/* Whether the pixel is (or is not) a busy bar: the busy colour at any depth
+ * is blue well above red. */
+static void expect_bar(const struct pic *p, const char *what, double ms, int lane, int dy, bool want)
+{
+	int rgb[3];
+	int x = x_of(p, ms) + 1, y = lane_y(p, lane) + dy;
+	pixel(p, x, y, rgb);
+	bool bar = rgb[2] - rgb[0] > 60;
+	CHECK(bar == want, "%s at %.1f ms lane %d (%d,%d): #%02x%02x%02x is %sa busy bar", what, ms, lane, x, y, rgb[0],
+	      rgb[1], rgb[2], bar ? "" : "not ");
+}
+
 static struct pic render(struct tl_db *db, struct tl_png_options *o, const char *png)
 {
 	struct pic p;
@@ -130,7 +142,10 @@ static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *
 	expect(&p, "poll w1", 2, 1, TL_POLL_Y + 3, tl_location_color(2));
 	expect(&p, "no poll while parked", 700, 0, TL_POLL_Y + 2, th.bg);
 	expect(&p, "on-cpu", 320, 0, TL_CPU_Y + 2, th.on_cpu);
-	expect(&p, "blocked", 380, 0, TL_CPU_Y + 2, th.blocked);
+	expect(&p, "blocked in a poll", 380, 0, TL_CPU_Y + 2, th.blocked);
+	expect(&p, "blocked in a poll is taller", 380, 0, TL_CPU_Y - 1, th.blocked);
+	expect(&p, "blocked while parked is quiet", 700, 0, TL_CPU_Y + 2, th.idle_off);
+	expect(&p, "and not taller", 700, 0, TL_CPU_Y - 1, th.bg);
 	expect(&p, "preempted", 430, 0, TL_CPU_Y + 2, th.preempted);
 	{
 		/* Samples: a tick every ms on CPU in w0, none while blocked. */
@@ -176,8 +191,14 @@ static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *
 	struct tl_png_options z = { .width = 900, .raster = raster };
 	snprintf(png, sizeof png, "%s/overview-%s.png", outdir, how);
 	p = render(db, &z, png);
-	expect(&p, "summary busy w0", 400, 0, TL_POLL_Y + TL_POLL_H - 5, th.busy_summary);
-	expect(&p, "summary busy w2", 200, 2, TL_POLL_Y + TL_POLL_H - 1, th.busy_summary);
+	/* Bars are the busy colour, deeper with the share, sqrt(share) of the
+	 * band high: w0 is busy all through the stall (22 px), w2 half of
+	 * [0,400) (16 px). */
+	expect_bar(&p, "summary busy w0 top", 400, 0, TL_POLL_Y + 1, true);
+	expect(&p, "summary busy w0 full depth", 400, 0, TL_POLL_Y + TL_POLL_H - 5, th.busy_summary);
+	expect_bar(&p, "summary busy w2", 200, 2, TL_POLL_Y + TL_POLL_H - 1, true);
+	expect_bar(&p, "summary busy w2 16 px", 200, 2, TL_POLL_Y + TL_POLL_H - 15, true);
+	expect_bar(&p, "summary busy w2 not 19 px", 200, 2, TL_POLL_Y + TL_POLL_H - 19, false);
 	expect(&p, "summary idle w2", 800, 2, TL_POLL_Y + TL_POLL_H - 1, th.bg);
 	pic_free(&p);
 
@@ -188,6 +209,64 @@ static void check_pictures(struct tl_db *db, enum tl_raster raster, const char *
 	expect(&p, "dark background", 800, 2, TL_POLL_Y + 2, th.bg);
 	pic_free(&p);
 
+}
+
+/* Height (px) of the busy bar in column x of a lane's poll band: the run of
+ * busy pixels up from the band's bottom. */
+static int bar_height(const struct pic *p, int x, int lane)
+{
+	int y0 = lane_y(p, lane) + TL_POLL_Y, h = 0;
+	for (int y = y0 + TL_POLL_H - 1; y >= y0; y--) {
+		int rgb[3];
+		pixel(p, x, y, rgb);
+		if (rgb[2] - rgb[0] <= 60)
+			break;
+		h++;
+	}
+	return h;
+}
+
+/* A 12 s trace of a lightly loaded runtime (1%, 3%, 10%, 30% busy) zoomed
+ * out in 1200 px (10 ms a pixel column): every column of every lane shows
+ * its busy share, taller with the share, even at 1%. */
+static void check_light(const char *schema, const char *outdir)
+{
+	char dbp[4096], png[4096], err[512];
+	snprintf(dbp, sizeof dbp, "%s/light.db", outdir);
+	if (fixture_build_light(dbp, schema) != 0) {
+		CHECK(false, "the light fixture was built");
+		return;
+	}
+	struct tl_db *db = tl_db_open(dbp, err, sizeof err);
+	CHECK(db && db->n_lanes == 4, "the light trace opened with 4 lanes (%s)", db ? "" : err);
+	if (!db || db->n_lanes != 4) {
+		tl_db_close(db);
+		return;
+	}
+	struct tl_png_options o = { .width = 1200, .height = 400 };
+	snprintf(png, sizeof png, "%s/light-12s.png", outdir);
+	struct pic p = render(db, &o, png);
+	int lo[4] = { 99, 99, 99, 99 }, hi[4] = { 0 }, cols = 0;
+	for (double ms = 100; ms < 11900; ms += 97) {
+		int x = x_of(&p, ms) + 1;
+		for (int l = 0; l < 4; l++) {
+			int h = bar_height(&p, x, l);
+			lo[l] = h < lo[l] ? h : lo[l];
+			hi[l] = h > hi[l] ? h : hi[l];
+		}
+		cols++;
+	}
+	printf("light 12 s trace, %d columns: busy bar heights (px of %d) 1%%: %d-%d, 3%%: %d-%d, 10%%: %d-%d, 30%%: %d-%d\n",
+	       cols, TL_POLL_H, lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], lo[3], hi[3]);
+	CHECK(lo[0] >= 2, "1%% busy is a bar of 2 px or more in every column (%d)", lo[0]);
+	for (int l = 1; l < 4; l++)
+		CHECK(lo[l] > hi[l - 1], "lane %d's busier share is a taller bar in every column (%d > %d)", l, lo[l],
+		      hi[l - 1]);
+	CHECK(hi[3] < TL_POLL_H, "30%% busy does not fill the band (%d)", hi[3]);
+	pic_free(&p);
+	for (size_t l = 0; l < 4; l++)
+		printf("  lane %zu: %s\n", l, db->lanes[l].label);
+	tl_db_close(db);
 }
 
 int main(int argc, char **argv)
@@ -221,6 +300,7 @@ int main(int argc, char **argv)
 	}
 	check_pictures(db, TL_RASTER_NODES, "nodes", argv[2]);
 	check_pictures(db, TL_RASTER_CANVAS, "canvas", argv[2]);
+	check_light(argv[1], argv[2]);
 
 	tl_db_close(db);
 	if (failures) {

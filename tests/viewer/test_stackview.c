@@ -134,7 +134,7 @@ static char *import_demo(const char *demo_dir, const char *name)
 	snprintf(segs, sizeof segs, "%s/%s", demo_dir, name);
 	g_unlink(dbp);
 	const char *paths[] = { segs };
-	if (ss_source_import(paths, 1, dbp, NULL, NULL, err, sizeof err) != 0) {
+	if (ss_source_import(paths, 1, dbp, NULL, NULL, NULL, err, sizeof err) != 0) {
 		CHECK(0, "import %s: %s", name, err);
 		g_free(dbp);
 		return NULL;

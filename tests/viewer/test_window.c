@@ -23,27 +23,17 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "gui_util.h"
 #include "ss_app.h"
 #include "ss_window.h"
 #include "soft_check.h"
 
 static const char *outdir;
 
-/* Runs the main loop until the session's database work is done and the
- * scene for the current view has arrived (at most 20 s: a loaded machine). */
+/* At most 20 s: a loaded machine. */
 static bool settle(SsWindow *win)
 {
-	SsSession *s = ss_window_get_session(win);
-	SsTimeline *tl = ss_window_get_timeline(win);
-	gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-	while (g_get_monotonic_time() < end) {
-		while (g_main_context_iteration(NULL, FALSE))
-			;
-		if (ss_session_idle(s) && !ss_timeline_scene_pending(tl))
-			return true;
-		g_usleep(1000);
-	}
-	return false;
+	return gui_settle(win, 20);
 }
 
 /* A query that runs for minutes unless it is interrupted. */
@@ -107,90 +97,11 @@ static char *panel_text(SsWindow *win, const char *id)
 	return ss_window_get_panel_text(win, id);
 }
 
-
-static void spin(int ms)
-{
-	gint64 end = g_get_monotonic_time() + ms * 1000;
-	while (g_get_monotonic_time() < end)
-		g_main_context_iteration(NULL, FALSE);
-}
-
-static bool contains(const char *hay, const char *needle)
-{
-	bool ok = hay && strstr(hay, needle);
-	if (!ok)
-		fprintf(stderr, "  (looked for '%s' in:\n%s)\n", needle, hay ? hay : "(null)");
-	return ok;
-}
-
-/* Pixels of an opaque colour (0xRRGGBB) in a texture, within 3 per channel. */
-static int count_color(GdkTexture *t, uint32_t rgb)
-{
-	int w = gdk_texture_get_width(t), h = gdk_texture_get_height(t), n = 0;
-	guchar *px = g_malloc((gsize)w * (gsize)h * 4);
-	gdk_texture_download(t, px, (gsize)w * 4); /* B, G, R, A in memory */
-	for (gsize i = 0; i < (gsize)w * (gsize)h; i++) {
-		const guchar *q = px + i * 4;
-		n += abs(q[2] - (int)(rgb >> 16 & 255)) <= 3 && abs(q[1] - (int)(rgb >> 8 & 255)) <= 3 &&
-		     abs(q[0] - (int)(rgb & 255)) <= 3;
-	}
-	g_free(px);
-	return n;
-}
-
-static void on_after_paint(GdkFrameClock *c, gpointer data)
-{
-	(void)c;
-	*(bool *)data = true;
-}
-
-/* Until the window painted what it was asked to draw so far (the paintable
- * below shows what was last painted; at most 10 s). */
-static void wait_paint(GtkWidget *w)
-{
-	GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
-	if (!clock)
-		return;
-	bool painted = false;
-	gulong h = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &painted);
-	gtk_widget_queue_draw(w);
-	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-	while (!painted && g_get_monotonic_time() < end)
-		g_main_context_iteration(NULL, TRUE);
-	g_signal_handler_disconnect(clock, h);
-}
-
-/* Saves the window as OUTDIR/name; returns the pixels of the light theme's
- * "busy" summary colour in it (the lanes' canvas), -1 when nothing rendered. */
+/* The pixels of the light theme's "busy" summary colour (the lanes' canvas)
+ * in the screenshot, -1 when nothing rendered. */
 static int screenshot(GtkWidget *w, const char *name)
 {
-	int busy = -1;
-	wait_paint(w);
-	GdkPaintable *p = gtk_widget_paintable_new(w);
-	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
-	GtkSnapshot *s = gtk_snapshot_new();
-	gdk_paintable_snapshot(p, s, width, height);
-	GskRenderNode *node = gtk_snapshot_free_to_node(s);
-	GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(w));
-	const char *want = g_getenv("SS_EXPECT_RENDERER");
-	if (r && want && strcmp(want, "gl") == 0 && !strstr(G_OBJECT_TYPE_NAME(r), "GL")) {
-		printf("SKIP: GSK_RENDERER=gl, but GTK renders with %s here (no usable GL: libgl1-mesa-dri?)\n",
-		       G_OBJECT_TYPE_NAME(r));
-		exit(77);
-	}
-	if (node && r) {
-		printf("screenshot %s through %s\n", name, G_OBJECT_TYPE_NAME(r));
-		GdkTexture *t = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", outdir, name);
-		gdk_texture_save_to_png(t, path);
-		busy = count_color(t, 0x3c6fc0);
-		g_object_unref(t);
-	}
-	if (node)
-		gsk_render_node_unref(node);
-	g_object_unref(p);
-	return busy;
+	return gui_screenshot(w, outdir, name, 0x3c6fc0);
 }
 
 static gboolean run_checks(gpointer data)
@@ -203,7 +114,7 @@ static gboolean run_checks(gpointer data)
 		return G_SOURCE_REMOVE;
 	}
 	SsWindow *win = SS_WINDOW(wins->data);
-	spin(500);
+	gui_spin(500);
 	CHECK(settle(win), "the first scene arrived");
 	SsTimeline *tl = ss_window_get_timeline(win);
 	struct tl_db *db = ss_timeline_get_db(tl);
@@ -249,26 +160,26 @@ static gboolean run_checks(gpointer data)
 	g_action_group_activate_action(ag, "color-by", g_variant_new_string("duration"));
 	CHECK(v->color == TL_COLOR_DURATION, "color-by duration");
 	g_action_group_activate_action(ag, "color-by", g_variant_new_string("location"));
-	spin(100);
+	gui_spin(100);
 
 	/* The stalls panel: one stall; selecting it moves the timeline there
 	 * and shows the captures' backtraces. */
 	SsStalls *stalls = ss_window_get_stalls(win);
 	CHECK(ss_stalls_count(stalls) == 1, "one stall listed");
 	ss_stalls_select_row(stalls, 0);
-	spin(200);
+	gui_spin(200);
 	CHECK(v->selected_stall == 1, "stall selected in the timeline");
 	CHECK(v->t0 <= FX_MS(300) && v->t1 >= FX_MS(500) && v->t1 - v->t0 < 500000000, "the view moved to the stall: %lld..%lld",
 	      (long long)(v->t0 - FX_BASE), (long long)(v->t1 - FX_BASE));
 	char *text = panel_text(win, "details");
-	CHECK(contains(text, "STALL 1"), "stall title");
-	CHECK(contains(text, "compute_hash (hash.c:30)"), "stall location");
-	CHECK(contains(text, "200 ms"), "stall duration");
-	CHECK(contains(text, "CAPTURE 0") && contains(text, "running"), "first capture");
-	CHECK(contains(text, "CAPTURE 1") && contains(text, "blocked in syscall 0"), "second capture");
-	CHECK(contains(text, "#0  sha256_block (src/sha.c:77)"), "leaf frame with file:line");
-	CHECK(contains(text, "#2  main (src/main.c:5)"), "root frame");
-	CHECK(contains(text, "read (/usr/bin/demo+0x1f4: no debug info)"), "unsymbolized frame says why");
+	CHECK(gui_contains(text, "STALL 1"), "stall title");
+	CHECK(gui_contains(text, "compute_hash (hash.c:30)"), "stall location");
+	CHECK(gui_contains(text, "200 ms"), "stall duration");
+	CHECK(gui_contains(text, "CAPTURE 0") && gui_contains(text, "running"), "first capture");
+	CHECK(gui_contains(text, "CAPTURE 1") && gui_contains(text, "blocked in syscall 0"), "second capture");
+	CHECK(gui_contains(text, "#0  sha256_block (src/sha.c:77)"), "leaf frame with file:line");
+	CHECK(gui_contains(text, "#2  main (src/main.c:5)"), "root frame");
+	CHECK(gui_contains(text, "read (/usr/bin/demo+0x1f4: no debug info)"), "unsymbolized frame says why");
 	g_free(text);
 	screenshot(GTK_WIDGET(win), "window-stall.png");
 
@@ -283,17 +194,17 @@ static gboolean run_checks(gpointer data)
 	g_free(tip);
 	CHECK(settle(win), "the tooltip's query finished");
 	tip = ss_timeline_tooltip_at(tl, tx, ty);
-	CHECK(contains(tip, "task 3 — compute_hash (hash.c:30)") && contains(tip, "duration 200 ms"), "poll tooltip");
+	CHECK(gui_contains(tip, "task 3 — compute_hash (hash.c:30)") && gui_contains(tip, "duration 200 ms"), "poll tooltip");
 	g_free(tip);
 
 	/* A poll: task, wake and delay, samples inside with stacks. */
 	ss_timeline_select_poll(tl, db->stalls[0].poll_id, 3);
 	text = panel_text(win, "details");
-	CHECK(contains(text, "task       3"), "poll's task");
-	CHECK(contains(text, "duration   200 ms"), "poll's duration");
-	CHECK(contains(text, "WOKEN at") && contains(text, "rt-w1") && contains(text, "delay 10.0 ms"), "wake and delay");
-	CHECK(contains(text, "SAMPLES inside: 110"), "samples inside (50 + 60 ms on CPU at 1 kHz)");
-	CHECK(contains(text, "sha256_block"), "sample stacks");
+	CHECK(gui_contains(text, "task       3"), "poll's task");
+	CHECK(gui_contains(text, "duration   200 ms"), "poll's duration");
+	CHECK(gui_contains(text, "WOKEN at") && gui_contains(text, "rt-w1") && gui_contains(text, "delay 10.0 ms"), "wake and delay");
+	CHECK(gui_contains(text, "SAMPLES inside: 110"), "samples inside (50 + 60 ms on CPU at 1 kHz)");
+	CHECK(gui_contains(text, "sha256_block"), "sample stacks");
 	CHECK(v->highlight_task == 3, "the task's polls are highlighted");
 	g_free(text);
 
@@ -303,9 +214,9 @@ static gboolean run_checks(gpointer data)
 	/* A range: per-worker busy / parked / off-CPU and top locations. */
 	ss_timeline_select_range(tl, FX_MS(100), FX_MS(200));
 	text = panel_text(win, "range");
-	CHECK(contains(text, "RANGE 100 ms"), "range title");
-	CHECK(contains(text, "w0  rt-w0           50.0%    50.0%    50.0%"), "w0 busy/parked/off-CPU");
-	CHECK(contains(text, "handle_request (server.c:10)"), "top location");
+	CHECK(gui_contains(text, "RANGE 100 ms"), "range title");
+	CHECK(gui_contains(text, "w0  rt-w0           50.0%    50.0%    50.0%"), "w0 busy/parked/off-CPU");
+	CHECK(gui_contains(text, "handle_request (server.c:10)"), "top location");
 	g_free(text);
 	CHECK(!strcmp(ss_window_get_front_panel(win), "range"), "a range brings Range to the front");
 	CHECK(v->sel_t0 == FX_MS(100) && v->sel_t1 == FX_MS(200), "the range is drawn selected");
@@ -314,15 +225,15 @@ static gboolean run_checks(gpointer data)
 	SsSession *session = ss_window_get_session(win);
 	ss_session_select(session, SS_SEL_TASK, 3, 0);
 	text = panel_text(win, "details");
-	CHECK(contains(text, "TASK 3") && contains(text, "compute_hash (hash.c:30)"), "task details");
-	CHECK(contains(text, "spawned    250.000 ms"), "task spawn time");
+	CHECK(gui_contains(text, "TASK 3") && gui_contains(text, "compute_hash (hash.c:30)"), "task details");
+	CHECK(gui_contains(text, "spawned    250.000 ms"), "task spawn time");
 	CHECK(v->highlight_task == 3 && v->selected_poll == 0, "the task's polls are highlighted");
 	g_free(text);
 	ss_session_select(session, SS_SEL_WORKER, 1, 0);
 	text = panel_text(win, "details");
-	CHECK(contains(text, "WORKER demo w0") && contains(text, "'rt-w0' (tid 101)"), "worker details");
-	CHECK(contains(text, "polls      3, the longest 200 ms"), "worker's polls from the summaries");
-	CHECK(contains(text, "stalls     1"), "worker's stalls");
+	CHECK(gui_contains(text, "WORKER demo w0") && gui_contains(text, "'rt-w0' (tid 101)"), "worker details");
+	CHECK(gui_contains(text, "polls      3, the longest 200 ms"), "worker's polls from the summaries");
+	CHECK(gui_contains(text, "stalls     1"), "worker's stalls");
 	CHECK(v->selected_worker == 1, "the worker's label is highlighted");
 	g_free(text);
 	screenshot(GTK_WIDGET(win), "window-worker.png");
@@ -346,7 +257,7 @@ static gboolean run_checks(gpointer data)
 
 	/* A jump while the worker is busy: the old scene is drawn stretched. */
 	ss_timeline_show_range(tl, FX_MS(100), FX_MS(200));
-	spin(150);
+	gui_spin(150);
 	CHECK(ss_timeline_frames(tl) > f0, "a frame drawn while the slow query runs (%u -> %u)", f0,
 	      ss_timeline_frames(tl));
 	CHECK(ss_timeline_scene_pending(tl), "the new view's scene is waiting for the worker");
@@ -364,7 +275,7 @@ static gboolean run_checks(gpointer data)
 	guint f1 = ss_timeline_frames(tl);
 	for (int i = 0; i < 10; i++) {
 		gtk_widget_queue_draw(GTK_WIDGET(tl));
-		spin(30);
+		gui_spin(30);
 	}
 	CHECK(!g_atomic_int_get(&slow.finished), "the slow query still runs");
 	CHECK(ss_timeline_frames(tl) >= f1 + 5, "frames kept coming while the query ran: %u", ss_timeline_frames(tl) - f1);
@@ -400,7 +311,7 @@ static gboolean run_checks(gpointer data)
 	CHECK(g_atomic_int_get(&last.finished) && last.rc == SQLITE_INTERRUPT, "closing interrupted the query (rc %d)",
 	      last.rc);
 	CHECK(closed - t_close < 2 * G_USEC_PER_SEC, "the window closed in %.0f ms", (double)(closed - t_close) / 1000);
-	spin(50);
+	gui_spin(50);
 	CHECK(!last.done_called, "no result delivered after the window closed");
 
 	g_application_quit(G_APPLICATION(app));

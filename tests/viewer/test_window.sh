@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs test_window under a virtual X server; skipped (77) without xvfb-run.
-# usage: test_window.sh TEST_PROGRAM ARGS...   (test_window SCHEMA.sql OUTDIR, test_stacks_window ...)
+# usage: test_window.sh TEST_PROGRAM ARGS...   (test_window, test_stacks_window, test_tour)
 if ! command -v xvfb-run >/dev/null 2>&1; then
 	echo "SKIP: xvfb-run not installed (apt-get install xvfb xauth)"
 	exit 77

@@ -45,9 +45,11 @@ static void usage(FILE *out)
 	      "                       for every lane)\n"
 	      "  --from NS --to NS    the window to show, in ns since the start of the trace\n"
 	      "                       (the ruler's 0); default: the whole trace\n"
-	      "  --color location|duration\n"
-	      "                       polls coloured by spawn location (default) or by\n"
-	      "                       duration class (<1 ms, 1-10 ms, 10-50 ms, >50 ms)\n"
+	      "  --color location|duration|culprit\n"
+	      "                       polls coloured by spawn location (default), by\n"
+	      "                       duration class (<1 ms, 1-10 ms, 10-50 ms, >50 ms), or\n"
+	      "                       by the culprit function the analysis finds in each\n"
+	      "                       poll of 1 ms or more\n"
 	      "  --theme light|dark   default light\n", out);
 	ss_stack_args_usage(out);
 	fputs("  -h, --help           this text\n"
@@ -82,7 +84,7 @@ static int render_png(const char *out, const struct tl_png_options *o, const str
 		}
 		close(fd);
 		g_unlink(tmp_db);
-		if (ss_source_import(paths, n, tmp_db, NULL, NULL, err, sizeof err) != 0) {
+		if (ss_source_import(paths, n, tmp_db, NULL, NULL, NULL, err, sizeof err) != 0) {
 			fprintf(stderr, "stallscope-viewer: %s\n", err);
 			g_unlink(tmp_db);
 			g_free(tmp_db);
@@ -148,11 +150,12 @@ int main(int argc, char **argv)
 			headless_opt = true;
 			i++;
 		} else if (!strcmp(a, "--color") && val) {
-			if (strcmp(val, "location") && strcmp(val, "duration")) {
-				fprintf(stderr, "stallscope-viewer: --color is 'location' or 'duration', not '%s'\n", val);
+			if (strcmp(val, "location") && strcmp(val, "duration") && strcmp(val, "culprit")) {
+				fprintf(stderr, "stallscope-viewer: --color is 'location', 'duration' or 'culprit', not '%s'\n",
+					val);
 				return 1;
 			}
-			o.color = val[0] == 'd' ? TL_COLOR_DURATION : TL_COLOR_LOCATION;
+			o.color = val[0] == 'd' ? TL_COLOR_DURATION : val[0] == 'c' ? TL_COLOR_CULPRIT : TL_COLOR_LOCATION;
 			headless_opt = true;
 			i++;
 		} else if (!strcmp(a, "--theme") && val) {

@@ -9,9 +9,12 @@
 
 #include <gtk/gtk.h>
 
+#include "ss_resources.h"
 #include "ss_style.h"
 #include "ss_window.h"
 
+/* The shortcuts window: every entry is a binding of on_startup()'s table
+ * below (tests/viewer/test_tour.c checks that they agree). */
 static const char shortcuts_ui[] =
 	"<interface>"
 	"<object class='GtkShortcutsWindow' id='help_overlay'><property name='modal'>1</property>"
@@ -30,6 +33,18 @@ static const char shortcuts_ui[] =
 	"<child><object class='GtkShortcutsShortcut'><property name='title'>Previous / next view</property>"
 	"<property name='accelerator'>&lt;Alt&gt;Left &lt;Alt&gt;Right</property></object></child>"
 	"</object></child>"
+	"<child><object class='GtkShortcutsGroup'><property name='title'>Find</property>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Next / previous stall</property>"
+	"<property name='accelerator'>bracketright bracketleft</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Next / previous finding</property>"
+	"<property name='accelerator'>braceright braceleft</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Search (task 12, w2, a function, file.c:40)</property>"
+	"<property name='accelerator'>&lt;Control&gt;f</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Next / previous match</property>"
+	"<property name='accelerator'>F3 &lt;Shift&gt;F3</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Task view of the selected poll</property>"
+	"<property name='accelerator'>t</property></object></child>"
+	"</object></child>"
 	"<child><object class='GtkShortcutsGroup'><property name='title'>Select</property>"
 	"<child><object class='GtkShortcutsShortcut'><property name='title'>Select a poll (and highlight its task)</property>"
 	"<property name='accelerator'>&lt;Primary&gt;</property><property name='subtitle'>click</property></object></child>"
@@ -41,12 +56,23 @@ static const char shortcuts_ui[] =
 	"<child><object class='GtkShortcutsGroup'><property name='title'>General</property>"
 	"<child><object class='GtkShortcutsShortcut'><property name='title'>Open a trace</property>"
 	"<property name='accelerator'>&lt;Control&gt;o</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Show or hide the side panel</property>"
+	"<property name='accelerator'>F9</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Run the SQL console's query</property>"
+	"<property name='accelerator'>&lt;Control&gt;Return</property></object></child>"
 	"<child><object class='GtkShortcutsShortcut'><property name='title'>Keyboard shortcuts</property>"
 	"<property name='accelerator'>&lt;Control&gt;question</property></object></child>"
 	"<child><object class='GtkShortcutsShortcut'><property name='title'>Close the window</property>"
 	"<property name='accelerator'>&lt;Control&gt;w</property></object></child>"
+	"<child><object class='GtkShortcutsShortcut'><property name='title'>Quit</property>"
+	"<property name='accelerator'>&lt;Control&gt;q</property></object></child>"
 	"</object></child>"
 	"</object></child></object></interface>";
+
+const char *ss_app_shortcuts_ui(void)
+{
+	return shortcuts_ui;
+}
 
 static SsWindow *new_window(GtkApplication *app)
 {
@@ -126,10 +152,27 @@ static void on_startup(GApplication *app, gpointer data)
 		{ "tl.back", { "<Alt>Left", "BackSpace", NULL } },
 		{ "tl.forward", { "<Alt>Right", NULL } },
 		{ "tl.clear-selection", { "Escape", NULL } },
+		{ "tl.next-stall", { "bracketright", NULL } },
+		{ "tl.prev-stall", { "bracketleft", NULL } },
+		{ "findings.next", { "braceright", NULL } },
+		{ "findings.prev", { "braceleft", NULL } },
+		{ "search.focus", { "<Control>f", NULL } },
+		{ "search.next", { "F3", NULL } },
+		{ "search.prev", { "<Shift>F3", NULL } },
+		{ "task.show-selected", { "t", NULL } },
+		{ "win.toggle-side", { "F9", NULL } },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(accels); i++)
 		gtk_application_set_accels_for_action(GTK_APPLICATION(app), accels[i].action, accels[i].accels);
 	ss_style_follow_system();
+	ss_style_install_css();
+	/* The icon is built in (data/stallscope.gresource.xml): the About
+	 * dialog and the window show it wherever the program runs from. */
+	ss_resources_register_resource();
+	GdkDisplay *d = gdk_display_get_default();
+	if (d)
+		gtk_icon_theme_add_resource_path(gtk_icon_theme_get_for_display(d), "/io/github/stallscope/Viewer/icons");
+	gtk_window_set_default_icon_name(SS_APP_ID);
 }
 
 GtkApplication *ss_app_new(void)

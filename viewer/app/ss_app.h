@@ -13,5 +13,7 @@
 /* The application, not yet run (tests run it with their own loop). */
 GtkApplication *ss_app_new(void);
 int ss_app_run(int argc, char **argv);
+/* The shortcuts window's GtkBuilder text (tests hold it to the bindings). */
+const char *ss_app_shortcuts_ui(void);
 
 #endif /* STALLSCOPE_SS_APP_H */

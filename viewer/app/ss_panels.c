@@ -1,6 +1,7 @@
 /*
  * ss_panels.c - the panel registry; see ss_panels.h. To add a panel, add its
- * X(name) line below, in the order of its tab.
+ * X(name) line below, in the order of its tab (within its notebook: the side
+ * panels, then the dock's, keep the order they have here).
  */
 #include "ss_panels.h"
 
@@ -8,8 +9,11 @@
 
 #define SS_PANELS(X) \
 	X(details)   \
-	X(stalls)    \
 	X(range)     \
+	X(findings)  \
+	X(stalls)    \
+	X(task)      \
+	X(sql)       \
 	X(flame)     \
 	X(offcpu)    \
 	X(tree)

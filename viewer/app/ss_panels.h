@@ -1,15 +1,16 @@
 /*
- * ss_panels.h - the panels a window shows beside the timeline, registered in
+ * ss_panels.h - the panels a window shows around the timeline, registered in
  * one table (ss_panels.c). A panel is a widget made from the session: it
- * observes the session, submits its SQL to the session's query worker, and
+ * observes the session, submits its SQL to the session's query workers, and
  * changes the session (a selection, a range) when the user acts in it; it
  * never talks to the timeline or to another panel. The window makes one of
- * each, in table order, as the tabs of its side notebook, or of the dock
- * under the lanes for the panels that want the window's width (where).
+ * each, in table order, as the tabs of the notebook its `where` names: the
+ * side notebook beside the timeline (text about the selection), or the dock
+ * under the lanes (wide things: tables, the console, stack views).
  *
- * A new panel (a flame graph, a SQL console, a task view, findings) is one new
- * file that defines its `const struct ss_panel ss_panel_NAME`, its line in
- * viewer/app/meson.build, and one X(NAME) line in ss_panels.c.
+ * A new panel (a flame graph, a call tree) is one new file that defines its
+ * `const struct ss_panel ss_panel_NAME`, its line in viewer/app/meson.build,
+ * and one X(NAME) line in ss_panels.c.
  */
 #ifndef STALLSCOPE_SS_PANELS_H
 #define STALLSCOPE_SS_PANELS_H
@@ -19,7 +20,7 @@
 #include "ss_session.h"
 
 enum ss_panel_where {
-	SS_PANEL_SIDE,           /* a tab beside the timeline (the default) */
+	SS_PANEL_SIDE,           /* a tab of the side notebook (the default) */
 	SS_PANEL_BOTTOM,         /* a tab of the dock under the lanes */
 };
 
@@ -31,6 +32,10 @@ struct ss_panel {
 	 * the panel has no text form. */
 	char *(*text)(GtkWidget *panel);
 	enum ss_panel_where where;
+	/* Actions the panel offers wherever the focus is (keys, menus): the
+	 * window inserts the group under the panel's id ("findings.next").
+	 * NULL when it has none. The group belongs to the panel. */
+	GActionGroup *(*actions)(GtkWidget *panel);
 };
 
 size_t ss_panel_count(void);

@@ -79,14 +79,16 @@ void ss_scene_fetch_reset(struct ss_scene_fetch *f)
 static bool same_request(const struct tl_view *a, const struct tl_view *b)
 {
 	return a->t0 == b->t0 && a->t1 == b->t1 && a->width == b->width && a->height == b->height &&
-	       a->scroll_y == b->scroll_y && a->legend == b->legend;
+	       a->scroll_y == b->scroll_y && a->legend == b->legend &&
+	       (a->color == TL_COLOR_CULPRIT) == (b->color == TL_COLOR_CULPRIT);
 }
 
 /* Whether the scene for a, drawn stretched onto b, shows most of b at nearly
  * its scale: then it is worth finishing before b is fetched. */
 static bool covers(const struct tl_view *a, const struct tl_view *b)
 {
-	if (a->width != b->width || a->height != b->height || a->legend != b->legend)
+	if (a->width != b->width || a->height != b->height || a->legend != b->legend ||
+	    (a->color == TL_COLOR_CULPRIT) != (b->color == TL_COLOR_CULPRIT))
 		return false;
 	int64_t span_a = a->t1 - a->t0, span_b = b->t1 - b->t0;
 	if (span_a > 2 * span_b || span_b > 2 * span_a)

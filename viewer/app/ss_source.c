@@ -17,7 +17,13 @@
 
 bool ss_source_is_database(const char *const *paths, size_t n)
 {
-	return n == 1 && g_file_test(paths[0], G_FILE_TEST_IS_REGULAR) && tl_is_sqlite_file(paths[0]);
+	/* A single file that is neither a segment nor a dial9 trace is taken
+	 * for a database, so that a damaged or foreign one is reported as what
+	 * it is ("not an SQLite database") instead of as a segment with a bad
+	 * magic. */
+	return n == 1 && g_file_test(paths[0], G_FILE_TEST_IS_REGULAR) &&
+	       (tl_is_sqlite_file(paths[0]) ||
+		!ss_import_is_trace_file(paths[0]));
 }
 
 char *ss_source_cache_db(const char *const *paths, size_t n)
@@ -57,6 +63,9 @@ static void sink_line(struct log_sink *k, const char *l)
 		if (k->fn)
 			k->fn(-1, g_strstrip(phase), k->user);
 	} else if (*l) {
+		/* The command's name is no news in a window. */
+		if (strncmp(l, "stallscope import: ", 19) == 0)
+			l += 19;
 		g_string_append(k->all, l);
 		g_string_append_c(k->all, '\n');
 	}
@@ -76,8 +85,8 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t size)
 	return (ssize_t)size;
 }
 
-int ss_source_import(const char *const *paths, size_t n, const char *db_path,
-		     ss_source_progress_fn progress, void *user, char *err, size_t errlen)
+int ss_source_import(const char *const *paths, size_t n, const char *db_path, ss_source_progress_fn progress,
+		     void *user, const volatile int *cancel, char *err, size_t errlen)
 {
 	struct log_sink k = { progress, user, g_string_new(NULL), g_string_new(NULL) };
 	cookie_io_functions_t io = { .write = sink_write };
@@ -86,6 +95,7 @@ int ss_source_import(const char *const *paths, size_t n, const char *db_path,
 	o.db_path = db_path;
 	o.log = log ? log : stderr;
 	o.progress = log != NULL;
+	o.cancel = cancel;
 	struct ss_import_result res;
 	int rc = ss_import_paths(&o, paths, n, &res);
 	if (log)
@@ -93,7 +103,10 @@ int ss_source_import(const char *const *paths, size_t n, const char *db_path,
 	if (k.line->len)
 		sink_line(&k, k.line->str);
 	int ret = 0;
-	if (rc != SS_IMPORT_OK) {
+	if (rc == SS_IMPORT_CANCELLED) {
+		snprintf(err, errlen, "cancelled");
+		ret = -1;
+	} else if (rc != SS_IMPORT_OK) {
 		snprintf(err, errlen, "%s", rc == SS_IMPORT_NOTHING ? "nothing importable in the given paths"
 							     : "the database could not be written");
 		if (k.all->len) {

@@ -71,3 +71,31 @@ void ss_style_follow_system(void)
 				 "org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop",
 				 "org.freedesktop.portal.Settings", NULL, on_proxy, NULL);
 }
+
+/* Badges say a verdict or a severity in the colours the timeline uses for
+ * the same thing (tl_palette.c): blocked orange, computing green, waiting
+ * for a CPU purple. */
+static const char css[] =
+	".ss-badge { border-radius: 4px; padding: 1px 8px; font-weight: bold; color: white; }\n"
+	".ss-verdict-computing { background: #2e9e44; }\n"
+	".ss-verdict-preempted, .ss-verdict-waiting { background: #8a55d0; }\n"
+	".ss-verdict-blocked { background: #f06400; }\n"
+	".ss-verdict-partly { background: #c77c2a; }\n"
+	".ss-verdict-none { background: #808080; }\n"
+	".ss-sev-critical { background: #c01c28; }\n"
+	".ss-sev-warning { background: #c88800; }\n"
+	".ss-sev-info { background: #3584e4; }\n"
+	".ss-banner { background: alpha(#e01b24, 0.14); border-radius: 6px; padding: 4px 6px; }\n"
+	".ss-error { color: #c01c28; }\n"
+	"ssanswer { border-bottom: 1px solid alpha(currentColor, 0.15); }\n";
+
+void ss_style_install_css(void)
+{
+	GdkDisplay *d = gdk_display_get_default();
+	if (!d)
+		return;
+	GtkCssProvider *p = gtk_css_provider_new();
+	gtk_css_provider_load_from_data(p, css, -1);
+	gtk_style_context_add_provider_for_display(d, GTK_STYLE_PROVIDER(p), GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+	g_object_unref(p);
+}

@@ -37,7 +37,7 @@ struct tip {
 struct _SsTimeline {
 	GtkWidget parent;
 	SsSession *session;
-	gulong session_handlers[4];
+	gulong session_handlers[6];
 	struct tl_db *db;            /* the session's; metadata only */
 	struct tl_layout layout;
 	struct ss_scene_fetch fetch;
@@ -55,6 +55,7 @@ struct _SsTimeline {
 	double zoom_scale0;
 	int64_t zoom_t0, zoom_t1;
 	GSimpleActionGroup *actions;
+	bool color_chosen;          /* the user picked a colour mode: keep it */
 	guint frames;
 };
 
@@ -505,8 +506,39 @@ static void act_color(GSimpleAction *a, GVariant *p, gpointer data)
 {
 	SsTimeline *self = data;
 	g_simple_action_set_state(a, p);
-	ss_timeline_set_color_mode(self, strcmp(g_variant_get_string(p, NULL), "duration") == 0 ? TL_COLOR_DURATION
-												  : TL_COLOR_LOCATION);
+	self->color_chosen = true;
+	const char *m = g_variant_get_string(p, NULL);
+	ss_timeline_set_color_mode(self, !strcmp(m, "duration") ? TL_COLOR_DURATION
+					 : !strcmp(m, "culprit") ? TL_COLOR_CULPRIT : TL_COLOR_LOCATION);
+}
+
+/* The stall after (dir > 0) or before the selected one in time; from the
+ * middle of the view when no stall is selected. */
+static void act_walk_stall(GSimpleAction *a, GVariant *p, gpointer data)
+{
+	(void)p;
+	SsTimeline *self = data;
+	if (!self->db || !self->db->n_stalls)
+		return;
+	bool next = strcmp(g_action_get_name(G_ACTION(a)), "next-stall") == 0;
+	const struct ss_selection *sel = ss_session_get_selection(self->session);
+	size_t n = self->db->n_stalls, at = n;
+	for (size_t i = 0; sel->kind == SS_SEL_STALL && i < n; i++)
+		if (self->db->stalls[i].id == sel->id)
+			at = i;
+	size_t want;
+	if (at < n) {
+		if (next ? at + 1 >= n : at == 0)
+			return;   /* the last (first) one: stay */
+		want = next ? at + 1 : at - 1;
+	} else {
+		int64_t mid = self->view.t0 + (self->view.t1 - self->view.t0) / 2;
+		size_t i = tl_db_stall_lower_bound(self->db, mid);
+		if (next ? i >= n : i == 0)
+			return;
+		want = next ? i : i - 1;
+	}
+	ss_session_select(self->session, SS_SEL_STALL, self->db->stalls[want].id, self->db->stalls[want].task_id);
 }
 
 static const GActionEntry action_entries[] = {
@@ -520,7 +552,19 @@ static const GActionEntry action_entries[] = {
 	{ "forward", act_history, NULL, NULL, NULL, { 0 } },
 	{ "clear-selection", act_clear, NULL, NULL, NULL, { 0 } },
 	{ "color-by", act_color, "s", "'location'", NULL, { 0 } },
+	{ "next-stall", act_walk_stall, NULL, NULL, NULL, { 0 } },
+	{ "prev-stall", act_walk_stall, NULL, NULL, NULL, { 0 } },
 };
+
+/* Without a trace there is nothing to zoom, pan or walk: the header bar's
+ * buttons and the keys say so by being off. */
+static void enable_actions(SsTimeline *self, bool on)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(action_entries); i++) {
+		GAction *a = g_action_map_lookup_action(G_ACTION_MAP(self->actions), action_entries[i].name);
+		g_simple_action_set_enabled(G_SIMPLE_ACTION(a), on);
+	}
+}
 
 /* ---- the session ---- */
 
@@ -538,6 +582,15 @@ static void on_db(GObject *o, GParamSpec *ps, gpointer data)
 	enum tl_color_mode mode = self->view.color;
 	memset(&self->view, 0, sizeof self->view);
 	self->view.color = mode;
+	enable_actions(self, self->db != NULL);
+	if (self->db && !self->color_chosen) {
+		/* Until the user picks a mode: by culprit when every poll would get
+		 * the same spawn-location colour, else by location. */
+		self->view.color = tl_db_locations_alike(self->db) ? TL_COLOR_CULPRIT : TL_COLOR_LOCATION;
+		GAction *a = g_action_map_lookup_action(G_ACTION_MAP(self->actions), "color-by");
+		g_simple_action_set_state(G_SIMPLE_ACTION(a), g_variant_new_string(self->view.color == TL_COLOR_CULPRIT
+											   ? "culprit" : "location"));
+	}
 	if (self->db) {
 		tl_layout_compute(&self->layout, self->db);
 		self->view.width = MAX(gtk_widget_get_width(GTK_WIDGET(self)), 800);
@@ -557,7 +610,7 @@ static void show_stall(SsTimeline *self, int64_t stall_id)
 			continue;
 		int64_t pad = MAX(st->dur / 2, 1000000);
 		ss_timeline_show_range(self, st->ts - pad, st->ts + st->dur + pad);
-		if (st->lane >= 0) {
+		if (st->lane >= 0 && self->layout.lane_y[st->lane] >= 0) {
 			int y = self->layout.lane_y[st->lane];
 			int visible = tl_view_plot_bottom(&self->view) - TL_RULER_H;
 			if (y < self->view.scroll_y || y + TL_LANE_H > self->view.scroll_y + visible)
@@ -595,6 +648,33 @@ static void on_visible_range(GObject *o, GParamSpec *ps, gpointer data)
 	if (!self->db || r->t1 <= r->t0 || (r->t0 == self->view.t0 && r->t1 == self->view.t1))
 		return;
 	ss_timeline_show_range(self, r->t0, r->t1);
+}
+
+static void on_marks(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsTimeline *self = data;
+	struct tl_view *v = &self->view;
+	bool dim;
+	v->marks = ss_session_get_marks(self->session, &v->n_marks, &v->mark_ids, &dim);
+	v->dim_unmatched = dim;
+	gtk_widget_queue_draw(GTK_WIDGET(self));
+}
+
+static void on_shown_lanes(GObject *o, GParamSpec *ps, gpointer data)
+{
+	(void)o;
+	(void)ps;
+	SsTimeline *self = data;
+	if (!self->db)
+		return;
+	tl_layout_free(&self->layout);
+	tl_layout_compute_shown(&self->layout, self->db, ss_session_get_shown_lanes(self->session));
+	self->view.scroll_y = 0;
+	/* Another layout: the scene in hand is for other lanes. */
+	ss_scene_fetch_reset(&self->fetch);
+	view_changed(self);
 }
 
 static void on_range_selection(GObject *o, GParamSpec *ps, gpointer data)
@@ -683,6 +763,9 @@ GtkWidget *ss_timeline_new(SsSession *session)
 		g_signal_connect(session, "notify::visible-range", G_CALLBACK(on_visible_range), self);
 	self->session_handlers[3] =
 		g_signal_connect(session, "notify::range-selection", G_CALLBACK(on_range_selection), self);
+	self->session_handlers[4] = g_signal_connect(session, "notify::marks", G_CALLBACK(on_marks), self);
+	self->session_handlers[5] = g_signal_connect(session, "notify::shown-lanes", G_CALLBACK(on_shown_lanes), self);
+	enable_actions(self, ss_session_get_db(session) != NULL);
 	if (ss_session_get_db(session))
 		on_db(G_OBJECT(session), NULL, self);
 	return GTK_WIDGET(self);
@@ -727,6 +810,8 @@ void ss_timeline_set_color_mode(SsTimeline *self, enum tl_color_mode mode)
 {
 	self->view.color = mode;
 	gtk_widget_queue_draw(GTK_WIDGET(self));
+	/* Culprit colours need the culprit of every long poll in view. */
+	want_scene(self);
 }
 
 GActionGroup *ss_timeline_actions(SsTimeline *self)

@@ -5,13 +5,21 @@
  * recording (progress is marshalled to the main loop with g_idle_add), and
  * opening a database reads its lanes, stalls and locations. The opened tl_db
  * goes to the session, whose query worker owns its connection from then on.
+ *
+ * Layout: the answer bar (ss_answer.c: what the selection was doing, in
+ * words) over the timeline, the dock under the lanes (panels registered
+ * SS_PANEL_BOTTOM) below them, the side notebook (SS_PANEL_SIDE) on the
+ * right, which shrinks and collapses (F9). Errors show in a banner over it
+ * all (or in the empty page when no trace is open).
  */
 #include "ss_window.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "ss_answer.h"
 #include "ss_panels.h"
+#include "ss_search.h"
 #include "ss_source.h"
 
 struct _SsWindow {
@@ -19,15 +27,20 @@ struct _SsWindow {
 	SsSession *session;
 	SsTimeline *timeline;
 	GtkWidget **panels;          /* one per registered panel, in table order */
-	GtkNotebook *side;
-	GtkNotebook *bottom;         /* the dock under the lanes, NULL when no panel wants it */
-	GtkPaned *dock_split;        /* lanes above, the dock below */
+	GtkNotebook *side, *dock;
+	GtkPaned *hpaned, *vpaned;
+	GtkWidget *search;
+	GtkWidget *answer;           /* the answer bar over the lanes */
 	GtkStack *main_stack;        /* "empty" or "trace" */
 	GtkLabel *empty_label;
 	GtkRevealer *progress_rev;
 	GtkProgressBar *progress;
+	GtkRevealer *banner_rev;
+	GtkLabel *banner;
 	char *error;
 	bool opening;
+	gint cancel_import;          /* atomic: the import in flight is to stop */
+	int side_width;              /* the side notebook's width before it collapsed */
 };
 
 G_DEFINE_FINAL_TYPE(SsWindow, ss_window, GTK_TYPE_APPLICATION_WINDOW)
@@ -38,31 +51,53 @@ static void show_error(SsWindow *self, const char *msg)
 {
 	g_free(self->error);
 	self->error = g_strdup(msg);
-	char *t = g_strdup_printf("Could not open the trace:\n\n%s", msg);
-	gtk_label_set_text(self->empty_label, t);
+	char *t = g_strdup_printf("Could not open the trace: %s", msg);
+	gtk_label_set_text(self->banner, t);
 	g_free(t);
+	gtk_revealer_set_reveal_child(self->banner_rev, TRUE);
 	if (!ss_session_get_db(self->session))
 		gtk_stack_set_visible_child_name(self->main_stack, "empty");
 	g_signal_emit(self, sig_opened, 0, FALSE);
 }
 
+static void on_banner_close(GtkButton *b, gpointer data)
+{
+	(void)b;
+	gtk_revealer_set_reveal_child(SS_WINDOW(data)->banner_rev, FALSE);
+}
+
+static void on_cancel_import(GtkButton *b, gpointer data)
+{
+	(void)b;
+	SsWindow *self = data;
+	g_atomic_int_set(&self->cancel_import, 1);
+	gtk_progress_bar_set_text(self->progress, "Cancelling at the next segment…");
+}
+
+/* The dock under the lanes gets what the lanes leave of the window, and at
+ * least a third of it. */
+static void fit_lanes(SsWindow *self)
+{
+	struct tl_db *db = ss_session_get_db(self->session);
+	int h = gtk_widget_get_height(GTK_WIDGET(self->vpaned));
+	if (!db || h <= 0)
+		return;
+	struct tl_layout l;
+	tl_layout_compute(&l, db);
+	int want = TL_RULER_H + l.content_h + TL_LEGEND_H + 48 /* the answer bar */ + 8;
+	tl_layout_free(&l);
+	int lo = 220, hi = h * 2 / 3;
+	gtk_paned_set_position(self->vpaned, want < lo ? lo : want > hi ? hi : want);
+}
+
 static void set_db(SsWindow *self, struct tl_db *db, const char *title_path)
 {
 	ss_session_set_db(self->session, db);
+	gtk_revealer_set_reveal_child(self->banner_rev, FALSE);
 	gtk_notebook_set_current_page(self->side, 0);
-	if (self->bottom) {
-		gtk_notebook_set_current_page(self->bottom, 0);
-		/* The lanes get what they need (at most 60% of the window), the
-		 * dock the rest. */
-		struct tl_layout l;
-		tl_layout_compute(&l, db);
-		int want = TL_RULER_H + l.content_h + TL_LEGEND_H + 12, h = gtk_widget_get_height(GTK_WIDGET(self));
-		tl_layout_free(&l);
-		if (h <= 0)
-			gtk_window_get_default_size(GTK_WINDOW(self), &(int){ 0 }, &h);
-		int max = h > 0 ? h * 6 / 10 : 500;
-		gtk_paned_set_position(self->dock_split, want < 200 ? 200 : want > max ? max : want);
-	}
+	gtk_notebook_set_current_page(self->dock, 0);
+	gtk_widget_set_sensitive(self->search, TRUE);
+	fit_lanes(self);
 	char *base = g_path_get_basename(title_path);
 	char *title = g_strdup_printf("%s — stallscope", base);
 	gtk_window_set_title(GTK_WINDOW(self), title);
@@ -129,7 +164,7 @@ static void open_thread(GTask *task, gpointer src, gpointer data, GCancellable *
 	(void)c;
 	struct open_job *j = data;
 	if (j->import && ss_source_import((const char *const *)j->paths, g_strv_length(j->paths), j->db_path,
-					  progress_cb, j->self, j->err, sizeof j->err) != 0) {
+					  progress_cb, j->self, &j->self->cancel_import, j->err, sizeof j->err) != 0) {
 		g_task_return_boolean(task, FALSE);
 		return;
 	}
@@ -161,6 +196,9 @@ static void open_done(GObject *src, GAsyncResult *res, gpointer data)
 		struct tl_db *db = j->db;
 		j->db = NULL;
 		set_db(self, db, j->paths[0]);
+	} else if (j->import && g_atomic_int_get(&self->cancel_import) && !strcmp(j->err, "cancelled")) {
+		/* The user's own choice: nothing to report, the last trace stays. */
+		g_signal_emit(self, sig_opened, 0, FALSE);
 	} else {
 		show_error(self, j->err);
 	}
@@ -179,6 +217,7 @@ void ss_window_open_paths(SsWindow *self, const char *const *paths, gsize n)
 	/* A cache database per set of inputs: reopening imports only what grew. */
 	j->db_path = j->import ? ss_source_cache_db(paths, n) : g_strdup(paths[0]);
 	self->opening = true;
+	g_atomic_int_set(&self->cancel_import, 0);
 	if (j->import) {
 		gtk_progress_bar_set_fraction(self->progress, 0);
 		gtk_progress_bar_set_text(self->progress, "Importing…");
@@ -299,6 +338,11 @@ static int panel_index(const char *id)
 	return -1;
 }
 
+static GtkNotebook *notebook_of(SsWindow *self, size_t i)
+{
+	return ss_panel_at(i)->where == SS_PANEL_BOTTOM ? self->dock : self->side;
+}
+
 static void on_raise_panel(SsSession *session, const char *id, gpointer data)
 {
 	(void)session;
@@ -306,8 +350,26 @@ static void on_raise_panel(SsSession *session, const char *id, gpointer data)
 	int i = panel_index(id);
 	if (i < 0)
 		return;
-	GtkNotebook *nb = ss_panel_at((size_t)i)->where == SS_PANEL_BOTTOM ? self->bottom : self->side;
+	GtkNotebook *nb = notebook_of(self, (size_t)i);
 	gtk_notebook_set_current_page(nb, gtk_notebook_page_num(nb, self->panels[i]));
+	/* A side panel asked for while the side is collapsed comes back. */
+	if (nb == self->side && !gtk_widget_get_visible(GTK_WIDGET(self->side)))
+		g_action_group_activate_action(G_ACTION_GROUP(self), "toggle-side", NULL);
+}
+
+static void act_toggle_side(GSimpleAction *a, GVariant *p, gpointer data)
+{
+	(void)a;
+	(void)p;
+	SsWindow *self = data;
+	GtkWidget *side = GTK_WIDGET(self->side);
+	bool show = !gtk_widget_get_visible(side);
+	int w = gtk_widget_get_width(GTK_WIDGET(self->hpaned));
+	if (!show)
+		self->side_width = w - gtk_paned_get_position(self->hpaned);
+	gtk_widget_set_visible(side, show);
+	if (show && w > 0)
+		gtk_paned_set_position(self->hpaned, w - (self->side_width > 120 ? self->side_width : 400));
 }
 
 /* ---- construction ---- */
@@ -347,6 +409,7 @@ static GMenuModel *build_menu(void)
 	GMenu *menu = g_menu_new();
 	GMenu *color = g_menu_new();
 	g_menu_append(color, "Colour by spawn location", "tl.color-by::location");
+	g_menu_append(color, "Colour by culprit function", "tl.color-by::culprit");
 	g_menu_append(color, "Colour by duration class", "tl.color-by::duration");
 	g_menu_append_section(menu, NULL, G_MENU_MODEL(color));
 	g_object_unref(color);
@@ -382,13 +445,98 @@ static GMenuModel *build_menu(void)
 	return G_MENU_MODEL(menu);
 }
 
+static void on_recent_changed(GtkRecentManager *m, gpointer data)
+{
+	(void)m;
+	GtkMenuButton *menu = data;
+	GMenuModel *mm = build_menu();
+	gtk_menu_button_set_menu_model(menu, mm);
+	g_object_unref(mm);
+}
+
+static void on_paned_mapped(GtkWidget *w, gpointer data)
+{
+	(void)w;
+	fit_lanes(data);
+}
+
+static GtkNotebook *new_notebook(void)
+{
+	GtkNotebook *nb = GTK_NOTEBOOK(gtk_notebook_new());
+	gtk_notebook_set_scrollable(nb, TRUE);
+	return nb;
+}
+
+/* The banner for errors over everything: a message, selectable but never
+ * focused (so it is not selected the moment it appears), and a close button. */
+static GtkWidget *build_banner(SsWindow *self)
+{
+	GtkWidget *box = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8);
+	gtk_widget_add_css_class(box, "ss-banner");
+	gtk_widget_set_margin_start(box, 6);
+	gtk_widget_set_margin_end(box, 6);
+	gtk_widget_set_margin_top(box, 6);
+	gtk_widget_set_margin_bottom(box, 2);
+	GtkWidget *icon = gtk_image_new_from_icon_name("dialog-error-symbolic");
+	gtk_box_append(GTK_BOX(box), icon);
+	self->banner = GTK_LABEL(gtk_label_new(NULL));
+	gtk_label_set_wrap(self->banner, TRUE);
+	gtk_label_set_xalign(self->banner, 0);
+	gtk_label_set_selectable(self->banner, TRUE);
+	gtk_widget_set_focusable(GTK_WIDGET(self->banner), FALSE);
+	gtk_widget_set_hexpand(GTK_WIDGET(self->banner), TRUE);
+	gtk_box_append(GTK_BOX(box), GTK_WIDGET(self->banner));
+	GtkWidget *close = gtk_button_new_from_icon_name("window-close-symbolic");
+	gtk_widget_add_css_class(close, "flat");
+	gtk_widget_set_tooltip_text(close, "Dismiss");
+	g_signal_connect(close, "clicked", G_CALLBACK(on_banner_close), self);
+	gtk_box_append(GTK_BOX(box), close);
+	self->banner_rev = GTK_REVEALER(gtk_revealer_new());
+	gtk_revealer_set_child(self->banner_rev, box);
+	return GTK_WIDGET(self->banner_rev);
+}
+
+static GtkWidget *build_progress(SsWindow *self)
+{
+	GtkWidget *box = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8);
+	gtk_widget_set_margin_start(box, 12);
+	gtk_widget_set_margin_end(box, 12);
+	gtk_widget_set_margin_top(box, 6);
+	gtk_widget_set_margin_bottom(box, 6);
+	self->progress = GTK_PROGRESS_BAR(gtk_progress_bar_new());
+	gtk_progress_bar_set_show_text(self->progress, TRUE);
+	gtk_widget_set_hexpand(GTK_WIDGET(self->progress), TRUE);
+	gtk_widget_set_valign(GTK_WIDGET(self->progress), GTK_ALIGN_CENTER);
+	gtk_box_append(GTK_BOX(box), GTK_WIDGET(self->progress));
+	GtkWidget *cancel = gtk_button_new_with_label("Cancel");
+	gtk_widget_set_tooltip_text(cancel, "Stop the import (a trace imported before stays as it was)");
+	g_signal_connect(cancel, "clicked", G_CALLBACK(on_cancel_import), self);
+	gtk_box_append(GTK_BOX(box), cancel);
+	self->progress_rev = GTK_REVEALER(gtk_revealer_new());
+	gtk_revealer_set_child(self->progress_rev, box);
+	return GTK_WIDGET(self->progress_rev);
+}
+
 static void ss_window_init(SsWindow *self)
 {
-	gtk_window_set_default_size(GTK_WINDOW(self), 1400, 820);
+	gtk_window_set_default_size(GTK_WINDOW(self), 1400, 860);
 	gtk_window_set_title(GTK_WINDOW(self), "stallscope");
 
-	static const GActionEntry entries[] = { { "open", act_open, NULL, NULL, NULL, { 0 } } };
+	static const GActionEntry entries[] = {
+		{ "open", act_open, NULL, NULL, NULL, { 0 } },
+		{ "toggle-side", act_toggle_side, NULL, NULL, NULL, { 0 } },
+	};
 	g_action_map_add_action_entries(G_ACTION_MAP(self), entries, G_N_ELEMENTS(entries), self);
+
+	self->session = ss_session_new();
+	g_signal_connect(self->session, "raise-panel", G_CALLBACK(on_raise_panel), self);
+	self->timeline = SS_TIMELINE(ss_timeline_new(self->session));
+	/* The timeline's actions also on the window, so header buttons and
+	 * accelerators reach them wherever the focus is. */
+	gtk_widget_insert_action_group(GTK_WIDGET(self), "tl", ss_timeline_actions(self->timeline));
+	self->search = ss_search_new(self->session);
+	gtk_widget_insert_action_group(GTK_WIDGET(self), "search", ss_search_actions(self->search));
+	gtk_widget_set_sensitive(self->search, FALSE);
 
 	GtkWidget *hb = gtk_header_bar_new();
 	gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), icon_button("document-open-symbolic", "win.open", "Open a trace (Ctrl+O)"));
@@ -404,75 +552,73 @@ static void ss_window_init(SsWindow *self)
 	gtk_box_append(GTK_BOX(zoom), icon_button("zoom-in-symbolic", "tl.zoom-in", "Zoom in (+)"));
 	gtk_box_append(GTK_BOX(zoom), icon_button("zoom-original-symbolic", "tl.zoom-selection", "Zoom to the selection (Z)"));
 	gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), zoom);
+	GtkWidget *stalls = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 0);
+	gtk_widget_add_css_class(stalls, "linked");
+	gtk_box_append(GTK_BOX(stalls), icon_button("go-up-symbolic", "tl.prev-stall", "Previous stall ([)"));
+	gtk_box_append(GTK_BOX(stalls), icon_button("go-down-symbolic", "tl.next-stall", "Next stall (])"));
+	gtk_header_bar_pack_start(GTK_HEADER_BAR(hb), stalls);
 	GtkWidget *menu = gtk_menu_button_new();
 	gtk_menu_button_set_icon_name(GTK_MENU_BUTTON(menu), "open-menu-symbolic");
 	GMenuModel *mm = build_menu();
 	gtk_menu_button_set_menu_model(GTK_MENU_BUTTON(menu), mm);
 	g_object_unref(mm);
+	g_signal_connect_object(gtk_recent_manager_get_default(), "changed", G_CALLBACK(on_recent_changed), menu, 0);
 	gtk_header_bar_pack_end(GTK_HEADER_BAR(hb), menu);
+	gtk_header_bar_pack_end(GTK_HEADER_BAR(hb),
+				icon_button("sidebar-show-right-symbolic", "win.toggle-side", "Show or hide the side panel (F9)"));
+	gtk_header_bar_pack_end(GTK_HEADER_BAR(hb), self->search);
 	gtk_window_set_titlebar(GTK_WINDOW(self), hb);
 
-	self->session = ss_session_new();
-	g_signal_connect(self->session, "raise-panel", G_CALLBACK(on_raise_panel), self);
-	self->timeline = SS_TIMELINE(ss_timeline_new(self->session));
-	/* The timeline's actions also on the window, so header buttons and
-	 * accelerators reach them wherever the focus is. */
-	gtk_widget_insert_action_group(GTK_WIDGET(self), "tl", ss_timeline_actions(self->timeline));
-
-	self->side = GTK_NOTEBOOK(gtk_notebook_new());
+	self->side = new_notebook();
+	self->dock = new_notebook();
 	self->panels = g_new0(GtkWidget *, ss_panel_count());
 	for (size_t i = 0; i < ss_panel_count(); i++) {
 		const struct ss_panel *p = ss_panel_at(i);
 		self->panels[i] = p->create(self->session);
-		if (p->where == SS_PANEL_BOTTOM && !self->bottom)
-			self->bottom = GTK_NOTEBOOK(gtk_notebook_new());
-		gtk_notebook_append_page(p->where == SS_PANEL_BOTTOM ? self->bottom : self->side, self->panels[i],
-					 gtk_label_new(p->title));
+		gtk_notebook_append_page(notebook_of(self, i), self->panels[i], gtk_label_new(p->title));
+		if (p->actions)
+			gtk_widget_insert_action_group(GTK_WIDGET(self), p->id, p->actions(self->panels[i]));
 	}
-	gtk_widget_set_size_request(GTK_WIDGET(self->side), 340, -1);
+	/* Small enough to leave the lanes the room, never under a readable width. */
+	gtk_widget_set_size_request(GTK_WIDGET(self->side), 220, -1);
 
-	/* The dock takes the part of the window the lanes leave empty. */
-	GtkWidget *lanes = GTK_WIDGET(self->timeline);
-	if (self->bottom) {
-		lanes = gtk_paned_new(GTK_ORIENTATION_VERTICAL);
-		self->dock_split = GTK_PANED(lanes);
-		gtk_paned_set_start_child(GTK_PANED(lanes), GTK_WIDGET(self->timeline));
-		gtk_paned_set_end_child(GTK_PANED(lanes), GTK_WIDGET(self->bottom));
-		gtk_paned_set_shrink_end_child(GTK_PANED(lanes), FALSE);
-		gtk_widget_set_size_request(GTK_WIDGET(self->bottom), -1, 160);
-		gtk_paned_set_position(GTK_PANED(lanes), 380);
-	}
+	GtkWidget *top = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
+	self->answer = ss_answer_new(self->session);
+	gtk_box_append(GTK_BOX(top), self->answer);
+	gtk_box_append(GTK_BOX(top), GTK_WIDGET(self->timeline));
+	self->vpaned = GTK_PANED(gtk_paned_new(GTK_ORIENTATION_VERTICAL));
+	gtk_paned_set_start_child(self->vpaned, top);
+	gtk_paned_set_end_child(self->vpaned, GTK_WIDGET(self->dock));
+	gtk_paned_set_resize_end_child(self->vpaned, TRUE);
+	gtk_paned_set_shrink_start_child(self->vpaned, FALSE);
+	gtk_paned_set_shrink_end_child(self->vpaned, TRUE);
+	gtk_widget_set_size_request(top, -1, 160);
+	gtk_paned_set_position(self->vpaned, 420);
+	g_signal_connect(self->vpaned, "map", G_CALLBACK(on_paned_mapped), self);
 
-	GtkWidget *paned = gtk_paned_new(GTK_ORIENTATION_HORIZONTAL);
-	gtk_paned_set_start_child(GTK_PANED(paned), lanes);
-	gtk_paned_set_end_child(GTK_PANED(paned), GTK_WIDGET(self->side));
-	gtk_paned_set_resize_end_child(GTK_PANED(paned), FALSE);
-	gtk_paned_set_shrink_end_child(GTK_PANED(paned), FALSE);
-	gtk_paned_set_position(GTK_PANED(paned), 1000);
+	self->hpaned = GTK_PANED(gtk_paned_new(GTK_ORIENTATION_HORIZONTAL));
+	gtk_paned_set_start_child(self->hpaned, GTK_WIDGET(self->vpaned));
+	gtk_paned_set_end_child(self->hpaned, GTK_WIDGET(self->side));
+	gtk_paned_set_resize_end_child(self->hpaned, FALSE);
+	gtk_paned_set_shrink_end_child(self->hpaned, FALSE);
+	gtk_paned_set_position(self->hpaned, 980);
 
+	/* Not selectable: a selectable label takes the focus and shows itself
+	 * selected as the window opens. */
 	self->empty_label = GTK_LABEL(gtk_label_new("Open a trace: a database from 'stallscope import', a directory of\n"
 						    "segments or segment files (Ctrl+O), or drop them here."));
 	gtk_label_set_justify(self->empty_label, GTK_JUSTIFY_CENTER);
 	gtk_label_set_wrap(self->empty_label, TRUE);
-	gtk_label_set_selectable(self->empty_label, TRUE);
 	gtk_widget_add_css_class(GTK_WIDGET(self->empty_label), "dim-label");
 
 	self->main_stack = GTK_STACK(gtk_stack_new());
 	gtk_stack_add_named(self->main_stack, GTK_WIDGET(self->empty_label), "empty");
-	gtk_stack_add_named(self->main_stack, paned, "trace");
+	gtk_stack_add_named(self->main_stack, GTK_WIDGET(self->hpaned), "trace");
 	gtk_stack_set_visible_child_name(self->main_stack, "empty");
 
-	self->progress = GTK_PROGRESS_BAR(gtk_progress_bar_new());
-	gtk_progress_bar_set_show_text(self->progress, TRUE);
-	gtk_widget_set_margin_start(GTK_WIDGET(self->progress), 12);
-	gtk_widget_set_margin_end(GTK_WIDGET(self->progress), 12);
-	gtk_widget_set_margin_top(GTK_WIDGET(self->progress), 6);
-	gtk_widget_set_margin_bottom(GTK_WIDGET(self->progress), 6);
-	self->progress_rev = GTK_REVEALER(gtk_revealer_new());
-	gtk_revealer_set_child(self->progress_rev, GTK_WIDGET(self->progress));
-
 	GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
-	gtk_box_append(GTK_BOX(box), GTK_WIDGET(self->progress_rev));
+	gtk_box_append(GTK_BOX(box), build_banner(self));
+	gtk_box_append(GTK_BOX(box), build_progress(self));
 	gtk_widget_set_vexpand(GTK_WIDGET(self->main_stack), TRUE);
 	gtk_box_append(GTK_BOX(box), GTK_WIDGET(self->main_stack));
 	gtk_window_set_child(GTK_WINDOW(self), box);
@@ -516,11 +662,10 @@ char *ss_window_get_panel_text(SsWindow *self, const char *id)
 	return p && w && p->text ? p->text(w) : NULL;
 }
 
-const char *ss_window_get_front_bottom_panel(SsWindow *self)
+static const char *front_of(SsWindow *self, GtkNotebook *nb)
 {
-	GtkWidget *front = self->bottom ? gtk_notebook_get_nth_page(self->bottom, gtk_notebook_get_current_page(self->bottom))
-					: NULL;
-	for (size_t i = 0; front && i < ss_panel_count(); i++)
+	GtkWidget *front = gtk_notebook_get_nth_page(nb, gtk_notebook_get_current_page(nb));
+	for (size_t i = 0; i < ss_panel_count(); i++)
 		if (self->panels[i] == front)
 			return ss_panel_at(i)->id;
 	return NULL;
@@ -528,11 +673,22 @@ const char *ss_window_get_front_bottom_panel(SsWindow *self)
 
 const char *ss_window_get_front_panel(SsWindow *self)
 {
-	GtkWidget *front = gtk_notebook_get_nth_page(self->side, gtk_notebook_get_current_page(self->side));
-	for (size_t i = 0; i < ss_panel_count(); i++)
-		if (self->panels[i] == front)
-			return ss_panel_at(i)->id;
-	return NULL;
+	return front_of(self, self->side);
+}
+
+const char *ss_window_get_front_dock_panel(SsWindow *self)
+{
+	return front_of(self, self->dock);
+}
+
+GtkWidget *ss_window_get_search(SsWindow *self)
+{
+	return self->search;
+}
+
+GtkWidget *ss_window_get_answer(SsWindow *self)
+{
+	return self->answer;
 }
 
 const char *ss_window_get_error(SsWindow *self)

@@ -1,10 +1,12 @@
 /*
  * ss_window.h - SsWindow, one trace per window: header bar (open, history,
- * fit, zoom to selection, colour mode, menu), the timeline, and the registered
- * panels (ss_panels.h) as tabs beside it or in a dock under the lanes. The window builds the UI and owns
- * the session (ss_session.h) that the timeline and the panels observe; it
- * relays nothing between them. Opening a database, or importing segment files
- * first (with a progress bar), runs in a thread.
+ * fit, zoom to selection, previous / next stall, search, the side panel's
+ * toggle, menu), the answer bar over the timeline, and the registered panels
+ * (ss_panels.h) as tabs beside it and in the dock under the lanes. The window
+ * builds the UI and owns the session (ss_session.h) that the timeline and the
+ * panels observe; it relays nothing between them. Opening a database, or
+ * importing segment files first (with a progress bar and Cancel), runs in a
+ * thread; errors show in a banner.
  */
 #ifndef STALLSCOPE_SS_WINDOW_H
 #define STALLSCOPE_SS_WINDOW_H
@@ -34,10 +36,13 @@ SsStalls *ss_window_get_stalls(SsWindow *self);
 GtkWidget *ss_window_get_panel(SsWindow *self, const char *id);
 /* Its text (ss_panel.text), NULL when it has none. g_free() it. */
 char *ss_window_get_panel_text(SsWindow *self, const char *id);
-/* The id of the panel in front beside the timeline / in the dock under it
- * (NULL when no panel is docked there). */
+/* The id of the panel in front of the side notebook, and of the dock. */
 const char *ss_window_get_front_panel(SsWindow *self);
-const char *ss_window_get_front_bottom_panel(SsWindow *self);
+const char *ss_window_get_front_dock_panel(SsWindow *self);
+/* The search box (ss_search.h). */
+GtkWidget *ss_window_get_search(SsWindow *self);
+/* The answer bar over the lanes (ss_answer.h). */
+GtkWidget *ss_window_get_answer(SsWindow *self);
 /* The last error shown, or NULL. */
 const char *ss_window_get_error(SsWindow *self);
 

@@ -476,6 +476,11 @@ static bool failed(const struct imp *im)
 	return !im->model || ss_model_failed(im->model);
 }
 
+static bool cancelled(const struct ss_import_options *o)
+{
+	return o->cancel && *o->cancel;
+}
+
 static void report(struct imp *im, struct ss_progress *pg, int rc)
 {
 	struct ss_import_result *res = im->res;
@@ -485,7 +490,10 @@ static void report(struct imp *im, struct ss_progress *pg, int rc)
 		return;
 	if (rc != SS_IMPORT_OK) {
 		/* No summary of what was read: none of it is in the database. */
-		if (rc == SS_IMPORT_OUTPUT)
+		if (rc == SS_IMPORT_CANCELLED)
+			fprintf(im->log, "stallscope import: cancelled: %s %s\n", im->target,
+				im->fresh_target ? "was not created" : "keeps the segments imported so far");
+		else if (rc == SS_IMPORT_OUTPUT)
 			fprintf(im->log, "stallscope import: nothing was imported: %s %s\n", im->target,
 				im->fresh_target ? "was not created" : "is as it was before");
 		else
@@ -516,6 +524,19 @@ static void report(struct imp *im, struct ss_progress *pg, int rc)
 		(unsigned long long)res->unchanged, (unsigned long long)res->damaged,
 		(unsigned long long)res->unreadable, (unsigned long long)res->events, res->seconds,
 		res->seconds > 0 ? (double)res->events / res->seconds / 1e6 : 0.0, im->target);
+}
+
+bool ss_import_is_trace_file(const char *path)
+{
+	char head[sizeof SS_FILE_MAGIC - 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, head, sizeof head);
+	close(fd);
+	if (n == (ssize_t)sizeof head && memcmp(head, SS_FILE_MAGIC, sizeof head) == 0)
+		return true;
+	return d9_detect_file(path) != D9_DETECT_NO;
 }
 
 int ss_import_paths(const struct ss_import_options *user_o, const char *const *paths, size_t n,
@@ -590,7 +611,7 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 	qsort(in.v, in.n, sizeof *in.v, cmp_input);
 	struct ss_progress pg;
 	ss_progress_start(&pg, im.log, o->progress && !o->quiet, total);
-	for (size_t i = 0; i < in.n && !failed(&im); i++) {
+	for (size_t i = 0; i < in.n && !failed(&im) && !cancelled(o); i++) {
 		if (in.v[i].dial9) {
 			import_dial9(&im, in.v[i].path, NULL, 0, in.v[i].size, &pg);
 			continue;
@@ -609,7 +630,13 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 		free(in.v[i].path);
 	free(in.v);
 	int rc = SS_IMPORT_OK;
-	if (res->imported + res->unchanged == 0 && !failed(&im))
+	if (cancelled(o)) {
+		/* In place, what was read is finished as any import is, so the
+		 * database stays whole; a new one is thrown away below. */
+		if (!im.fresh_target && !failed(&im))
+			finish(&im, &pg);
+		rc = SS_IMPORT_CANCELLED;
+	} else if (res->imported + res->unchanged == 0 && !failed(&im))
 		rc = SS_IMPORT_NOTHING;
 	else if (failed(&im) || finish(&im, &pg) != 0)
 		rc = SS_IMPORT_OUTPUT;

@@ -43,6 +43,11 @@ struct ss_import_options {
 	 * 2,000,000). */
 	uint64_t max_threads, max_live_tasks;
 	bool fuzz_ignore_crc;           /* fuzzing only: reader waives CRC checks */
+	/* Set (non-zero) from another thread to stop at the next segment: a new
+	 * database is then not made; one imported into in place keeps the
+	 * segments read so far, complete and consistent, and the next import
+	 * goes on from there. NULL: never. */
+	const volatile int *cancel;
 };
 
 struct ss_import_result {
@@ -62,7 +67,13 @@ enum {
 	SS_IMPORT_OK = 0,
 	SS_IMPORT_NOTHING = 1,     /* no input was importable */
 	SS_IMPORT_OUTPUT = 2,      /* the database could not be written */
+	SS_IMPORT_CANCELLED = 3,   /* options.cancel was set */
 };
+
+/* True when the file is one that imports by its content: a stallscope
+ * segment (its magic) or a dial9 trace, raw or gzip. Reads its first bytes;
+ * false when it cannot be read. */
+bool ss_import_is_trace_file(const char *path);
 
 int ss_import_paths(const struct ss_import_options *o, const char *const *paths, size_t n,
 		    struct ss_import_result *res);

@@ -8,6 +8,8 @@
  */
 #include "tl_db.h"
 
+#include "examine.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +21,22 @@ static char *xstrdup(const char *s)
 	return strdup(s ? s : "");
 }
 
-bool tl_is_sqlite_file(const char *path)
+static bool file_has_magic(const char *path, const void *magic, size_t len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return false;
-	char head[16];
-	size_t n = fread(head, 1, sizeof head, f);
+	char head[64];
+	if (len > sizeof head)
+		len = sizeof head;
+	size_t n = fread(head, 1, len, f);
 	fclose(f);
-	return n == sizeof head && memcmp(head, "SQLite format 3", 16) == 0;
+	return n == len && memcmp(head, magic, len) == 0;
+}
+
+bool tl_is_sqlite_file(const char *path)
+{
+	return file_has_magic(path, "SQLite format 3", 16);
 }
 
 /* The per-frame statements, prepared once per connection. */
@@ -328,10 +337,43 @@ fail:
 	return NULL;
 }
 
+bool tl_db_locations_alike(const struct tl_db *d)
+{
+	const char *first = NULL;
+	size_t first_len = 0;
+	for (size_t i = 0; i < d->n_stalls; i++) {
+		const struct tl_location *l = tl_db_location(d, d->stalls[i].location_id);
+		if (!l || !l->name)
+			continue;
+		const char *paren = strstr(l->name, " (");
+		size_t len = paren ? (size_t)(paren - l->name) : strlen(l->name);
+		if (!first) {
+			first = l->name;
+			first_len = len;
+		} else if (len != first_len || strncmp(l->name, first, len) != 0) {
+			return false;
+		}
+	}
+	return first != NULL;
+}
+
+struct tl_db *tl_db_wrap(sqlite3 *db, const char *path)
+{
+	struct tl_db *d = calloc(1, sizeof *d);
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		sqlite3_close(db);
+		return NULL;
+	}
+	d->db = db;
+	return d;
+}
+
 void tl_db_close(struct tl_db *d)
 {
 	if (!d)
 		return;
+	ss_examiner_free(d->examiner);
 	for (int i = 0; i < TL_STMT_COUNT; i++)
 		sqlite3_finalize(d->st[i]);
 	for (size_t i = 0; i < d->n_lanes; i++) {
@@ -352,6 +394,13 @@ void tl_db_close(struct tl_db *d)
 	free(d->path);
 	sqlite3_close(d->db);
 	free(d);
+}
+
+struct ss_examiner *tl_db_examiner(struct tl_db *d)
+{
+	if (!d->examiner)
+		d->examiner = ss_examiner_new(d->db);
+	return d->examiner;
 }
 
 void tl_db_arm(struct tl_db *d, double seconds)

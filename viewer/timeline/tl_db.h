@@ -22,6 +22,8 @@
 #include <stdint.h>
 
 #include "store_open.h"
+
+struct ss_examiner;
 #include "summary_levels.h"
 
 /* A horizontal lane: a worker (polls, parks, CPU) or a non-worker thread that
@@ -94,6 +96,9 @@ struct tl_db {
 	/* Every read shares a time budget, re-armed per frame and per query of
 	 * the panels: a damaged or hostile file cannot hang the viewer. */
 	struct ss_store_budget budget;
+	/* Single polls judged by the analysis (verdict, culprit), made on first
+	 * use by the thread that owns the connection; see tl_db_examiner. */
+	struct ss_examiner *examiner;
 };
 
 /* Seconds the reads of a frame (tl_scene_update) and of one panel query may take. */
@@ -133,6 +138,17 @@ bool tl_is_sqlite_file(const char *path);
  * file is not a stallscope database. */
 struct tl_db *tl_db_open(const char *path, char *err, size_t errlen);
 void tl_db_close(struct tl_db *d);
+/* A tl_db around a connection of the caller's (owned from now on) with
+ * nothing loaded (no lanes, stalls or statements), for a second query thread
+ * (ss_worker.h) that runs long work beside the window's: the analysis, the
+ * SQL console. path is copied. NULL when memory ran out (db is closed). */
+struct tl_db *tl_db_wrap(sqlite3 *db, const char *path);
+
+/* True when the spawn locations do not tell the stalled polls apart: there
+ * are stalls and all their tasks were spawned in one function (the example
+ * runtime spawns every task from one helper). The window then colours by
+ * culprit function. */
+bool tl_db_locations_alike(const struct tl_db *d);
 
 /* Grants the reads that follow seconds from now (see budget). */
 void tl_db_arm(struct tl_db *d, double seconds);
@@ -145,6 +161,11 @@ sqlite3_stmt *tl_db_stmt(struct tl_db *d, enum tl_stmt which);
  * work (an interrupt aimed at one must not outlive it: SQLite clears the flag
  * when a statement starts while no other is active). */
 void tl_db_reset_all(struct tl_db *d);
+
+/* The examiner of this connection (viewer/analysis/examine.h), made on the
+ * first call; NULL when it cannot be made. Only for the thread that owns the
+ * connection, like the statements. */
+struct ss_examiner *tl_db_examiner(struct tl_db *d);
 
 /* A location's names, NULL when unknown. */
 const struct tl_location *tl_db_location(const struct tl_db *d, int64_t id);

@@ -40,8 +40,11 @@ void tl_theme_init(struct tl_theme *t, bool dark)
 		t->idle_summary = rgba(0x6a6a6a, 0.6f);
 		t->busy_summary = rgb(0x5b8fd9);
 		t->on_cpu = rgb(0x43a047);
-		t->blocked = rgb(0xb0702a);
+		t->blocked = rgb(0xff7b1a);
 		t->preempted = rgb(0x9c6ade);
+		t->idle_off = rgb(0x4a4a4a);
+		t->match = rgb(0x3d9bff);
+		t->no_culprit = rgb(0x5d6d7e);
 		t->sample = rgb(0xd0d0d0);
 		t->stall = rgb(0xff3b30);
 		t->loss = rgba(0xffcc00, 0.85f);
@@ -62,8 +65,11 @@ void tl_theme_init(struct tl_theme *t, bool dark)
 		t->idle_summary = rgba(0xb4b4b4, 0.6f);
 		t->busy_summary = rgb(0x3c6fc0);
 		t->on_cpu = rgb(0x2e9e44);
-		t->blocked = rgb(0xc77c2a);
+		t->blocked = rgb(0xf06400);
 		t->preempted = rgb(0x8a55d0);
+		t->idle_off = rgb(0xd2d2d2);
+		t->match = rgb(0x1a73e8);
+		t->no_culprit = rgb(0xa9b8c6);
 		t->sample = rgb(0x303030);
 		t->stall = rgb(0xe01b24);
 		t->loss = rgba(0xb08800, 0.9f);
@@ -80,19 +86,33 @@ static const unsigned location_hues[] = {
 	0x9c755f, 0xff9da7, 0x8cd17d, 0xd37295, 0x499894, 0xa0cbe8,
 };
 
-GdkRGBA tl_location_color(int64_t location_id)
+/* A 64-bit mix (splitmix64 finaliser), so ids 1, 2, 3 land far apart but a
+ * given id always gets the same colour. */
+static GdkRGBA hue_of(uint64_t x)
 {
-	if (location_id <= 0)
-		return rgb(0x9a9a9a);
-	/* A 64-bit mix (splitmix64 finaliser), so ids 1, 2, 3 land far apart but a
-	 * given id always gets the same colour. */
-	uint64_t x = (uint64_t)location_id;
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ull;
 	x ^= x >> 27;
 	x *= 0x94d049bb133111ebull;
 	x ^= x >> 31;
 	return rgb(location_hues[x % (sizeof location_hues / sizeof location_hues[0])]);
+}
+
+GdkRGBA tl_location_color(int64_t location_id)
+{
+	if (location_id <= 0)
+		return rgb(0x9a9a9a);
+	return hue_of((uint64_t)location_id);
+}
+
+GdkRGBA tl_culprit_color(const char *function, const struct tl_theme *t)
+{
+	if (!function)
+		return t->no_culprit;
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = function; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return hue_of(h);
 }
 
 /* The long-poll levels of the report's thresholds table (thresholds.h), so a

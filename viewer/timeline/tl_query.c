@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "examine.h"
 #include "tl_ticks.h"
 #include "view_queries.h"
 
@@ -25,7 +26,7 @@ static sqlite3_stmt *prep(struct tl_db *db, enum ss_view_query q)
 /* The rowid of the wake that led to poll_id (0 when none): the first row with
  * a poll_id at or past a rowid, probed by binary search, since rows with a
  * poll_id are in poll_id order. About 25 indexed probes on 10 million wakes. */
-static int64_t wake_of_poll(struct tl_db *db, int64_t poll_id)
+int64_t tl_query_wake_of_poll(struct tl_db *db, int64_t poll_id)
 {
 	sqlite3_stmt *s = prep(db, SS_V_WAKE_NEXT_LINKED);
 	sqlite3_stmt *m = prep(db, SS_V_WAKE_MAX_ROWID);
@@ -76,6 +77,31 @@ static const char *loc_name(struct tl_db *db, int64_t id)
 {
 	const struct tl_location *l = tl_db_location(db, id);
 	return l ? l->name : "unknown location";
+}
+
+/* The analysis's judgement of a poll (examine.h); false when it cannot be read. */
+static bool examine(struct tl_db *db, int64_t poll_id, struct ss_poll_detail *d)
+{
+	tl_db_arm(db, TL_FRAME_BUDGET_S);
+	struct ss_examiner *x = tl_db_examiner(db);
+	return x && ss_examiner_poll(x, poll_id, d) == 0;
+}
+
+/* The verdict, CPU split, culprit and system call lines of a poll for the panels. */
+static void verdict_lines(const struct ss_poll_detail *d, GString *out)
+{
+	char say[800], split[128];
+	ss_poll_say(d, say, sizeof say);
+	ss_poll_split_text(d, split, sizeof split);
+	g_string_append_printf(out, "verdict    %s\nCPU        %s\n", say, split);
+	if (d->culprit[0]) {
+		g_string_append_printf(out, "culprit    %s", d->culprit);
+		if (d->culprit_file[0])
+			g_string_append_printf(out, " (%s:%lld)", d->culprit_file, (long long)d->culprit_line);
+		g_string_append_c(out, '\n');
+	}
+	if (d->syscall[0])
+		g_string_append_printf(out, "syscall    %s\n", d->syscall);
 }
 
 struct poll_row {
@@ -151,9 +177,17 @@ void tl_query_poll_tooltip(struct tl_db *db, int64_t poll_id, uint32_t n, GStrin
 		g_string_append_printf(out, "%u polls in this pixel; the longest:\n", n);
 	g_string_append_printf(out, "task %lld — %s\nstart %s\nduration %s%s\n", (long long)p.task,
 			       loc_name(db, p.location_id), a, d, p.incomplete ? " (incomplete: no end in the data)" : "");
-	const char *state = state_at(db, p.thread_id, p.ts + p.dur / 2, st, sizeof st);
-	if (state)
-		g_string_append_printf(out, "state mid-poll: %s\n", state);
+	struct ss_poll_detail det;
+	if (examine(db, poll_id, &det)) {
+		char say[800];
+		ss_poll_say(&det, say, sizeof say);
+		g_string_append_printf(out, "%s\n", say);
+	} else {
+		/* Without the analysis's verdict, the state mid-poll at least. */
+		const char *state = state_at(db, p.thread_id, p.ts + p.dur / 2, st, sizeof st);
+		if (state)
+			g_string_append_printf(out, "state mid-poll: %s\n", state);
+	}
 	g_string_append_printf(out, "samples inside: %lld", (long long)samples_in(db, p.thread_id, p.ts, p.ts + p.dur));
 }
 
@@ -198,10 +232,13 @@ void tl_query_poll_details(struct tl_db *db, int64_t poll_id, GString *out)
 	for (size_t i = 0; i < db->n_stalls; i++)
 		if (db->stalls[i].poll_id == p.id)
 			g_string_append_printf(out, "stall      yes (%s) — see the Stalls tab\n", db->stalls[i].kind);
+	struct ss_poll_detail det;
+	if (examine(db, p.id, &det))
+		verdict_lines(&det, out);
 
 	sqlite3_stmt *s = prep(db, SS_V_WAKE_ROW);
 	if (s) {
-		sqlite3_bind_int64(s, 1, wake_of_poll(db, p.id));
+		sqlite3_bind_int64(s, 1, tl_query_wake_of_poll(db, p.id));
 		sqlite3_bind_int64(s, 2, p.id);
 		if (sqlite3_step(s) == SQLITE_ROW) {
 			char wa[96], wd[48] = "unknown";
@@ -215,25 +252,6 @@ void tl_query_poll_details(struct tl_db *db, int64_t poll_id, GString *out)
 		} else {
 			g_string_append(out, "\nno recorded wake led to this poll\n");
 		}
-		sqlite3_finalize(s);
-	}
-
-	/* On/off CPU inside the poll. */
-	s = prep(db, SS_V_POLL_CPU_SPLIT);
-	if (s) {
-		sqlite3_bind_int64(s, 1, p.thread_id);
-		sqlite3_bind_int64(s, 2, p.ts);
-		sqlite3_bind_int64(s, 3, p.ts + p.dur);
-		bool first = true;
-		while (sqlite3_step(s) == SQLITE_ROW) {
-			char sd[48];
-			dur(sd, sizeof sd, sqlite3_column_int64(s, 1));
-			g_string_append_printf(out, "%s%s %s", first ? "\nCPU        " : ", ",
-					       (const char *)sqlite3_column_text(s, 0), sd);
-			first = false;
-		}
-		if (!first)
-			g_string_append_c(out, '\n');
 		sqlite3_finalize(s);
 	}
 
@@ -259,9 +277,16 @@ void tl_query_stall_details(struct tl_db *db, const struct tl_stall *st, GString
 	at(db, a, sizeof a, st->ts);
 	dur(d, sizeof d, st->dur);
 	int lane = st->lane;
-	g_string_append_printf(out, "STALL %lld\n\nlane       %s\nlocation   %s\nstart      %s\nduration   %s\nkind       %s\n",
-			       (long long)st->id, lane >= 0 ? db->lanes[lane].label : "?", loc_name(db, st->location_id), a, d,
-			       st->kind);
+	struct ss_poll_detail det;
+	bool judged = st->poll_id && examine(db, st->poll_id, &det);
+	g_string_append_printf(out, "STALL %lld\n\nlane       %s\n", (long long)st->id,
+			       lane >= 0 ? db->lanes[lane].label : "?");
+	if (judged)
+		g_string_append_printf(out, "task       %lld\n", (long long)det.task);
+	g_string_append_printf(out, "location   %s\nstart      %s\nduration   %s\nkind       %s\n",
+			       loc_name(db, st->location_id), a, d, st->kind);
+	if (judged)
+		verdict_lines(&det, out);
 	sqlite3_stmt *s = prep(db, SS_V_STALL_CAPTURES);
 	if (!s)
 		return;
@@ -272,8 +297,12 @@ void tl_query_stall_details(struct tl_db *db, const struct tl_stall *st, GString
 		at(db, ca, sizeof ca, sqlite3_column_int64(s, 0));
 		g_string_append_printf(out, "\nCAPTURE %d at %s: %s", sqlite3_column_int(s, 4), ca,
 				       (const char *)sqlite3_column_text(s, 1));
-		if (sqlite3_column_type(s, 2) != SQLITE_NULL)
+		const char *scname = (const char *)sqlite3_column_text(s, 6);
+		if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
 			g_string_append_printf(out, " in syscall %d", sqlite3_column_int(s, 2));
+			if (scname && *scname)
+				g_string_append_printf(out, " (%s)", scname);
+		}
 		const char *reason = (const char *)sqlite3_column_text(s, 5);
 		if (reason && *reason)
 			g_string_append_printf(out, "\n  (%s)", reason);

@@ -29,6 +29,9 @@ void tl_query_task_details(struct tl_db *db, int64_t task_id, GString *out);
 void tl_query_worker_details(struct tl_db *db, int64_t worker_id, GString *out);
 /* A time range: per-worker busy, parked and off-CPU time, top locations. */
 void tl_query_range_summary(struct tl_db *db, int64_t t0, int64_t t1, GString *out);
+/* The rowid of the wakes row that led to poll_id, 0 when none (a binary
+ * search on rowid: rows with a poll_id are stored in poll_id order). */
+int64_t tl_query_wake_of_poll(struct tl_db *db, int64_t poll_id);
 /* One stack, leaf first: "  #0 function (file:line)" lines. */
 void tl_query_stack(struct tl_db *db, int64_t callsite_id, GString *out);
 

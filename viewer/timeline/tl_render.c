@@ -111,11 +111,37 @@ static GdkRGBA with_alpha(GdkRGBA c, float a)
 	return c;
 }
 
-static GdkRGBA poll_color(struct rc *r, int64_t location, int64_t dur)
+static GdkRGBA poll_color(struct rc *r, const struct tl_box *b)
 {
 	if (r->v->color == TL_COLOR_DURATION)
-		return tl_duration_color(tl_duration_class(dur));
-	return tl_location_color(location);
+		return tl_duration_color(tl_duration_class(b->dur));
+	if (r->v->color == TL_COLOR_CULPRIT)
+		return tl_culprit_color(b->culprit, &r->th);
+	return tl_location_color(b->location_id);
+}
+
+/* An opaque mix of c over the background (a canvas takes opaque colours). */
+static GdkRGBA over_bg(const struct rc *r, GdkRGBA c, float a)
+{
+	const GdkRGBA *b = &r->th.bg;
+	return (GdkRGBA){ c.red * a + b->red * (1 - a), c.green * a + b->green * (1 - a), c.blue * a + b->blue * (1 - a), 1 };
+}
+
+/* Whether a search is dimming the polls it did not match, and this is one. */
+static bool dimmed(const struct rc *r, int64_t poll_id)
+{
+	const struct tl_view *v = r->v;
+	if (!v->dim_unmatched || !v->mark_ids)
+		return false;
+	size_t lo = 0, hi = v->n_marks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v->mark_ids[mid] < poll_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return !(lo < v->n_marks && v->mark_ids[lo] == poll_id);
 }
 
 /* A small downward triangle (stall marker) from stacked rows: crisp at this
@@ -247,9 +273,11 @@ static void draw_boxes(struct rc *r, const struct tl_lane_scene *ls, double y)
 		double x0, w;
 		if (!box_x(r, b, &x0, &w))
 			continue;
-		GdkRGBA c = poll_color(r, b->location_id, b->dur);
+		GdkRGBA c = poll_color(r, b);
 		if (b->flags & TL_BOX_INCOMPLETE)
 			c = with_alpha(c, 0.55f);
+		if (dimmed(r, b->poll_id))
+			c = over_bg(r, c, 0.18f);
 		/* A 1 px gap ends each box that is wide enough, so neighbours stay
 		 * apart. */
 		lrect(r, &c, x0, y + TL_POLL_Y, w >= 3 ? w - 1 : (w < 1 ? 1 : w), TL_POLL_H);
@@ -265,17 +293,20 @@ static void draw_box_overlays(struct rc *r, const struct tl_lane_scene *ls, doub
 		const struct tl_box *b = &ls->boxes[i];
 		bool hl = r->v->highlight_task && b->task_id == r->v->highlight_task;
 		bool sel = r->v->selected_poll && b->poll_id == r->v->selected_poll;
-		if (!hl && !sel && ((b->x1 - b->x0) * r->k < 70 || b->n != 1))
+		if (!hl && !sel && ((b->x1 - b->x0) * r->k < TL_LABEL_MIN_PX || b->n != 1))
 			continue;
 		double x0, w;
 		if (!box_x(r, b, &x0, &w))
 			continue;
-		if (w >= 70 && b->n == 1) {
+		if (w >= TL_LABEL_MIN_PX && b->n == 1) {
+			/* What the code was doing says more than where the task was
+			 * spawned (a runtime may spawn every task from one place). */
 			const struct tl_location *loc = tl_db_location(r->db, b->location_id);
-			if (loc) {
+			const char *name = b->culprit ? b->culprit : loc ? loc->short_name : NULL;
+			if (name) {
 				gtk_snapshot_push_clip(r->s, &GRAPHENE_RECT_INIT((float)x0, (float)(y + TL_POLL_Y),
 										 (float)(w - 1), TL_POLL_H));
-				text(r, loc->short_name, x0 + 4, y + TL_POLL_Y + 3, &label_c, (int)w - 8);
+				text(r, name, x0 + 4, y + TL_POLL_Y + 3, &label_c, (int)w - 8);
 				gtk_snapshot_pop(r->s);
 			}
 		}
@@ -289,8 +320,12 @@ static void draw_box_overlays(struct rc *r, const struct tl_lane_scene *ls, doub
 static const GdkRGBA *cpu_color(struct rc *r, int kind)
 {
 	return kind == TL_SPAN_BLOCKED ? &r->th.blocked : kind == TL_SPAN_PREEMPTED ? &r->th.preempted
-										   : &r->th.on_cpu;
+	       : kind == TL_SPAN_IDLE_OFF ? &r->th.idle_off : kind == TL_SPAN_PARK ? &r->th.park : &r->th.on_cpu;
 }
+
+/* Blocked inside a poll is drawn taller than the rest of the CPU strip, up
+ * into the gap under the poll band: the one state a user hunts for. */
+#define TL_BLOCKED_RISE 2
 
 static void draw_spans(struct rc *r, const struct tl_span *sp, size_t n, double y, double h)
 {
@@ -299,13 +334,29 @@ static void draw_spans(struct rc *r, const struct tl_span *sp, size_t n, double 
 		double x1 = fmin(sx(r, sp[i].x1), r->v->width);
 		if (x1 <= x0)
 			continue;
-		const GdkRGBA *c = sp[i].kind == TL_SPAN_PARK ? &r->th.park : cpu_color(r, sp[i].kind);
-		lrect(r, c, x0, y, fmax(x1 - x0, 1), h);
+		bool loud = sp[i].kind == TL_SPAN_BLOCKED;
+		lrect(r, cpu_color(r, sp[i].kind), x0, loud ? y - TL_BLOCKED_RISE : y, fmax(x1 - x0, 1),
+		      loud ? h + TL_BLOCKED_RISE : h);
 	}
 }
 
-/* Zoomed out: a bar per pixel column whose height is the busy fraction, runs of
- * equal columns joined into one node. */
+/* Zoomed out: a bar per pixel column for its busy share, on a square-root
+ * scale so that a few percent stay readable (1% is a tenth of the band, 4% a
+ * fifth, 25% half), its colour deepening with the share too; runs of equal
+ * columns are joined into one rectangle. The park band goes under the bars. */
+static int busy_height(const struct tl_col *col)
+{
+	if (!(col->busy > 0) && !col->polls)
+		return 0;
+	return (int)fmax(2, lround(sqrt(fmin(col->busy, 1)) * TL_POLL_H));
+}
+
+/* The colour depth of a busy column, in 16 steps (for joining runs). */
+static int busy_depth(const struct tl_col *col)
+{
+	return (int)lround(sqrt(fmin(fmax(col->busy, 0), 1)) * 16);
+}
+
 /* Columns [c, e) of the scene on screen, clipped to the plot; false when off it. */
 static bool cols_x(const struct rc *r, int c, int e, double *x0, double *w)
 {
@@ -319,37 +370,47 @@ static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const str
 {
 	int w = r->sc_plot_w;
 	double x, cw;
+	for (int c = 0; c < w; c++) {
+		const struct tl_col *col = &ls->cols[c];
+		if (col->parked > 0.02f && cols_x(r, c, c + 1, &x, &cw)) {
+			GdkRGBA pc = over_bg(r, r->th.park, 0.3f + 0.7f * col->parked);
+			lrect(r, &pc, x, y + TL_PARK_Y, cw, TL_PARK_H);
+		}
+	}
 	for (int c = 0; c < w;) {
 		const struct tl_col *col = &ls->cols[c];
-		int hb = col->busy > 0 || col->polls ? (int)fmax(2, lround(col->busy * TL_POLL_H)) : 0;
+		int hb = busy_height(col), depth = busy_depth(col);
 		int cls = tl_duration_class(col->max_poll);
 		int e = c + 1;
 		while (e < w) {
 			const struct tl_col *o = &ls->cols[e];
-			int ho = o->busy > 0 || o->polls ? (int)fmax(2, lround(o->busy * TL_POLL_H)) : 0;
-			if (ho != hb || (r->v->color == TL_COLOR_DURATION && tl_duration_class(o->max_poll) != cls))
+			if (busy_height(o) != hb || busy_depth(o) != depth ||
+			    (r->v->color == TL_COLOR_DURATION && tl_duration_class(o->max_poll) != cls))
 				break;
 			e++;
 		}
 		if (hb && cols_x(r, c, e, &x, &cw)) {
 			GdkRGBA bc = r->v->color == TL_COLOR_DURATION ? tl_duration_color(cls) : r->th.busy_summary;
+			bc = over_bg(r, bc, 0.5f + 0.5f * (float)depth / 16);
 			lrect(r, &bc, x, y + TL_POLL_Y + TL_POLL_H - hb, cw, hb);
 		}
 		c = e;
 	}
-	for (int c = 0; c < w; c++) {
+	for (int c = 0; c < w && lane->has_cpu; c++) {
 		const struct tl_col *col = &ls->cols[c];
-		if (!cols_x(r, c, c + 1, &x, &cw))
+		if (!cols_x(r, c, c + 1, &x, &cw) || (!(col->busy > 0) && !(col->offcpu > 0)))
 			continue;
-		if (col->parked > 0.02f) {
-			GdkRGBA pc = with_alpha(r->th.park, 0.3f + 0.7f * col->parked);
-			lrect(r, &pc, x, y + TL_PARK_Y, cw, TL_PARK_H);
-		}
-		if (lane->has_cpu && (col->busy > 0 || col->offcpu > 0)) {
-			/* Off-CPU share shows as the blocked colour, else on-CPU. */
-			GdkRGBA cc = col->offcpu > 0.05f ? with_alpha(r->th.blocked, 0.35f + 0.65f * col->offcpu)
-							 : with_alpha(r->th.on_cpu, 0.35f + 0.65f * col->busy);
+		/* Off CPU inside polls (tl_col.offpoll, an estimate) past a
+		 * twentieth of the column: loud; off CPU while parked: quiet. */
+		float in_poll = fminf(col->busy, col->offpoll);
+		if (in_poll > 0.05f) {
+			GdkRGBA cc = over_bg(r, r->th.blocked, 0.45f + 0.55f * fminf(1, in_poll / fmaxf(col->busy, 0.01f)));
+			lrect(r, &cc, x, y + TL_CPU_Y - TL_BLOCKED_RISE, cw, TL_CPU_H + TL_BLOCKED_RISE);
+		} else if (col->busy > 0.02f || col->offcpu <= 0.05f) {
+			GdkRGBA cc = over_bg(r, r->th.on_cpu, 0.35f + 0.65f * sqrtf(fminf(col->busy, 1)));
 			lrect(r, &cc, x, y + TL_CPU_Y, cw, TL_CPU_H);
+		} else {
+			lrect(r, &r->th.idle_off, x, y + TL_CPU_Y, cw, TL_CPU_H);
 		}
 	}
 }
@@ -396,6 +457,13 @@ static void draw_lane_overlays(struct rc *r, size_t i)
 static void draw_losses(struct rc *r)
 {
 	char buf[128];
+	/* Where the last label drawn on each lane ends: a label that would run
+	 * into it is left out (the hatching stays, and says where). */
+	double *label_end = calloc(r->db->n_lanes ? r->db->n_lanes : 1, sizeof *label_end);
+	if (!label_end)
+		return;
+	for (size_t k = 0; k < r->db->n_lanes; k++)
+		label_end[k] = -1e9;
 	for (size_t i = 0; i < r->db->n_losses; i++) {
 		const struct tl_loss *lo = &r->db->losses[i];
 		if (lo->ts > r->v->t1 || lo->ts + lo->dur < r->v->t0)
@@ -422,13 +490,52 @@ static void draw_losses(struct rc *r)
 					 lo->reason[0] ? ": " : "", lo->reason);
 				int tw = text_width(r, buf);
 				double lx = x1 - x0 >= tw + 8 ? x0 + 4 : x1 + 4;
-				if (lx + tw < r->v->width) {
+				if (lx + tw < r->v->width && lx - 2 > label_end[k] + 4) {
 					rect(r, &r->th.bg, lx - 2, y + TL_POLL_Y + 2, tw + 4, 16);
 					text(r, buf, lx, y + TL_POLL_Y + 3, &r->th.loss, 0);
+					label_end[k] = lx + tw + 2;
 				}
 				labelled = true;
 			}
 		}
+	}
+	free(label_end);
+}
+
+/* Search matches: a tick over the lane at each matched poll (at any zoom,
+ * summaries included), the poll itself outlined when it is a box. */
+static void draw_marks(struct rc *r)
+{
+	const struct tl_view *v = r->v;
+	if (!v->n_marks)
+		return;
+	/* marks are sorted by ts: the first that may be in view, by binary
+	 * search over the longest-possible start. */
+	size_t lo = 0, hi = v->n_marks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v->marks[mid].ts < v->t0 - (v->t1 - v->t0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	double last_x = -1e9;
+	int last_lane = -1;
+	for (size_t i = lo; i < v->n_marks && v->marks[i].ts <= v->t1; i++) {
+		const struct tl_mark *m = &v->marks[i];
+		if (m->ts + m->dur < v->t0)
+			continue;
+		int lane = tl_db_lane_of_worker(r->db, m->worker_id);
+		if (lane < 0 || !tl_view_lane_visible(v, r->l, lane))
+			continue;
+		double x = floor(fmax(px(r, m->ts), TL_LABEL_W));
+		if (lane == last_lane && x - last_x < 2)
+			continue;
+		double y = tl_view_lane_screen_y(v, r->l, lane);
+		double w = fmax(2, px(r, m->ts + m->dur) - x);
+		rect(r, &r->th.match, x, y + 1, fmin(w, r->v->width - x), 3);
+		last_x = x;
+		last_lane = lane;
 	}
 }
 
@@ -514,7 +621,17 @@ static void draw_labels(struct rc *r)
 		}
 		rect(r, &r->th.separator, 0, y + TL_LANE_H - 1, TL_LABEL_W, 1);
 		text(r, lane->label, 10, y + 5, &r->th.fg, TL_LABEL_W - 16);
-		text(r, lane->detail, 10, y + 21, &r->th.fg_dim, TL_LABEL_W - 16);
+		const struct tl_lane_scene *ls = scene_lane(r, i);
+		if (lane->worker_id && ls && ls->fetched && r->k == 1 && r->off == 0) {
+			/* The lane's share of the view in polls: exact where the bars
+			 * are only a picture of it. */
+			char buf[160];
+			double pc = 100 * ls->busy_share;
+			snprintf(buf, sizeof buf, pc >= 10 || pc == 0 ? "%s · busy %.0f%%" : "%s · busy %.1f%%", lane->detail, pc);
+			text(r, buf, 10, y + 21, &r->th.fg_dim, TL_LABEL_W - 16);
+		} else {
+			text(r, lane->detail, 10, y + 21, &r->th.fg_dim, TL_LABEL_W - 16);
+		}
 	}
 }
 
@@ -536,6 +653,45 @@ static double dense_legend(struct rc *r, double x, double y)
 	return legend_item(r, x, y, &r->th.busy_summary, 10, 10, buf);
 }
 
+/* The culprits of the boxes in view, the most common first (up to a few),
+ * then the colour of polls without one. */
+static double culprit_legend(struct rc *r, double x, double y)
+{
+	enum { MAX = 32 };
+	const char *names[MAX];
+	size_t counts[MAX], n = 0;
+	for (size_t i = 0; i < r->sc->n_lanes; i++) {
+		const struct tl_lane_scene *ls = &r->sc->lanes[i];
+		for (size_t k = 0; ls->fetched && k < ls->n_boxes; k++) {
+			const char *c = ls->boxes[k].culprit;
+			if (!c)
+				continue;
+			size_t j = 0;
+			while (j < n && names[j] != c)   /* the examiner interns names */
+				j++;
+			if (j == n && n < MAX) {
+				names[n] = c;
+				counts[n++] = 0;
+			}
+			if (j < n)
+				counts[j]++;
+		}
+	}
+	for (size_t shown = 0; shown < 5 && x < r->v->width * 0.5; shown++) {
+		size_t best = n;
+		for (size_t j = 0; j < n; j++)
+			if (counts[j] && (best == n || counts[j] > counts[best]))
+				best = j;
+		if (best == n)
+			break;
+		GdkRGBA c = tl_culprit_color(names[best], &r->th);
+		x = legend_item(r, x, y, &c, 10, 10, names[best]);
+		counts[best] = 0;
+	}
+	GdkRGBA none = tl_culprit_color(NULL, &r->th);
+	return legend_item(r, x, y, &none, 10, 10, "no culprit (< 1 ms or no stack)");
+}
+
 static void draw_legend(struct rc *r)
 {
 	double y = r->plot_bottom + 4;
@@ -545,7 +701,7 @@ static void draw_legend(struct rc *r)
 	if (r->sc->summary_bucket) {
 		char buf[96], d[32];
 		tl_format_duration(d, sizeof d, r->sc->summary_bucket, r->sc->summary_bucket);
-		snprintf(buf, sizeof buf, "busy per %s (zoom in for polls)", d);
+		snprintf(buf, sizeof buf, "busy share per %s, bar height √share (zoom in for polls)", d);
 		x = legend_item(r, x, y, &r->th.busy_summary, 10, 10, buf);
 	} else if (r->v->color == TL_COLOR_DURATION) {
 		if (r->sc->dense_bucket)
@@ -554,6 +710,10 @@ static void draw_legend(struct rc *r)
 			GdkRGBA c = tl_duration_color(k);
 			x = legend_item(r, x, y, &c, 10, 10, tl_duration_class_name(k));
 		}
+	} else if (r->v->color == TL_COLOR_CULPRIT) {
+		if (r->sc->dense_bucket)
+			x = dense_legend(r, x, y);
+		x = culprit_legend(r, x, y);
 	} else {
 		/* Locations: the first few (a trace with hundreds shows them in
 		 * tooltips instead). */
@@ -567,7 +727,8 @@ static void draw_legend(struct rc *r)
 	}
 	x = legend_item(r, x, y, &r->th.park, 16, TL_PARK_H, "parked");
 	x = legend_item(r, x, y, &r->th.on_cpu, 12, TL_CPU_H, "on CPU");
-	x = legend_item(r, x, y, &r->th.blocked, 12, TL_CPU_H, "blocked");
+	x = legend_item(r, x, y, &r->th.blocked, 12, TL_CPU_H + TL_BLOCKED_RISE, "blocked in a poll");
+	x = legend_item(r, x, y, &r->th.idle_off, 12, TL_CPU_H, "off CPU, idle");
 	x = legend_item(r, x, y, &r->th.preempted, 12, TL_CPU_H, "preempted");
 	x = legend_item(r, x, y, &r->th.sample, 1, 8, "sample");
 	if (x < r->v->width - 40) {
@@ -624,6 +785,7 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 			draw_lane_overlays(&r, i);
 	draw_grid(&r);
 	draw_losses(&r);
+	draw_marks(&r);
 	draw_stalls(&r);
 	draw_selection(&r);
 	draw_labels(&r);

@@ -8,7 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "examine.h"
 #include "tl_db.h"
 
 /* Rows read inside one pixel column before the query seeks to the next one. */
@@ -51,6 +53,8 @@ static void lane_clear(struct tl_lane_scene *ls)
 {
 	ls->fetched = ls->summary = false;
 	ls->n_boxes = ls->n_parks = ls->n_cpu = ls->n_ticks = 0;
+	ls->busy_ns = 0;
+	ls->busy_share = 0;
 }
 
 void tl_scene_free(struct tl_scene *sc)
@@ -116,6 +120,9 @@ static void box_flush(struct tl_lane_scene *ls, struct box_merge *m)
 static void box_add(struct tl_lane_scene *ls, struct box_merge *m, const struct xf *xf,
 		    int64_t id, int64_t ts, int64_t dur, int64_t loc, int64_t task, bool incomplete)
 {
+	int64_t lo = ts > xf->t0 ? ts : xf->t0, hi = ts + dur < xf->t1 ? ts + dur : xf->t1;
+	if (hi > lo)
+		ls->busy_ns += hi - lo;
 	struct tl_box b = {
 		.x0 = (float)xf_x(xf, ts), .x1 = (float)xf_x(xf, ts + dur),
 		.poll_id = id, .task_id = task, .location_id = loc, .dur = dur, .n = 1,
@@ -370,8 +377,10 @@ static bool reserve(void **p, size_t *cap, size_t n, size_t sz)
 
 /* The values of [ts, ts + len) spread over the columns it covers in proportion
  * to the overlap; its polls count in the first, its longest poll in all. */
+#define ACC_N 4   /* busy, parked, off-CPU, off-CPU in polls */
+
 static void spread(struct tl_lane_scene *ls, double *acc, const struct xf *xf, int64_t ts, int64_t len,
-		   const double v[3], int64_t polls, int64_t maxp)
+		   const double v[ACC_N], int64_t polls, int64_t maxp)
 {
 	double x0 = xf_x(xf, ts), x1 = xf_x(xf, ts + len);
 	int c0 = (int)floor(x0), c1 = (int)ceil(x1);
@@ -384,8 +393,8 @@ static void spread(struct tl_lane_scene *ls, double *acc, const struct xf *xf, i
 		if (ov <= 0)
 			continue;
 		double share = ov / (x1 - x0);
-		for (int k = 0; k < 3; k++)
-			acc[(size_t)c * 3 + k] += v[k] * share;
+		for (int k = 0; k < ACC_N; k++)
+			acc[(size_t)c * ACC_N + k] += v[k] * share;
 		struct tl_col *col = &ls->cols[c];
 		if (maxp > col->max_poll)
 			col->max_poll = maxp;
@@ -398,6 +407,7 @@ static void spread(struct tl_lane_scene *ls, double *acc, const struct xf *xf, i
 struct parent_bucket {
 	int64_t ts;
 	double v[3];
+	double offpoll;        /* from the bucket's own busy, parked and off-CPU */
 	int64_t polls, maxp;
 	uint32_t present;      /* bit i: child i has a row */
 };
@@ -426,6 +436,7 @@ static struct parent_bucket *fetch_parents(struct tl_scene *sc, struct tl_db *db
 		b->ts = tl_col_time(s, 0);
 		for (int k = 0; k < 3; k++)
 			b->v[k] = (double)sqlite3_column_int64(s, 1 + k);
+		b->offpoll = fmax(0, fmin(b->v[0], b->v[2] - b->v[1]));
 		b->polls = sqlite3_column_int64(s, 4);
 		b->maxp = tl_col_dur(s, 5);
 		b->present = 0;
@@ -442,10 +453,10 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 	 * hand the pages back and forth with the kernel. */
 	size_t w = (size_t)xf->plot_w;
 	if (!reserve((void **)&ls->cols, &ls->cap_cols, w, sizeof *ls->cols) ||
-	    !reserve((void **)&sc->acc, &sc->cap_acc, w * 3, sizeof *sc->acc))
+	    !reserve((void **)&sc->acc, &sc->cap_acc, w * ACC_N, sizeof *sc->acc))
 		return;
 	memset(ls->cols, 0, w * sizeof *ls->cols);
-	memset(sc->acc, 0, w * 3 * sizeof *sc->acc);
+	memset(sc->acc, 0, w * ACC_N * sizeof *sc->acc);
 	double *acc = sc->acc;
 	ls->summary = true;
 	size_t n_parents = 0, k = 0;
@@ -457,8 +468,10 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 	sqlite3_bind_int64(s, 4, xf->t1);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		int64_t ts = tl_col_time(s, 0);
-		double v[3] = { (double)sqlite3_column_int64(s, 1), (double)sqlite3_column_int64(s, 2),
-				(double)sqlite3_column_int64(s, 3) };
+		double v[ACC_N] = { (double)sqlite3_column_int64(s, 1), (double)sqlite3_column_int64(s, 2),
+				    (double)sqlite3_column_int64(s, 3), 0 };
+		if (!parent)
+			v[3] = fmax(0, fmin(v[0], v[2] - v[1]));
 		int64_t polls = sqlite3_column_int64(s, 4), maxp = tl_col_dur(s, 5);
 		sc->rows++;
 		spread(ls, acc, xf, ts, bucket, v, polls, maxp);
@@ -478,12 +491,12 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 	 * one. */
 	for (size_t i = 0; i < n_parents; i++) {
 		struct parent_bucket *p = &pb[i];
-		double off[3] = { 0, 0, p->v[2] };
+		double off[ACC_N] = { 0, 0, p->v[2], p->offpoll };
 		spread(ls, acc, xf, p->ts, parent, off, 0, 0);
 		int slots = (int)(parent / bucket), missing = slots - __builtin_popcount(p->present);
 		if (missing <= 0)
 			continue;
-		double rest[3] = { fmax(p->v[0], 0) / missing, fmax(p->v[1], 0) / missing, 0 };
+		double rest[ACC_N] = { fmax(p->v[0], 0) / missing, fmax(p->v[1], 0) / missing, 0, 0 };
 		int64_t polls = p->polls > 0 ? p->polls : 0;
 		for (int j = 0; j < slots; j++) {
 			if (p->present & (1u << j))
@@ -495,9 +508,12 @@ static void fetch_summary(struct tl_scene *sc, struct tl_db *db, struct tl_lane_
 	free(pb);
 	for (int c = 0; c < xf->plot_w; c++) {
 		struct tl_col *col = &ls->cols[c];
-		col->busy = (float)fmin(1.0, acc[(size_t)c * 3] / xf->npp);
-		col->parked = (float)fmin(1.0, acc[(size_t)c * 3 + 1] / xf->npp);
-		col->offcpu = (float)fmin(1.0, acc[(size_t)c * 3 + 2] / xf->npp);
+		const double *a = &acc[(size_t)c * ACC_N];
+		ls->busy_ns += (int64_t)a[0];
+		col->busy = (float)fmin(1.0, a[0] / xf->npp);
+		col->parked = (float)fmin(1.0, a[1] / xf->npp);
+		col->offcpu = (float)fmin(1.0, a[2] / xf->npp);
+		col->offpoll = (float)fmin(1.0, a[3] / xf->npp);
 	}
 }
 
@@ -515,12 +531,105 @@ static int64_t pick_level(const struct tl_db *db, double npp, double max_px, int
 	return best;
 }
 
+/* A worker lane's blocked CPU spans split by its polls: blocked while a poll
+ * runs stays TL_SPAN_BLOCKED, the rest (parked, between polls) becomes
+ * TL_SPAN_IDLE_OFF. Both lists are in x order and the boxes do not overlap. */
+static void split_blocked(struct tl_lane_scene *ls)
+{
+	size_t n = ls->n_cpu, b = 0;
+	struct tl_span *in = malloc((n ? n : 1) * sizeof *in);
+	if (!in)
+		return;
+	memcpy(in, ls->cpu, n * sizeof *in);
+	ls->n_cpu = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct tl_span sp = in[i];
+		if (sp.kind != TL_SPAN_BLOCKED) {
+			span_push(&ls->cpu, &ls->n_cpu, &ls->cap_cpu, &sp);
+			continue;
+		}
+		float x = sp.x0;
+		while (b < ls->n_boxes && ls->boxes[b].x1 <= x)
+			b++;
+		for (size_t k = b; x < sp.x1; k++) {
+			/* Before the next box (or to the end): off CPU outside a poll. */
+			float next = k < ls->n_boxes ? ls->boxes[k].x0 : sp.x1;
+			if (next > x) {
+				float e = next < sp.x1 ? next : sp.x1;
+				struct tl_span o = { x, e, TL_SPAN_IDLE_OFF };
+				span_push(&ls->cpu, &ls->n_cpu, &ls->cap_cpu, &o);
+				x = e;
+			}
+			if (k >= ls->n_boxes || x >= sp.x1)
+				break;
+			float e = ls->boxes[k].x1 < sp.x1 ? ls->boxes[k].x1 : sp.x1;
+			if (e > x) {
+				struct tl_span o = { x, e, TL_SPAN_BLOCKED };
+				span_push(&ls->cpu, &ls->n_cpu, &ls->cap_cpu, &o);
+				x = e;
+			}
+		}
+	}
+	free(in);
+}
+
+/* Thread lanes have no polls: their blocked time is off CPU, not a task's. */
+static void blocked_is_idle(struct tl_lane_scene *ls)
+{
+	for (size_t i = 0; i < ls->n_cpu; i++)
+		if (ls->cpu[i].kind == TL_SPAN_BLOCKED)
+			ls->cpu[i].kind = TL_SPAN_IDLE_OFF;
+}
+
+/* Culprits are asked for at most this long per build; the examiner caches
+ * every answer, so the next build of a nearby view goes on from there. */
+#define TL_CULPRIT_BUDGET_US 250000
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The culprit of every box that shows it: wide enough for a label, or any
+ * long poll when polls are coloured by culprit. */
+static void ask_culprits(struct tl_scene *sc, struct tl_db *db)
+{
+	sc->culprits_asked = 0;
+	struct ss_examiner *x = NULL;
+	int64_t until = 0;
+	for (size_t i = 0; i < sc->n_lanes; i++) {
+		struct tl_lane_scene *ls = &sc->lanes[i];
+		if (!ls->fetched || ls->summary)
+			continue;
+		for (size_t k = 0; k < ls->n_boxes; k++) {
+			struct tl_box *b = &ls->boxes[k];
+			if (b->dur < TL_CULPRIT_MIN_NS || !b->poll_id ||
+			    (!sc->culprits && (b->n != 1 || b->x1 - b->x0 < TL_LABEL_MIN_PX)))
+				continue;
+			if (!x) {
+				x = tl_db_examiner(db);
+				if (!x)
+					return;
+				until = now_us() + TL_CULPRIT_BUDGET_US;
+			} else if (now_us() > until) {
+				return;
+			}
+			b->culprit = ss_examiner_culprit(x, b->poll_id);
+			sc->culprits_asked++;
+		}
+	}
+}
+
 void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layout *l,
 		     const struct tl_view *v)
 {
 	tl_db_arm(db, TL_FRAME_BUDGET_S);
+	bool culprits = v->color == TL_COLOR_CULPRIT;
 	if (sc->t0 == v->t0 && sc->t1 == v->t1 && sc->width == v->width &&
-	    sc->height == v->height && sc->scroll_y == v->scroll_y && sc->n_lanes == db->n_lanes)
+	    sc->height == v->height && sc->scroll_y == v->scroll_y && sc->n_lanes == db->n_lanes &&
+	    sc->culprits == culprits)
 		return;
 	if (sc->n_lanes != db->n_lanes) {
 		tl_scene_free(sc);
@@ -534,6 +643,7 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 	sc->width = v->width;
 	sc->height = v->height;
 	sc->scroll_y = v->scroll_y;
+	sc->culprits = culprits;
 	sc->rows = sc->seeks = 0;
 	struct xf xf = { v->t0, v->t1, tl_view_ns_per_px(v), tl_view_plot_w(v) };
 
@@ -566,26 +676,38 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 			} else {
 				fetch_polls(sc, db, ls, lane->worker_id, &xf);
 				fetch_spans(sc, db, ls, false, lane->worker_id, &xf);
-				if (lane->has_cpu)
+				if (lane->has_cpu) {
 					fetch_spans(sc, db, ls, true, lane->thread_id, &xf);
+					split_blocked(ls);
+				}
 			}
 			/* Sample ticks only with real polls: where summaries stand in,
 			 * they would be a solid bar that costs a seek per column. */
 			if (lane->has_samples && !ls->summary && xf.npp < TL_SAMPLE_MAX_NS_PER_PX)
 				fetch_samples(sc, db, ls, lane->thread_id, &xf);
 		} else {
-			if (lane->has_cpu)
+			if (lane->has_cpu) {
 				fetch_spans(sc, db, ls, true, lane->thread_id, &xf);
+				blocked_is_idle(ls);
+			}
 			if (lane->has_samples)
 				fetch_samples(sc, db, ls, lane->thread_id, &xf);
 		}
 	}
+	/* The busy share of the part of the window inside the trace. */
+	int64_t lo = v->t0 > db->first_ts ? v->t0 : db->first_ts, hi = v->t1 < db->last_ts ? v->t1 : db->last_ts;
+	for (size_t i = 0; i < db->n_lanes; i++) {
+		struct tl_lane_scene *ls = &sc->lanes[i];
+		if (ls->fetched && db->lanes[i].worker_id && hi > lo)
+			ls->busy_share = fmin(1.0, (double)ls->busy_ns / (double)(hi - lo));
+	}
+	ask_culprits(sc, db);
 }
 
 bool tl_scene_matches(const struct tl_scene *sc, const struct tl_view *v)
 {
 	return sc->width == v->width && sc->t0 == v->t0 && sc->t1 == v->t1 && sc->height == v->height &&
-	       sc->scroll_y == v->scroll_y;
+	       sc->scroll_y == v->scroll_y && sc->culprits == (v->color == TL_COLOR_CULPRIT);
 }
 
 int tl_scene_plot_w(const struct tl_scene *sc)

@@ -29,20 +29,37 @@ enum { TL_BOX_INCOMPLETE = 1, TL_BOX_MERGED = 2 };
 struct tl_box {
 	float x0, x1;
 	int64_t poll_id, task_id, location_id, dur;
+	/* The analysis's culprit function (examine.h), NULL when none or not
+	 * asked: asked for polls of TL_CULPRIT_MIN_NS or more that are wide
+	 * enough to be labelled, and for all of them in TL_COLOR_CULPRIT. The
+	 * string belongs to the database's examiner and never changes. */
+	const char *culprit;
 	uint32_t n;
 	uint8_t flags;
 };
 
-enum tl_span_kind { TL_SPAN_PARK, TL_SPAN_ON_CPU, TL_SPAN_BLOCKED, TL_SPAN_PREEMPTED };
+#define TL_CULPRIT_MIN_NS 1000000
+/* A box at least this wide (px) carries a label. */
+#define TL_LABEL_MIN_PX 70
+
+/* The CPU strip: on a CPU, blocked while a poll runs (the loud one: a task
+ * holds its worker off CPU), off CPU outside polls (parked or between polls:
+ * a worker waiting for work), preempted (runnable, not running). */
+enum tl_span_kind { TL_SPAN_PARK, TL_SPAN_ON_CPU, TL_SPAN_BLOCKED, TL_SPAN_PREEMPTED, TL_SPAN_IDLE_OFF };
 
 struct tl_span {
 	float x0, x1;
 	uint8_t kind;
 };
 
-/* One pixel column of a zoomed-out worker lane: fractions of its time. */
+/* One pixel column of a zoomed-out worker lane: fractions of its time.
+ * offcpu is all of the thread's off-CPU time, parked time included. */
 struct tl_col {
 	float busy, parked, offcpu;
+	/* An estimate of the off-CPU time spent inside polls: the off-CPU time
+	 * parking does not explain, at most the busy time, per full-level
+	 * bucket (sparse levels keep no off-CPU time). */
+	float offpoll;
 	int64_t max_poll;
 	uint32_t polls;
 };
@@ -60,6 +77,9 @@ struct tl_lane_scene {
 	size_t n_ticks, cap_ticks;
 	struct tl_col *cols;       /* plot_w entries when summary */
 	size_t cap_cols;           /* kept across builds, like the arrays above */
+	/* The share of the scene's window (within the trace) spent in polls. */
+	double busy_share;
+	int64_t busy_ns;
 };
 
 struct tl_scene {
@@ -70,6 +90,8 @@ struct tl_scene {
 	size_t n_lanes;
 	int64_t summary_bucket;    /* bucket size used, 0 when in detail */
 	int64_t dense_bucket;      /* in detail, the bucket size dense lanes use; 0: none */
+	bool culprits;             /* built for TL_COLOR_CULPRIT: every long box asked */
+	size_t culprits_asked;     /* boxes whose culprit was asked in the last build */
 	/* Work done by the last build (the benchmark prints them). */
 	uint64_t rows, seeks;
 	double *acc;               /* scratch of the summary lanes, kept across builds */
@@ -83,7 +105,8 @@ void tl_scene_update(struct tl_scene *sc, struct tl_db *db, const struct tl_layo
 		     const struct tl_view *v);
 /* Forces the next update to rebuild. */
 void tl_scene_invalidate(struct tl_scene *sc);
-/* Whether sc was built for exactly the window, size and scroll position of v. */
+/* Whether sc was built for exactly the window, size, scroll position and
+ * culprit colouring of v. */
 bool tl_scene_matches(const struct tl_scene *sc, const struct tl_view *v);
 
 /* A scene built for another window can still be drawn for v, stretched and

@@ -11,6 +11,11 @@
 
 void tl_layout_compute(struct tl_layout *l, const struct tl_db *db)
 {
+	tl_layout_compute_shown(l, db, NULL);
+}
+
+void tl_layout_compute_shown(struct tl_layout *l, const struct tl_db *db, const bool *show)
+{
 	l->lane_y = calloc(db->n_lanes ? db->n_lanes : 1, sizeof *l->lane_y);
 	l->group_y = calloc(db->n_groups ? db->n_groups : 1, sizeof *l->group_y);
 	int y = 0;
@@ -21,6 +26,10 @@ void tl_layout_compute(struct tl_layout *l, const struct tl_db *db)
 		l->group_y[g] = -1;
 	int last_group = -1;
 	for (size_t i = 0; i < db->n_lanes; i++) {
+		if (show && !show[i]) {
+			l->lane_y[i] = -1;
+			continue;
+		}
 		if (db->lanes[i].group != last_group) {
 			last_group = db->lanes[i].group;
 			l->group_y[last_group] = y;
@@ -46,6 +55,8 @@ int tl_view_lane_screen_y(const struct tl_view *v, const struct tl_layout *l, in
 
 bool tl_view_lane_visible(const struct tl_view *v, const struct tl_layout *l, int lane)
 {
+	if (l->lane_y[lane] < 0)
+		return false;
 	int y = tl_view_lane_screen_y(v, l, lane);
 	return y + TL_LANE_H > TL_RULER_H && y < tl_view_plot_bottom(v);
 }
@@ -55,19 +66,12 @@ int tl_view_lane_at(const struct tl_view *v, const struct tl_layout *l, double y
 	if (y < TL_RULER_H || y >= tl_view_plot_bottom(v) || l->n_lanes == 0)
 		return -1;
 	double cy = y - TL_RULER_H + v->scroll_y;
-	/* Lanes are sorted by y: binary search for the last lane starting <= cy. */
-	size_t lo = 0, hi = l->n_lanes;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (l->lane_y[mid] <= cy)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return -1;
-	int lane = (int)lo - 1;
-	return cy < l->lane_y[lane] + TL_LANE_H ? lane : -1;
+	/* On hover and click only: a scan is cheap, and hidden lanes (-1) break
+	 * the order a binary search would need. */
+	for (size_t i = 0; i < l->n_lanes; i++)
+		if (l->lane_y[i] >= 0 && cy >= l->lane_y[i] && cy < l->lane_y[i] + TL_LANE_H)
+			return (int)i;
+	return -1;
 }
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)

@@ -13,7 +13,16 @@
 
 struct tl_db;
 
-enum tl_color_mode { TL_COLOR_LOCATION, TL_COLOR_DURATION };
+/* Polls coloured by spawn location, by duration class, or by the culprit
+ * function the analysis finds in them (viewer/analysis/examine.h: polls of
+ * 1 ms or more; shorter ones are neutral). */
+enum tl_color_mode { TL_COLOR_LOCATION, TL_COLOR_DURATION, TL_COLOR_CULPRIT };
+
+/* A poll a search matched (the window's search, viewer/app/ss_search.c),
+ * marked over its lane. */
+struct tl_mark {
+	int64_t ts, dur, poll_id, worker_id, task_id;
+};
 /* How lane rectangles become pixels (tl_render.c): a canvas when a frame has
  * many, colour nodes otherwise; the tests force each way. */
 enum tl_raster { TL_RASTER_AUTO, TL_RASTER_CANVAS, TL_RASTER_NODES };
@@ -32,6 +41,13 @@ struct tl_view {
 	int64_t selected_worker;   /* its lane's label is highlighted; 0: none */
 	int scale;                 /* device pixels per px (HiDPI); 0 means 1 */
 	enum tl_raster raster;
+	/* Search matches, sorted by ts, and their poll ids sorted (not owned;
+	 * read by the drawing only, never by a scene build). With dim_unmatched,
+	 * polls that are not among them are drawn faint. */
+	const struct tl_mark *marks;
+	size_t n_marks;
+	const int64_t *mark_ids;
+	bool dim_unmatched;
 };
 
 /* Fixed geometry (px). Lanes: polls in the top band, the park band through its
@@ -50,16 +66,20 @@ enum {
 
 /* Content y (before scrolling, below the ruler) of each lane and group header. */
 struct tl_layout {
-	int *lane_y;               /* n_lanes entries */
+	int *lane_y;               /* n_lanes entries; -1 for a hidden lane */
 	int *group_y;              /* n_groups entries, -1 for an empty group */
 	size_t n_lanes;
 	int content_h;
 };
 
 void tl_layout_compute(struct tl_layout *l, const struct tl_db *db);
+/* The same with only the lanes whose show[i] is true (show NULL: all); a
+ * group without a shown lane has no header. */
+void tl_layout_compute_shown(struct tl_layout *l, const struct tl_db *db, const bool *show);
 void tl_layout_free(struct tl_layout *l);
 
-/* Screen y of a lane's top, and whether any of it is on screen. */
+/* Screen y of a lane's top, and whether any of it is on screen (never for a
+ * hidden lane). */
 int tl_view_lane_screen_y(const struct tl_view *v, const struct tl_layout *l, int lane);
 bool tl_view_lane_visible(const struct tl_view *v, const struct tl_layout *l, int lane);
 /* The lane under screen y, -1 when none. */

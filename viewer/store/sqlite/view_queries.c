@@ -18,6 +18,22 @@
 	" UNION ALL SELECT ts, dur FROM " table " WHERE " key " = ?1 AND ts >= ?2 AND ts < ?3 " extra ")" \
 	" WHERE ts + dur > ?2"
 
+/* Polls in which a function ran: the callsites whose frame matches and every
+ * callsite under them, then the polls of their samples and stall captures,
+ * and the polls spawned at a matching location. */
+#define SEARCH_BY_FUNCTION \
+	"WITH RECURSIVE hit(id) AS (" \
+	"  SELECT c.id FROM callsites c JOIN frames f ON f.id = c.frame_id WHERE f.function LIKE ?1 ESCAPE '\\'" \
+	"  UNION SELECT c.id FROM callsites c JOIN hit ON c.parent_id = hit.id)," \
+	" p(id) AS (" \
+	"  SELECT s.poll_id FROM samples s WHERE s.poll_id IS NOT NULL AND s.callsite_id IN (SELECT id FROM hit)" \
+	"  UNION SELECT st.poll_id FROM stall_captures c JOIN stalls st ON st.id = c.stall_id" \
+	"   WHERE st.poll_id IS NOT NULL AND c.callsite_id IN (SELECT id FROM hit)" \
+	"  UNION SELECT id FROM polls WHERE location_id IN" \
+	"   (SELECT id FROM locations WHERE function LIKE ?1 ESCAPE '\\'))" \
+	" SELECT polls.id, polls.ts, polls.dur, polls.worker_id, coalesce(polls.task_id, 0)" \
+	" FROM p JOIN polls ON polls.id = p.id ORDER BY polls.ts LIMIT ?2"
+
 static const char *const sql[SS_V_COUNT] = {
 	/* The poll (park, interval) open at ?2 is the last one starting before
 	 * it: polls of a worker do not overlap, so one row is enough. */
@@ -109,7 +125,7 @@ static const char *const sql[SS_V_COUNT] = {
 	[SS_V_POLL_TOP_STACKS] = "SELECT callsite_id, count(*) FROM samples WHERE thread_id = ?1 AND ts >= ?2"
 				 " AND ts < ?3 AND callsite_id IS NOT NULL GROUP BY callsite_id ORDER BY 2 DESC LIMIT 5",
 	[SS_V_STALL_CAPTURES] = "SELECT ts, coalesce(kind, 'unknown'), syscall, callsite_id, coalesce(idx, 0),"
-				" coalesce(reason, '') FROM stall_captures WHERE stall_id = ?1 ORDER BY idx, ts",
+				" coalesce(reason, ''), syscall_name FROM stall_captures WHERE stall_id = ?1 ORDER BY idx, ts",
 	[SS_V_TASK_ROW] = "SELECT t.task, coalesce(t.location_id, 0), p.task, t.spawn_ts, t.end_ts,"
 			  " th.name, t.recording_id FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_task_id"
 			  " LEFT JOIN threads th ON th.id = t.spawn_thread_id WHERE t.id = ?1",
@@ -125,6 +141,26 @@ static const char *const sql[SS_V_COUNT] = {
 	[SS_V_COVERED_OFFCPU] = COVERED("cpu_intervals", "thread_id", "AND state <> 'on-cpu'"),
 	[SS_V_LOCATION_TOTALS] = "SELECT location_id, count(*), sum(dur) FROM polls"
 				 " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY location_id",
+
+	/* polls (worker_id, ts); task_dumps scanned by task: a task has few
+	 * dumps, and the view reads one task at a time. */
+	[SS_V_TASK_LIFE] = "SELECT t.task, t.recording_id, coalesce(t.location_id, 0), coalesce(p.task, -1),"
+			   " coalesce(t.spawn_ts, -1), coalesce(t.end_ts, -1), coalesce(th.name, '')"
+			   " FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_task_id"
+			   " LEFT JOIN threads th ON th.id = t.spawn_thread_id WHERE t.id = ?1",
+	[SS_V_TASK_POLLS] = "SELECT id, ts, dur, incomplete FROM polls WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3"
+			    " AND task_id = ?4 ORDER BY ts",
+	[SS_V_TASK_DUMPS] = "SELECT ts, coalesce(idle, -1), coalesce(callsite_id, 0), coalesce(location_id, 0)"
+			    " FROM task_dumps WHERE task_id = ?1 ORDER BY ts",
+	[SS_V_TASKS_BY_NUMBER] = "SELECT id FROM tasks WHERE task = ?1 ORDER BY id",
+	/* A search runs on the background worker and may read every sample:
+	 * the user waits for it, the frames do not. */
+	[SS_V_SEARCH_BY_FUNCTION] = SEARCH_BY_FUNCTION,
+	[SS_V_SEARCH_BY_LOCATION] = "SELECT id, ts, dur, worker_id, coalesce(task_id, 0) FROM polls WHERE location_id IN"
+				    " (SELECT id FROM locations WHERE (file = ?3 OR file LIKE '%/' || ?3)"
+				    " AND (?4 < 0 OR line = ?4)) ORDER BY ts LIMIT ?2",
+	[SS_V_POLL_AT] = "SELECT id, coalesce(task_id, 0), dur FROM polls WHERE worker_id = ?1 AND ts = ?2"
+			 " ORDER BY dur DESC LIMIT 1",
 
 	[SS_V_KEEP_SNAPSHOT] = "SELECT 1 FROM sqlite_schema",
 };

@@ -49,7 +49,7 @@ enum ss_view_query {
 	SS_V_WAKE_ROW,          /* ?1 wake rowid, ?2 poll: ts, delay, waker thread name, waker task */
 	SS_V_POLL_CPU_SPLIT,    /* ?1 thread, [?2, ?3): state, time in it */
 	SS_V_POLL_TOP_STACKS,   /* ?1 thread, [?2, ?3): callsite_id, samples; the 5 most */
-	SS_V_STALL_CAPTURES,    /* ?1 stall: ts, kind, syscall, callsite_id, idx, reason */
+	SS_V_STALL_CAPTURES,    /* ?1 stall: ts, kind, syscall, callsite_id, idx, reason, syscall name */
 	SS_V_TASK_ROW,          /* ?1 task: task, location_id, parent task, spawn_ts, end_ts, spawn thread name,
 	                         * recording_id */
 	SS_V_WORKER_ROW,        /* ?1 worker: runtime, idx, thread name, tid, begin_ts, end_ts */
@@ -59,6 +59,18 @@ enum ss_view_query {
 	SS_V_COVERED_PARKS,     /* ?1 worker, [?2, ?3): time covered by its parks */
 	SS_V_COVERED_OFFCPU,    /* ?1 thread, [?2, ?3): time off CPU */
 	SS_V_LOCATION_TOTALS,   /* ?1 worker, polls starting in [?2, ?3): location_id, polls, time */
+	/* the task view (tl_task.c) */
+	SS_V_TASK_LIFE,         /* ?1 task: task, recording_id, location_id, parent task or -1, spawn_ts or -1,
+	                         * end_ts or -1, spawn thread name */
+	SS_V_TASK_POLLS,        /* ?1 worker, [?2, ?3), ?4 task: id, ts, dur, incomplete; in ts order */
+	SS_V_TASK_DUMPS,        /* ?1 task: ts, idle or -1, callsite_id or 0, location_id or 0; in ts order */
+	SS_V_TASKS_BY_NUMBER,   /* ?1 the runtime's task number: tasks.id of each recording's */
+	/* search (ss_search.c): ?2 the most rows; polls id, ts, dur, worker_id, task_id in ts order */
+	SS_V_SEARCH_BY_FUNCTION, /* ?1 LIKE pattern (escape \\): polls whose samples or stall captures have a
+	                          * frame of a matching function, or spawned at one */
+	SS_V_SEARCH_BY_LOCATION, /* ?3 file (or its last components), ?4 line or -1 */
+	/* findings (ss_findings.c) */
+	SS_V_POLL_AT,           /* ?1 worker, ?2 ts: id, task_id, dur of the longest poll starting there */
 	/* the query worker's read transaction */
 	SS_V_KEEP_SNAPSHOT,     /* a row while the schema has one */
 	SS_V_COUNT

@@ -1,0 +1,107 @@
+/*
+ * gui_util.c - see gui_util.h.
+ */
+#include "gui_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool gui_settle(SsWindow *win, int seconds)
+{
+	SsSession *s = ss_window_get_session(win);
+	SsTimeline *tl = ss_window_get_timeline(win);
+	gint64 end = g_get_monotonic_time() + (gint64)seconds * G_USEC_PER_SEC;
+	while (g_get_monotonic_time() < end) {
+		while (g_main_context_iteration(NULL, FALSE))
+			;
+		if (ss_session_idle(s) && !ss_timeline_scene_pending(tl))
+			return true;
+		g_usleep(1000);
+	}
+	return false;
+}
+
+void gui_spin(int ms)
+{
+	gint64 end = g_get_monotonic_time() + ms * 1000;
+	while (g_get_monotonic_time() < end) {
+		while (g_main_context_iteration(NULL, FALSE))
+			;
+		g_usleep(1000);
+	}
+}
+
+bool gui_contains(const char *hay, const char *needle)
+{
+	bool ok = hay && strstr(hay, needle);
+	if (!ok)
+		fprintf(stderr, "  (looked for '%s' in:\n%s)\n", needle, hay ? hay : "(null)");
+	return ok;
+}
+
+static void on_after_paint(GdkFrameClock *c, gpointer data)
+{
+	(void)c;
+	*(bool *)data = true;
+}
+
+bool gui_wait_paint(GtkWidget *w)
+{
+	GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
+	if (!clock)
+		return false;
+	bool painted = false;
+	gulong h = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &painted);
+	gtk_widget_queue_draw(w);
+	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	while (!painted && g_get_monotonic_time() < end)
+		g_main_context_iteration(NULL, TRUE);
+	g_signal_handler_disconnect(clock, h);
+	return painted;
+}
+
+static int count_color(GdkTexture *t, uint32_t rgb)
+{
+	int w = gdk_texture_get_width(t), h = gdk_texture_get_height(t), n = 0;
+	guchar *px = g_malloc((gsize)w * (gsize)h * 4);
+	gdk_texture_download(t, px, (gsize)w * 4); /* B, G, R, A in memory */
+	for (gsize i = 0; i < (gsize)w * (gsize)h; i++) {
+		const guchar *q = px + i * 4;
+		n += abs(q[2] - (int)(rgb >> 16 & 255)) <= 3 && abs(q[1] - (int)(rgb >> 8 & 255)) <= 3 &&
+		     abs(q[0] - (int)(rgb & 255)) <= 3;
+	}
+	g_free(px);
+	return n;
+}
+
+int gui_screenshot(GtkWidget *w, const char *outdir, const char *name, uint32_t count_rgb)
+{
+	int n = -1;
+	gui_wait_paint(w);
+	GdkPaintable *p = gtk_widget_paintable_new(w);
+	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
+	GtkSnapshot *s = gtk_snapshot_new();
+	gdk_paintable_snapshot(p, s, width, height);
+	GskRenderNode *node = gtk_snapshot_free_to_node(s);
+	GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(w));
+	const char *want = g_getenv("SS_EXPECT_RENDERER");
+	if (r && want && strcmp(want, "gl") == 0 && !strstr(G_OBJECT_TYPE_NAME(r), "GL")) {
+		printf("SKIP: GSK_RENDERER=gl, but GTK renders with %s here (no usable GL: libgl1-mesa-dri?)\n",
+		       G_OBJECT_TYPE_NAME(r));
+		exit(77);
+	}
+	if (node && r) {
+		printf("screenshot %s/%s through %s\n", outdir, name, G_OBJECT_TYPE_NAME(r));
+		GdkTexture *t = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", outdir, name);
+		gdk_texture_save_to_png(t, path);
+		n = count_color(t, count_rgb);
+		g_object_unref(t);
+	}
+	if (node)
+		gsk_render_node_unref(node);
+	g_object_unref(p);
+	return n;
+}
