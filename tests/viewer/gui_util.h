@@ -1,7 +1,8 @@
 /*
- * gui_util.h - what the window tests under Xvfb (test_window.c, test_tour.c)
- * share: running the main loop until the window's work is done, waiting for
- * a paint, and screenshots of a widget as the window's renderer draws it.
+ * gui_util.h - what the window tests under Xvfb (test_window.c, test_tour.c,
+ * test_stacks_window.c) share: running the main loop until the window's work
+ * is done, waiting for a paint, and screenshots of a widget as the window's
+ * renderer draws it.
  */
 #ifndef STALLSCOPE_TEST_GUI_UTIL_H
 #define STALLSCOPE_TEST_GUI_UTIL_H

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "gui_util.h"
 #include "soft_check.h"
 #include "ss_app.h"
 #include "ss_flame.h"
@@ -36,13 +37,6 @@ static const char *outdir, *demo_dir;
 static char demo_db[4096], steady_db[4096];
 
 #define MS INT64_C(1000000)
-
-static void spin(int ms)
-{
-	gint64 end = g_get_monotonic_time() + ms * 1000;
-	while (g_get_monotonic_time() < end)
-		g_main_context_iteration(NULL, FALSE);
-}
 
 /* Until the worker is idle and the panel has its result (20 s at most: a
  * loaded machine). */
@@ -77,46 +71,9 @@ static uint32_t node_named(const struct sv_tree *t, const char *name)
 	return sym == SV_NONE ? SV_NONE : sv_tree_find_node(t, sym);
 }
 
-static void on_after_paint(GdkFrameClock *c, gpointer data)
-{
-	(void)c;
-	*(bool *)data = true;
-}
-
-static void wait_paint(GtkWidget *w)
-{
-	GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
-	if (!clock)
-		return;
-	bool painted = false;
-	gulong h = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &painted);
-	gtk_widget_queue_draw(w);
-	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-	while (!painted && g_get_monotonic_time() < end)
-		g_main_context_iteration(NULL, TRUE);
-	g_signal_handler_disconnect(clock, h);
-}
-
 static void screenshot(GtkWidget *w, const char *name)
 {
-	wait_paint(w);
-	GdkPaintable *p = gtk_widget_paintable_new(w);
-	int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
-	GtkSnapshot *s = gtk_snapshot_new();
-	gdk_paintable_snapshot(p, s, width, height);
-	GskRenderNode *node = gtk_snapshot_free_to_node(s);
-	GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(w));
-	if (node && r) {
-		GdkTexture *t = gsk_renderer_render_texture(r, node, &GRAPHENE_RECT_INIT(0, 0, (float)width, (float)height));
-		char path[4096];
-		snprintf(path, sizeof path, "%s/%s", outdir, name);
-		gdk_texture_save_to_png(t, path);
-		printf("screenshot %s\n", path);
-		g_object_unref(t);
-	}
-	if (node)
-		gsk_render_node_unref(node);
-	g_object_unref(p);
+	gui_screenshot(w, outdir, name, 0);
 }
 
 /* A query that runs until it is interrupted (see test_window.c). */
@@ -310,7 +267,7 @@ static void fixture_checks(SsWindow *win)
 	ss_timeline_select_range(tl, FX_MS(300), FX_MS(400));
 	for (int i = 0; i < 10; i++) {
 		gtk_widget_queue_draw(GTK_WIDGET(tl));
-		spin(30);
+		gui_spin(30);
 	}
 	CHECK(ss_stack_panel_pending(flame), "the range's graph waits for the worker");
 	CHECK(ss_stack_panel_get_result(flame) == before, "the last graph stays shown meanwhile");
@@ -398,7 +355,7 @@ static gboolean run_checks(gpointer data)
 	}
 	SsWindow *win = SS_WINDOW(wins->data);
 	gtk_window_set_default_size(GTK_WINDOW(win), 1400, 900);
-	spin(500);
+	gui_spin(500);
 	settle(win, NULL);
 	CHECK(ss_session_get_db(ss_window_get_session(win)) != NULL, "the fixture opened");
 	if (ss_session_get_db(ss_window_get_session(win)))
