@@ -260,10 +260,15 @@ static int bury_end(struct ss_model *m)
 {
 	struct mdl_recording *rc = m->rec;
 	int r = 0;
+	/* Every row first, then every entry: the entries are state a store may
+	 * write directly, after the rows it queued (one wait, not one a task). */
 	for (size_t i = 0; i < rc->grave_n; i++) {
 		struct mdl_task *k = rc->grave[(rc->grave_head + i) % rc->grave_cap];
 		if (!m->failed && mdl_task_flush(m, k, 0) != 0)
 			r = -1;
+	}
+	for (size_t i = 0; i < rc->grave_n; i++) {
+		struct mdl_task *k = rc->grave[(rc->grave_head + i) % rc->grave_cap];
 		struct ss_ended_task e = { rc->id, k->task, k->id, (int64_t)k->end_ts };
 		if (!m->failed && MDL_SINK(m, ended_task, &e) != 0)
 			r = -1;

@@ -475,9 +475,10 @@ static int s_flush(void *ctx)
 /* ---- state where an import ends (run directly on the connection) ---------------- */
 
 /* Every statement here runs on the caller's thread, so the inserting thread
- * must be idle first: the model interleaves these with rows it queues (a
- * live task's row, then its graveyard entry), and two threads on one
- * connection opened without its mutex corrupt the database. */
+ * must be idle first: the model writes these right after rows it queued
+ * (the tasks' rows, then their graveyard entries), and two threads on one
+ * connection opened without its mutex corrupt the database. When the queue
+ * is empty the wait is a lock and a check. */
 static int prep(struct ss_sqlite_store *s, sqlite3_stmt **st, const char *sql)
 {
 	if (ss_db_sync(&s->db) != 0)
