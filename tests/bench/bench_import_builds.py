@@ -14,13 +14,14 @@ A benchmark, not a test: it needs a second build. For the architecture step
         build/viewer/cli/stallscope /tmp/stallscope-bench-import-XXXXXX 3
 """
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_timing import timed  # noqa: E402
 
 
 def usage():
@@ -32,15 +33,7 @@ def one_import(cli, src, db):
     for f in (db, db + '-wal', db + '-shm'):
         if os.path.exists(f):
             os.unlink(f)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    r = subprocess.run([cli, 'import', src, '-o', db, '-q'], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        sys.exit(f'{cli} import {src} failed ({r.returncode}): {r.stderr.strip()}')
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall, cpu, _ = timed([cli, 'import', src, '-o', db, '-q'])
     return cpu, wall
 
 
