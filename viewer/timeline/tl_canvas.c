@@ -131,6 +131,7 @@ bool tl_canvas_init(struct tl_canvas *c, int x, int y, int w, int h, int scale, 
 	c->pw = c->w * c->scale;
 	c->ph = c->h * c->scale;
 	c->len = (size_t)c->pw * (size_t)c->ph * 3;
+	c->have_last = false;
 	c->px = c->len ? take(c->len) : NULL;
 	if (!c->px) {
 		c->pw = c->ph = 0;
@@ -143,6 +144,23 @@ bool tl_canvas_init(struct tl_canvas *c, int x, int y, int w, int h, int scale, 
 	for (int yy = 1; yy < c->ph; yy++)
 		memcpy(c->px + (size_t)yy * (size_t)c->pw * 3, c->px, (size_t)c->pw * 3);
 	return true;
+}
+
+_Static_assert(sizeof(struct paint) == sizeof ((struct tl_canvas *)0)->last_paint, "a paint is 4 bytes");
+
+/* paint_of(col, 1), from the one-entry cache when col is the last colour. */
+static struct paint full_paint(struct tl_canvas *c, const GdkRGBA *col)
+{
+	struct paint p;
+	if (c->have_last && memcmp(&c->last, col, sizeof *col) == 0) {
+		memcpy(&p, c->last_paint, sizeof p);
+		return p;
+	}
+	p = paint_of(col, 1);
+	c->last = *col;
+	memcpy(c->last_paint, &p, sizeof p);
+	c->have_last = true;
+	return p;
 }
 
 void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y, double w, double h)
@@ -164,7 +182,7 @@ void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y,
 	int ix0 = (int)floor(fx0), ix1 = (int)ceil(fx1);
 	if (ix1 - ix0 == 1) {
 		/* Within one pixel: the colour scaled by the part it covers. */
-		column(top + (size_t)ix0 * 3, stride, rows, paint_of(col, fx1 - fx0));
+		column(top + (size_t)ix0 * 3, stride, rows, fx1 - fx0 == 1 ? full_paint(c, col) : paint_of(col, fx1 - fx0));
 		return;
 	}
 	/* Whole pixels from in0 to in1, and partly covered edge pixels. */
@@ -175,7 +193,7 @@ void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y,
 		column(top + (size_t)in1 * 3, stride, rows, paint_of(col, fx1 - in1));
 	if (in1 <= in0)
 		return;
-	struct paint full = paint_of(col, 1);
+	struct paint full = full_paint(c, col);
 	if (in1 - in0 <= 4) {
 		for (int xx = in0; xx < in1; xx++)
 			column(top + (size_t)xx * 3, stride, rows, full);

@@ -360,7 +360,11 @@ static int busy_depth(const struct tl_col *col)
 /* Columns [c, e) of the scene on screen, clipped to the plot; false when off it. */
 static bool cols_x(const struct rc *r, int c, int e, double *x0, double *w)
 {
-	double a = fmax(sx(r, c), TL_LABEL_W), z = fmin(sx(r, e), r->v->width);
+	/* Called a few times per column of every lane: comparisons, not the
+	 * libm calls fmax and fmin are at -O2 (no NaN reaches here). */
+	double a = sx(r, c), z = sx(r, e);
+	a = a > TL_LABEL_W ? a : TL_LABEL_W;
+	z = z < r->v->width ? z : r->v->width;
 	*x0 = a;
 	*w = z - a;
 	return z > a;
@@ -377,14 +381,19 @@ static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const str
 			lrect(r, &pc, x, y + TL_PARK_Y, cw, TL_PARK_H);
 		}
 	}
+	/* Each column's bar once (a square root and a rounding), not again for
+	 * every run it is compared with. */
+	int hb_next = w > 0 ? busy_height(&ls->cols[0]) : 0, depth_next = w > 0 ? busy_depth(&ls->cols[0]) : 0;
 	for (int c = 0; c < w;) {
 		const struct tl_col *col = &ls->cols[c];
-		int hb = busy_height(col), depth = busy_depth(col);
+		int hb = hb_next, depth = depth_next;
 		int cls = tl_duration_class(col->max_poll);
 		int e = c + 1;
 		while (e < w) {
 			const struct tl_col *o = &ls->cols[e];
-			if (busy_height(o) != hb || busy_depth(o) != depth ||
+			hb_next = busy_height(o);
+			depth_next = busy_depth(o);
+			if (hb_next != hb || depth_next != depth ||
 			    (r->v->color == TL_COLOR_DURATION && tl_duration_class(o->max_poll) != cls))
 				break;
 			e++;
