@@ -33,10 +33,10 @@
  * once per round and build.
  *
  * The session: zoom in from the whole trace to 20 us in steps of 1.5x about
- * one point, pans of a tenth of the window (12 right, 12 left) at five zoom
- * levels, zoom out to the whole trace about another point, then 60 jumps to
- * random windows (log-uniform 20 us .. the whole trace). A fixed seed, so runs
- * compare. BENCH_VERBOSE=1 prints each view.
+ * one point, pans of a tenth of the window (12 right, then 12 left over the
+ * same views) at five zoom levels, zoom out to the whole trace about another
+ * point, then 60 jumps to random windows (log-uniform 20 us .. the whole
+ * trace). A fixed seed, so runs compare. BENCH_VERBOSE=1 prints each view.
  *
  * The database is SYNTHESIZED (tests/viewer/fixture.c: 8 workers, polls of
  * 2-32 us with a 0.1 % tail of 1-21 ms, parks, CPU intervals and samples,
@@ -300,12 +300,15 @@ static void make_session(struct seq *s, int64_t first, int64_t last)
 		t1 = a + (t1 - a) / 1.5;
 		add(s, (int64_t)t0, (int64_t)t1, "zoom in");
 	}
+	/* In whole nanoseconds, as the window pans: twelve steps back return to
+	 * the views of the twelve steps out. */
 	const double pans[] = { 50e3, 1e6, 20e6, 500e6, span / 8 };
 	for (size_t k = 0; k < sizeof pans / sizeof *pans; k++) {
-		double d = fmin(pans[k], span), p = (double)first + urand() * (span - d) * 0.8 + 0.1 * (span - d);
+		int64_t d = (int64_t)fmin(pans[k], span), step = d / 10;
+		int64_t p = first + (int64_t)(urand() * (span - (double)d) * 0.8 + 0.1 * (span - (double)d));
 		for (int i = 0; i < 24; i++) {
-			p += (i < 12 ? 1 : -1) * d / 10;
-			add(s, (int64_t)p, (int64_t)(p + d), "pan");
+			p += (i < 12 ? 1 : -1) * step;
+			add(s, p, p + d, "pan");
 		}
 	}
 	a = (double)first + 0.71 * span;
@@ -485,9 +488,9 @@ int main(int argc, char **argv)
 				x->rows += (double)rows;
 				x->seeks += (double)seeks;
 				if (getenv("BENCH_VERBOSE"))
-					fprintf(stderr, "%s %-8s %3d span %12lld ns bucket %10lld: picture %7.2f ms, frames %.2f/%.2f ms, rows %llu seeks %llu\n",
+					fprintf(stderr, "%s %-8s %3d span %12lld ns bucket %10lld: picture %7.2f ms (CPU %6.2f), frames %.2f/%.2f ms (CPU %.2f/%.2f), rows %llu seeks %llu\n",
 						b ? "new" : "old", seq.v[i].phase, i, (long long)(seq.v[i].t1 - seq.v[i].t0), bucket,
-						pic, str, arr, rows, seeks);
+						pic, pic_cpu, str, arr, str_cpu, arr_cpu, rows, seeks);
 			}
 		}
 		for (int b = b0; b < 2; b++) {
@@ -504,7 +507,7 @@ int main(int argc, char **argv)
 	printf("bench_render: %s, %.2f GB, %llu rows (polls+parks+cpu_intervals+samples), 8 workers, %.1f s of trace,"
 	       " %dx%d\n", dbp, (double)dst.st_size / 1e9, (unsigned long long)events,
 	       (double)(seq.v[0].t1 - seq.v[0].t0) / 1e9, W, H);
-	printf("%d views a round (zoom in, pans at 5 zoom levels, zoom out, 60 jumps) x %d rounds, %s\n", seq.n, rounds,
+	printf("%d views a round (zoom in, pans out and back at 5 zoom levels, zoom out, 60 jumps) x %d rounds, %s\n", seq.n, rounds,
 	       two ? "builds interleaved view by view" : "this build only");
 	if (two)
 		printf("old: %s\nnew: %s\n", old, exe[1]);
@@ -523,9 +526,10 @@ int main(int argc, char **argv)
 	line3("  CPU (process)", o->first_cpu, o->n_first, n->first_cpu, n->n_first, two);
 	double co = mean(o->cpu, o->n), cn = mean(n->cpu, n->n);
 	if (two)
-		printf("CPU per view (process, worker included): old %.2f ms, new %.2f ms, new/old %.3f\n", co, cn, cn / co);
+		printf("CPU per view (stretched frame + fetch + new picture; process, worker included): old %.2f ms,"
+		       " new %.2f ms, new/old %.3f\n", co, cn, cn / co);
 	else
-		printf("CPU per view (process, worker included): %.2f ms\n", cn);
+		printf("CPU per view (stretched frame + fetch + new picture; process, worker included): %.2f ms\n", cn);
 	printf("rows read per view %.0f, seeks %.0f (new)%s", n->rows / n->n, n->seeks / n->n, two ? "" : "\n");
 	if (two)
 		printf("; old %.0f, %.0f\n", o->rows / o->n, o->seeks / o->n);
