@@ -488,8 +488,8 @@ int main(int argc, char **argv)
 				x->rows += (double)rows;
 				x->seeks += (double)seeks;
 				if (getenv("BENCH_VERBOSE"))
-					fprintf(stderr, "%s %-8s %3d span %12lld ns bucket %10lld: picture %7.2f ms (CPU %6.2f), frames %.2f/%.2f ms (CPU %.2f/%.2f), rows %llu seeks %llu\n",
-						b ? "new" : "old", seq.v[i].phase, i, (long long)(seq.v[i].t1 - seq.v[i].t0), bucket,
+					fprintf(stderr, "%s %-8s %3d t0 %lld span %12lld ns bucket %10lld: picture %7.2f ms (CPU %6.2f), frames %.2f/%.2f ms (CPU %.2f/%.2f), rows %llu seeks %llu\n",
+						b ? "new" : "old", seq.v[i].phase, i, (long long)seq.v[i].t0, (long long)(seq.v[i].t1 - seq.v[i].t0), bucket,
 						pic, pic_cpu, str, arr, str_cpu, arr_cpu, rows, seeks);
 			}
 		}
