@@ -26,22 +26,11 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "soft_check.h"
 #include "store_mmap.h"
 #include "tl_db.h"
 #include "tl_scene.h"
 #include "tl_view.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                          \
-	do {                                                      \
-		if (!(cond)) {                                    \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);             \
-			fputc('\n', stderr);                      \
-			failures++;                               \
-		}                                                 \
-	} while (0)
 
 static int copy_prefix(const char *from, const char *to, double share)
 {
