@@ -151,8 +151,8 @@ static struct mapping *slot_of(const char *path, const struct stat *st)
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &fst) != 0 || fst.st_dev != st->st_dev || fst.st_ino != st->st_ino) {
-		/* Replaced between SQLite's open and ours: leave it unmapped. The
-		 * descriptor is of another file, so closing it drops no lock. */
+		/* Replaced around SQLite's open: leave it unmapped. The descriptor
+		 * is of another file than SQLite's, so closing it drops no lock. */
 		close(fd);
 		return NULL;
 	}
@@ -330,14 +330,18 @@ static int mm_open(sqlite3_vfs *v, sqlite3_filename name, sqlite3_file *f, int f
 	struct mm_file *mf = (struct mm_file *)f;
 	memset(mf, 0, sizeof *mf);
 	mf->real = (sqlite3_file *)(mf + 1);
+	/* The file before SQLite opens it and after we do (slot_of) must be one
+	 * inode: then SQLite's descriptor and the mapping are of the same file,
+	 * even if the path is replaced meanwhile. */
+	struct stat st;
+	bool known = stat(name, &st) == 0 && S_ISREG(st.st_mode);
 	int rc = in->xOpen(in, name, mf->real, flags, out_flags);
 	if (rc != SQLITE_OK) {
 		f->pMethods = NULL;
 		return rc;
 	}
 	f->pMethods = &mm_methods;
-	struct stat st;
-	if (stat(name, &st) == 0 && S_ISREG(st.st_mode)) {
+	if (known) {
 		pthread_mutex_lock(&lock);
 		struct mapping *m = slot_of(name, &st);
 		if (m && map_acquire(m))
