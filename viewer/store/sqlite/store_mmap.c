@@ -44,6 +44,7 @@ static int n_maps;                     /* under lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint_fast64_t faults;
 static struct sigaction previous;
+static uintptr_t page_size;            /* set before the handler is installed */
 
 struct mm_file {
 	sqlite3_file base;
@@ -94,7 +95,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	uintptr_t addr = (uintptr_t)si->si_addr;
 	if (si->si_code == BUS_ADRERR && in_a_mapping(addr)) {
-		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+		uintptr_t page = page_size;
 		/* Zeros in place of the page that is gone: the read goes on, and
 		 * SQLite sees a page that is no B-tree page (SQLITE_CORRUPT). */
 		long r = syscall(SYS_mmap, addr & ~(page - 1), (size_t)page, PROT_READ,
@@ -357,8 +358,10 @@ static void setup(void)
 	if (env && strcmp(env, "off") == 0)
 		return;
 	inner = sqlite3_vfs_find(NULL);
-	if (!inner || inner->iVersion < 1)
+	long page = sysconf(_SC_PAGESIZE);
+	if (!inner || inner->iVersion < 1 || page <= 0)
 		return;
+	page_size = (uintptr_t)page;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_sigbus;
