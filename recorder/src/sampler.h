@@ -6,11 +6,17 @@
  * drains).
  *
  * Two ways to sample, chosen by ss_sampler_start():
- *   perf   perf_event_open per worker thread (pid = tid, cpu = -1), software
+ *   perf   perf_event_open per CPU on every thread of the process with inherit
+ *          (sampler_percpu.c: perf's own way, one ring per CPU), or, where that
+ *          is refused or for another process, per worker thread (pid = tid,
+ *          cpu = -1); either way software
  *          cpu-clock with a fixed period, PERF_SAMPLE_CALLCHAIN (frame pointers
  *          walked by the kernel), context_switch records for on/off-CPU time,
- *          and, where permitted, a context-switch sample with a call chain at
- *          every switch-out (off-CPU stacks). mmap2 records for new mappings.
+ *          and, where permitted, a context-switch sample at every switch-out
+ *          (off-CPU stacks: the user registers and the top of the user stack,
+ *          whose frame-pointer chain the drain walks; the kernel's own call
+ *          chain walk cost several times more per switch). mmap2 records for
+ *          new mappings.
  *   timer  a per-thread timer_create(CLOCK_THREAD_CPUTIME_ID) + signal whose
  *          handler walks frame pointers from the interrupted context, every
  *          read checked against the thread's stack bounds.
@@ -55,7 +61,17 @@ struct ss_sampler_config {
 			       * registers (0 = none: frame-pointer chains only) */
 	int user_chain;       /* with copies: keep the kernel's user frame-pointer
 			       * chain too (auto's fallback when a copy is empty) */
+	/* Off-CPU stacks: bytes of user stack the kernel copies at each switch-out,
+	 * walked for frame pointers here (0 = SS_OFFCPU_COPY_DEFAULT;
+	 * SS_OFFCPU_CHAINS = the kernel's call chains, user and kernel, instead). */
+	uint32_t offcpu_copy;
+	/* Events of each thread's own instead of the process's per-CPU ones (the
+	 * fallback, forced: tests, comparisons). */
+	int per_thread;
 };
+
+#define SS_OFFCPU_COPY_DEFAULT 1024
+#define SS_OFFCPU_CHAINS UINT32_MAX
 
 struct ss_ustack;
 
