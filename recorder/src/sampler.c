@@ -83,6 +83,11 @@ int ss_sampler_offcpu_stacks(void)
 	return ss_smp.started && ss_smp.mode == SS_SAMPLER_PERF && ss_smp.offcpu;
 }
 
+int ss_sampler_per_cpu(void)
+{
+	return ss_smp.started && ss_smp.percpu;
+}
+
 const char *ss_sampler_status(void)
 {
 	return ss_smp.status;
@@ -142,11 +147,11 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	/* A CPU's ring takes every thread that runs there, but only one at a time: it
 	 * needs the room of one thread's ring for samples, more for switches. */
 	uint32_t thread_pages = ss_smp.perf_pages;
-	if (!cfg->perf_pages) {
-		uint32_t floor = ss_perf_mlock_unlimited() ? 128 : 64;
-		if (ss_smp.perf_pages < floor)
-			ss_smp.perf_pages = floor;
-	}
+	/* Every thread of the process writes there, followed or not: even a ring
+	 * asked to be tiny (tests provoking losses) keeps room for some of each. */
+	uint32_t floor = cfg->perf_pages ? 16 : ss_perf_mlock_unlimited() ? 128 : 64;
+	if (ss_smp.perf_pages < floor)
+		ss_smp.perf_pages = floor;
 	char why[300];
 	int r = ss_percpu_open(why, sizeof why);
 	if (r == 0) {

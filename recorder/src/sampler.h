@@ -144,6 +144,9 @@ enum ss_sampler_mode ss_sampler_mode_published(void);
 const char *ss_sampler_mode_name(enum ss_sampler_mode m);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
+/* 1 when perf follows the process with per-CPU inherited events, 0 when each
+ * thread has events of its own (or the mode is not perf). */
+int ss_sampler_per_cpu(void);
 /* The status line of ss_sampler_start() plus anything learnt since (a thread that
  * fell back to the timer, rings shrunk to fit the mlock budget). Valid until the
  * next call into the sampler. */

@@ -526,9 +526,17 @@ static struct ss_sampler_config cfg_of(enum ss_sampler_mode m, uint32_t hz, uint
 
 static char status[512];
 
+/* How perf follows threads in the sessions start_mode() begins: the process's
+ * per-CPU events (0, the default), each thread's own (the fallback, forced), and
+ * how off-CPU stacks are taken (0 = a stack copy walked by the sampler). */
+static int force_per_thread;
+static uint32_t offcpu_copy;
+
 static int start_mode(enum ss_sampler_mode m, uint32_t hz, uint32_t pages, uint32_t tring)
 {
 	struct ss_sampler_config c = cfg_of(m, hz, pages, tring);
+	c.per_thread = force_per_thread;
+	c.offcpu_copy = offcpu_copy;
 	ss_sampler_start(&c, status, sizeof status);
 	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
 	col_reset();
@@ -885,6 +893,42 @@ int main(void)
 		printf("SKIP perf parts: %s\n", status);
 		ss_sampler_stop();
 		skipped++;
+	}
+
+	/* The process's per-CPU events are the default where the kernel has them; the
+	 * per-thread events they replace stay the fallback (another process, no
+	 * inherit_thread, descriptors): the same parts again with those forced, and
+	 * off-CPU stacks from the kernel's call chains instead of stack copies. */
+	if (ran) {
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		printf("  per-CPU events: %s\n", ss_sampler_per_cpu() ? "yes" : "no");
+		CHECK(ss_sampler_per_cpu() || strstr(status, "per-CPU events refused"),
+		      "neither per-CPU events nor a reason: %s", status);
+		ss_sampler_stop();
+
+		printf("perf mode, events per thread (forced)\n");
+		force_per_thread = 1;
+		CHECK(start_mode(SS_SAMPLER_PERF, 0, 0, 0), "perf per thread: %s", status);
+		CHECK(!ss_sampler_per_cpu() && strstr(status, "events per thread (asked)"),
+		      "per-thread events not used: %s", status);
+		part_stacks("perf per thread");
+		part_sleep();
+		part_enable("perf per thread");
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 20000, 1, 0);
+		part_tiny(1);
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_many("perf per thread", many_threads());
+		ss_sampler_stop();
+		force_per_thread = 0;
+
+		printf("perf mode, off-CPU stacks from the kernel's call chains\n");
+		offcpu_copy = SS_OFFCPU_CHAINS;
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_sleep();
+		ss_sampler_stop();
+		offcpu_copy = 0;
 	}
 
 	printf("timer mode\n");
