@@ -25,8 +25,9 @@
  * carries the user registers and a copy of the top of the user stack: from perf
  * (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER) or from the timer's handler
  * (the interrupted context and the stack above its sp), and the writer unwinds
- * them. Off-CPU samples keep the kernel's chains: a copy at every context
- * switch would cost more than the stacks are worth.
+ * them. Off-CPU samples keep frame-pointer chains (walked in their own small
+ * copy): CFI unwinding at every context switch would cost more than the stacks
+ * are worth.
  */
 #ifndef STALLSCOPE_SAMPLER_H
 #define STALLSCOPE_SAMPLER_H

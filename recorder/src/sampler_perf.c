@@ -1,6 +1,7 @@
 /*
  * sampler_perf.c - perf_event_open per sampled thread (pid = tid, cpu = -1, so
- * the ring may be mmapped), and the reader of those rings.
+ * the ring may be mmapped), the fallback of the per-CPU events, and the reader
+ * of every perf ring.
  *
  * Per thread: a software cpu-clock event with a fixed period (frequency mode
  * undersamples bursty threads) carrying call chains, PERF_RECORD_SWITCH records
@@ -14,8 +15,13 @@
  * For CFI unwinding (ss_smp.stack_copy) the cpu-clock samples also carry the user
  * registers and a copy of the top of the user stack (PERF_SAMPLE_REGS_USER,
  * PERF_SAMPLE_STACK_USER); the kernel then walks no user frame pointers unless
- * auto mode keeps its chain as a fallback. The context-switch samples do not
- * carry copies.
+ * auto mode keeps its chain as a fallback. The context-switch samples carry
+ * a small copy of their own (ss_smp.offcpu_copy, x86-64) with only the registers
+ * a frame-pointer walk needs, walked here (cs_walk), or else the kernel's chains.
+ *
+ * These functions also open and read the process's per-CPU events of
+ * sampler_percpu.c: the attributes, the ring mapping and the record decoder are
+ * the same, and a CPU's ring is an ss_sthread with cpu_ring set.
  */
 #include "sampler-private.h"
 
