@@ -127,7 +127,7 @@ struct ss_sampler_state {
 	uint32_t stack_copy;
 	int user_chain;
 
-	char status[512];
+	char status[1024];
 	struct ss_sampler_stats stats;
 	struct ss_sthread threads[SS_SAMPLER_MAX_THREADS];
 };

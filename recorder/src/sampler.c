@@ -133,9 +133,8 @@ static void start_timer_mode(const char *perf_why)
 static void start_percpu(const struct ss_sampler_config *cfg)
 {
 	if (ss_smp.offcpu)
-		ss_sampler_note(ss_smp.offcpu_copy ? "off-CPU stacks walked in %u bytes of user stack "
-				"copied at each switch-out" : "off-CPU stacks from the kernel's call chains",
-				ss_smp.offcpu_copy);
+		ss_sampler_note(ss_smp.offcpu_copy ? "off-CPU stacks: frame pointers in %u-byte "
+				"stack copies" : "off-CPU stacks: kernel call chains", ss_smp.offcpu_copy);
 	if (cfg->per_thread) {
 		ss_sampler_note("events per thread (asked)");
 		return;
@@ -155,8 +154,8 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	char why[300];
 	int r = ss_percpu_open(why, sizeof why);
 	if (r == 0) {
-		ss_sampler_note("events per CPU inherited by every thread of the process (%s), "
-				"ring %u+1 pages per CPU", why, ss_smp.perf_pages);
+		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
+				ss_smp.perf_pages);
 	} else {
 		ss_smp.perf_pages = thread_pages;
 		ss_sampler_note("events per thread: per-CPU events refused: %s", why);

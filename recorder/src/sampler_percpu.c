@@ -268,7 +268,7 @@ SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 	ss_smp.pc_hash_dirty = 1;
 	if (ss_smp.enabled)
 		ss_percpu_enable(1);
-	snprintf(why, len, "%u threads at start, %u CPUs, %u descriptors", ntids, ss_smp.ncpu_rings,
+	snprintf(why, len, "%u threads at start, %u CPUs, %u fds", ntids, ss_smp.ncpu_rings,
 		 ss_smp.pc_nfds);
 	return 0;
 }
