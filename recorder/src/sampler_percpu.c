@@ -78,9 +78,10 @@ SS_INTERNAL int ss_percpu_follows(uint32_t tid, uint64_t ts)
 		uint16_t v = ss_smp.pc_hash[h];
 		if (!v)
 			return 0;
+		/* A tid reused before the next drain has two entries: either may match. */
 		const struct ss_sthread *t = &ss_smp.threads[v - 1];
-		if (t->tid == tid)
-			return ts >= t->since && (!t->until || ts <= t->until);
+		if (t->tid == tid && ts >= t->since && (!t->until || ts <= t->until))
+			return 1;
 	}
 	return 0;
 }
