@@ -64,7 +64,7 @@ struct writer {
 	uint64_t seg_lost_count, seg_lost_first, seg_lost_last;
 
 	uint64_t last_metrics_ns;
-	char sampler_status[512];
+	char sampler_status[1024];
 	char unwind_status[512];
 	char stall_status[256];
 	char clock_status[400];
