@@ -101,10 +101,7 @@ void ss_model_free(struct ss_model *m)
 			if (m->rec->tasks.slots[i].used)
 				free((void *)(uintptr_t)m->rec->tasks.slots[i].val);
 		ss_hmap_free(&m->rec->tasks);
-		for (size_t i = 0; i < m->rec->grave_n; i++)
-			free(m->rec->grave[(m->rec->grave_head + i) % m->rec->grave_cap]);
-		free(m->rec->grave);
-		ss_hmap_free(&m->rec->ended);
+		mdl_grave_free(&m->rec->grave);
 		ss_hmap_free(&m->rec->mappings);
 		ss_hmap_free(&m->rec->stalls);
 		ss_hmap_free(&m->rec->by_id);
