@@ -500,3 +500,20 @@ int ss_merge_drain(struct ss_merge *m)
 		m->streams[i].max_key = 0;
 	return 0;
 }
+
+void ss_merge_trim(struct ss_merge *m)
+{
+	for (size_t i = 0; i < m->n_streams; i++) {
+		struct ss_merge_stream *s = &m->streams[i];
+		if (!s->n) {
+			free(s->e);
+			s->e = NULL;
+			s->head = s->cap = 0;
+		}
+	}
+	if (!m->buffered) {
+		free(m->arena);
+		m->arena = NULL;
+		m->arena_len = m->arena_cap = 0;
+	}
+}

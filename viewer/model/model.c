@@ -253,6 +253,7 @@ int ss_model_recording_end(struct ss_model *m)
 	    MDL_SINK(m, recording_span, rc->id, (int64_t)rc->first_ts, (int64_t)rc->last_ts) != 0)
 		c.rc = -1;
 	mdl_free_threads(rc);
+	ss_merge_trim(&m->merge);
 	ss_hmap_free(&rc->mappings);
 	ss_hmap_free(&rc->stalls);
 	ss_hmap_free(&rc->by_id);

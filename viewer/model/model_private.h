@@ -108,12 +108,12 @@ struct mdl_ghost {
 };
 
 /* The ghosts in the order they ended (a ring), and an open-addressing index
- * from task number to the latest ghost of that number (ring position + 1;
- * linear probing, backward-shift deletion, at most half full). */
+ * from task number to the latest ghost of that number (grave.c; linear
+ * probing, backward-shift deletion, at most half full). */
 struct mdl_grave {
 	struct mdl_ghost *ring;
 	size_t head, n, cap;   /* cap: a power of two or 0 */
-	uint32_t *index;
+	uint64_t *index;
 	size_t index_cap;      /* 2 * cap */
 };
 
