@@ -168,10 +168,12 @@ int ss_db_open(struct ss_db *d, const char *path)
 	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
 				   : "PRAGMA synchronous=NORMAL;") != 0)
 		return -1;
-	/* 64 MiB of page cache: enough for the B-tree tails being appended to, well
-	 * under the 300 MB budget; index sorts larger than that spill to temporary
-	 * files (temp_store stays FILE), so memory does not grow with the trace.
-	 * Two sorter threads shorten index creation. */
+	/* 16 MiB of page cache: the B-tree tails being appended to and the
+	 * summaries' upserts need a few MiB of 64 KiB pages. The cache size is
+	 * also what each index sorter holds before it spills a sorted run to a
+	 * temporary file (temp_store stays FILE), so memory does not grow with the
+	 * trace; with 64 MiB and two sorter threads, index building alone took
+	 * 150 MB. Two sorter threads shorten index creation. */
 	if (ss_db_exec(d, "PRAGMA cache_size=-16384; PRAGMA locking_mode=EXCLUSIVE; PRAGMA threads=2;"
 			  "PRAGMA foreign_keys=OFF;") != 0)
 		return -1;
@@ -250,12 +252,6 @@ int ss_db_prepare(struct ss_db *d, bool threaded)
 int ss_db_create_indexes(struct ss_db *d)
 {
 	const char *mark = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER);
-	/* Each sorter thread keeps up to cache_size of keys in memory before it
-	 * spills a sorted run: with 64 MiB and PRAGMA threads=2 that was 150 MB
-	 * on top of the cache. 16 MiB runs merge in one pass for any index of a
-	 * few GB and keep the import under its memory budget. */
-	if (ss_db_exec(d, "PRAGMA cache_size=-16384") != 0)
-		return -1;
 	return mark ? ss_db_exec(d, mark) : 0;
 }
 
