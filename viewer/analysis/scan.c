@@ -292,6 +292,17 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 	return 0;
 }
 
+int64_t ss_scan_live_held(const int64_t *live, int i)
+{
+	int lo = i > SS_SCAN_LIVE_HOLD ? i - SS_SCAN_LIVE_HOLD : 0;
+	int hi = i + SS_SCAN_LIVE_HOLD < SS_SCAN_LIVE_BUCKETS ? i + SS_SCAN_LIVE_HOLD : SS_SCAN_LIVE_BUCKETS;
+	int64_t v = live[lo];
+	for (int j = lo + 1; j <= hi; j++)
+		if (live[j] < v)
+			v = live[j];
+	return v;
+}
+
 static int by_dur_desc(const void *a, const void *b)
 {
 	const struct ss_scan_poll *x = a, *y = b;
