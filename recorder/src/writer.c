@@ -1,10 +1,13 @@
 /*
  * writer.c - the background thread that turns thread rings into segment blocks.
  *
- * Every tick (10 ms, sooner when a thread exits) it drains each ring, encoding
- * events as compact records into the block being built, and writes the block when
- * it is big enough or older than the flush interval, so a SIGKILL loses at most
- * that interval. All the expensive work of recording happens here, never on the
+ * Every cycle it drains each ring, encoding events as compact records into the
+ * block being built, and writes the block when it is big enough or when waiting
+ * for the next cycle would leave an event on disk later than the flush interval,
+ * so a SIGKILL loses at most that interval. Cycles come as often as the flush
+ * interval and the rings' fill rate need (writer_pace.c: an idle program sees a
+ * few a second, not a hundred), sooner when a thread exits or the watchdog sees
+ * a ring filling. All the expensive work of recording happens here, never on the
  * hook path.
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
@@ -33,6 +36,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
 
 SS_INTERNAL struct writer wr;
@@ -215,11 +219,34 @@ static void drain_windows(uint64_t end)
 		wr.drained_to = ss_clock_ns(end);
 }
 
-static void cycle(int final)
+/* The most events any ring holds undrained: what the rings gathered since the
+ * last cycle, for the pace of the next ones. */
+static uint64_t fullest_ring(void)
+{
+	struct ss_pool *p = ss_pool_get();
+	uint64_t most = 0;
+	for (uint32_t i = 0; i < p->nslots; i++) {
+		struct ss_slot *s = &p->slots[i];
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if ((state != SS_SLOT_OWNED && state != SS_SLOT_RETIRED) || s->session != wr.cfg.session)
+			continue;
+		uint64_t n = atomic_load_explicit(&s->head, memory_order_acquire) -
+			     atomic_load_explicit(&s->tail, memory_order_relaxed);
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
+/* One cycle; returns when the next one is due (CLOCK_MONOTONIC ns). */
+static uint64_t cycle(int final)
 {
 	/* A calibration point first: the rings are drained up to it (clock.h). */
 	uint64_t now, lim = ss_clock_point(&now);
 	atomic_store_explicit(&ss_counters.last_cycle_ns, now, memory_order_relaxed);
+	uint64_t slept = wr.last_cycle_ns && now > wr.last_cycle_ns ? now - wr.last_cycle_ns : 0;
+	wr.last_cycle_ns = now;
+	uint64_t backlog = fullest_ring();
 	int want = atomic_load(&wr.sampling_on);
 	if (want != wr.sampling_applied) {
 		ss_sampler_set_enabled(want);
@@ -256,13 +283,25 @@ static void cycle(int final)
 		seal_segment(now);
 		begin_segment(now);
 	}
-	if (wr.raw_len && (final || now - wr.block_opened_ns >= wr.cfg.flush_interval_ns))
-		flush_block();
+	uint64_t sleep = ss_pace_sleep(&wr.pace, backlog, slept);
+	if (wr.raw_len) {
+		/* Events are what the promise is about; a block of definitions or
+		 * samples only is as old as the block. */
+		uint64_t oldest = wr.block_opened_ns;
+		if (wr.block_first_ts && wr.block_first_ts < oldest)
+			oldest = wr.block_first_ts;
+		if (final || ss_pace_flush_now(&wr.pace, oldest, now, sleep))
+			flush_block();
+	}
 
 	if (wr.metrics_file && now - wr.last_metrics_ns >= METRICS_PERIOD_NS) {
 		wr.last_metrics_ns = now;
 		ss_metrics_write_file(wr.metrics_file);
 	}
+	/* Retrying a segment that could not be created keeps its own pace. */
+	if (!wr.seg_seq1 && wr.retry_at_ns > now && wr.retry_at_ns - now < sleep)
+		sleep = wr.retry_at_ns - now;
+	return now + sleep;
 }
 
 static void *writer_main(void *arg)
@@ -275,21 +314,23 @@ static void *writer_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* The kernel may join our wake-up to another one this much later: a part of
+	 * the lateness the flush margin absorbs (writer_pace.c). */
+	prctl(PR_SET_TIMERSLACK, (unsigned long)(wr.pace.margin_ns / 4), 0, 0, 0);
 
 	pthread_mutex_lock(&wr.mu);
 	while (wr.running) {
 		pthread_mutex_unlock(&wr.mu);
-		cycle(0);
+		uint64_t due = cycle(0);
 		pthread_mutex_lock(&wr.mu);
 		if (!wr.running)
 			break;
 		if (!wr.kicked) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + TICK_NS;
-			ts.tv_sec = (time_t)(t / 1000000000u);
-			ts.tv_nsec = (long)(t % 1000000000u);
+			/* Absolute: the cycle's own time comes out of the sleep. */
+			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
+			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
 			pthread_cond_timedwait(&wr.cv, &wr.mu, &ts);
+			atomic_store(&wr.long_sleep, 0);
 		}
 		wr.kicked = 0;
 	}
@@ -321,6 +362,15 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* The watchdog saw a ring past a quarter full: a writer in a long sleep (set
+ * for a quiet spell) would let it overflow. Costs a wake-up only then. */
+SS_INTERNAL void ss_writer_nudge(void)
+{
+	if (atomic_load_explicit(&wr.long_sleep, memory_order_relaxed) &&
+	    atomic_exchange(&wr.long_sleep, 0))
+		ss_writer_kick();
+}
+
 SS_INTERNAL void ss_writer_kick(void)
 {
 	pthread_mutex_lock(&wr.mu);
@@ -333,6 +383,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 {
 	memset(&wr, 0, sizeof wr);
 	wr.cfg = *cfg;
+	ss_pace_init(&wr.pace, cfg->flush_interval_ns, cfg->user->buffer_events);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
