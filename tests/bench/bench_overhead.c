@@ -9,19 +9,22 @@
  * so a change in the machine's load hits them alike; figures are medians.
  *
  * The CPU a run uses is only comparable when the runs did the same work: the
- * example runtime generates load for a fixed time and then waits only 300 ms
- * for the queue to drain, so on a loaded machine a run whose workers got less
- * of a core leaves tasks unfinished and uses less CPU (a plain run that did 800
- * of 1500 tasks made recording look 40% dearer than it is). Each run's summary
- * line (spawned=, completed=) is read, and a round in which any configuration
- * left work unfinished is run again (up to twice the rounds asked for); the
- * rounds thrown away are counted in the output.
+ * example runtime generates load for a fixed time and by default waits only
+ * 300 ms for the queue to drain, so on a loaded machine a run whose workers got
+ * less of a core left tasks unfinished and used less CPU (plain runs that did
+ * 800 of 1500 tasks made recording look 40% dearer than it is). So every run
+ * gets --drain 60 (all its tasks finish), each run's summary line (spawned=,
+ * completed=) is read, and a round in which any configuration still left work
+ * unfinished is run again (up to twice the rounds asked for), counted in the
+ * output.
  *
- *   idle:   2 workers, scenario steady at 10 tasks/s for 2 s: plain and hooks
- *           only. The difference is the recorder's fixed cost (its threads'
- *           wake-ups), printed as CPU ms per second recorded.
+ *   idle:   2 workers, scenario steady at 10 tasks/s for 2 s: plain, hooks
+ *           only, and hooks only without the stall watchdog. The difference is
+ *           the recorder's fixed cost (its threads' wake-ups, its start and
+ *           stop), printed as CPU ms per second recorded.
  *   light:  2 workers, scenario starvation at 750 tasks/s for 2 s (about 1500
- *           tasks of 1 ms): plain, hooks only (CPU sampling off), full recording.
+ *           tasks of 1 ms): plain, hooks only (CPU sampling off), full recording,
+ *           and hooks only without the stall watchdog (what its ticks cost).
  *           Targets: hooks only within 0.5% of plain ("no fixed cost"), full
  *           within 2%.
  *   steady: 16 workers, scenario steady at 20000 tasks/s for 3 s: plain, hooks
@@ -218,36 +221,41 @@ int main(int argc, char **argv)
 	}
 
 	char *idle[] = { (char *)"--workers", (char *)"2", (char *)"--scenario", (char *)"steady",
-			 (char *)"--rate", (char *)"10", (char *)"--duration", (char *)"2", NULL };
+			 (char *)"--rate", (char *)"10", (char *)"--duration", (char *)"2",
+			 (char *)"--drain", (char *)"60", NULL };
 	struct config ic[] = {
 		{ .name = "plain" },
 		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
+		{ .name = "hooks only, no watchdog",
+		  .env = { "STALLSCOPE_CPU_SAMPLING=false", "STALLSCOPE_STALL_THRESHOLD_MS=0" } },
 	};
 	printf("bench_overhead: CPU seconds (user + system, children included), %d interleaved rounds\n",
 	       rounds);
 	printf("  idle: 2 workers, steady scenario at 10 tasks/s for 2 s\n");
-	if (measure(runtime, dir, idle, ic, 2, rounds) != 0) {
+	if (measure(runtime, dir, idle, ic, 3, rounds) != 0) {
 		rm_dir(dir);
 		return 1;
 	}
 
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
 			  (char *)"starvation", (char *)"--rate", (char *)"750",
-			  (char *)"--duration", (char *)"2", NULL };
+			  (char *)"--duration", (char *)"2", (char *)"--drain", (char *)"60", NULL };
 	struct config lc[] = {
 		{ .name = "plain" },
 		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
 		{ .name = "full recording", .env = { "STALLSCOPE_CPU_SAMPLING=true" } },
+		{ .name = "hooks only, no watchdog",
+		  .env = { "STALLSCOPE_CPU_SAMPLING=false", "STALLSCOPE_STALL_THRESHOLD_MS=0" } },
 	};
 	printf("  light: 2 workers, starvation scenario at 750 tasks/s for 2 s\n");
-	if (measure(runtime, dir, light, lc, 3, rounds) != 0) {
+	if (measure(runtime, dir, light, lc, 4, rounds) != 0) {
 		rm_dir(dir);
 		return 1;
 	}
 
 	char *steady[] = { (char *)"--workers", (char *)"16", (char *)"--scenario",
 			   (char *)"steady", (char *)"--rate", (char *)"20000",
-			   (char *)"--duration", (char *)"3", NULL };
+			   (char *)"--duration", (char *)"3", (char *)"--drain", (char *)"60", NULL };
 	struct config sc[] = {
 		{ .name = "plain" },
 		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
@@ -265,10 +273,13 @@ int main(int argc, char **argv)
 	rmdir(dir);
 
 	printf("  figures (overheads over plain, same run):\n");
-	printf("  idle, hooks only: the recorder's fixed cost %.2f CPU ms per second recorded\n",
-	       (ic[1].med - ic[0].med) * 1000 / 2);
+	printf("  idle, hooks only: the recorder's fixed cost %.2f CPU ms per second recorded "
+	       "(%.2f without the stall watchdog)\n",
+	       (ic[1].med - ic[0].med) * 1000 / 2, (ic[2].med - ic[0].med) * 1000 / 2);
 	verdict("light, hooks only: overhead", 100 * (lc[1].med / lc[0].med - 1), 0.5, "%");
 	verdict("light, full recording: overhead", 100 * (lc[2].med / lc[0].med - 1), 2.0, "%");
+	printf("  light, hooks only without the stall watchdog (STALLSCOPE_STALL_THRESHOLD_MS=0): "
+	       "overhead %.4f%%\n", 100 * (lc[3].med / lc[0].med - 1));
 	double full = sc[3].med - sc[0].med;
 	printf("  steady, added CPU s: hooks only %.3f, sampling without off-CPU stacks %.3f, full %.3f\n",
 	       sc[1].med - sc[0].med, sc[2].med - sc[0].med, full);
