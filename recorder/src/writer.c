@@ -161,8 +161,8 @@ static void drain_all(uint64_t limit)
 
 /* The end of the next drain window: the latest stamp <= end at which no ring holds
  * more than k events not yet drained. *busy counts the rings with events <= end
- * (0: nothing to drain). */
-static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
+ * (0: nothing to drain), *most is the most events any ring holds undrained. */
+static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy, uint64_t *most)
 {
 	struct ss_pool *p = ss_pool_get();
 	uint64_t lim = end, oldest = UINT64_MAX;
@@ -174,6 +174,8 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
 			continue;
 		uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
 		uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+		if (head - tail > *most)
+			*most = head - tail;
 		if (head == tail || s->ring[tail & s->mask].ts > end)
 			continue;
 		n++;
@@ -195,13 +197,17 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
  * every event up to that time has been drained and none after it, so it is a valid
  * segment boundary; and the size check before a window reserves room for all that
  * window can add, so a segment stays within its limit however far the writer fell
- * behind. */
-static void drain_windows(uint64_t end)
+ * behind. Returns the most events a ring held at the start: what the rings
+ * gathered since the last cycle, for the pace of the next ones. */
+static uint64_t drain_windows(uint64_t end)
 {
-	uint64_t k = wr.window_events;
-	for (;;) {
+	uint64_t k = wr.window_events, backlog = 0;
+	for (int first = 1;; first = 0) {
 		uint32_t busy;
-		uint64_t lim = window_end(end, k, &busy);
+		uint64_t most = 0;
+		uint64_t lim = window_end(end, k, &busy, &most);
+		if (first)
+			backlog = most;
 		uint64_t room = (uint64_t)busy * (k * MAX_EVENT_BYTES + 256) + 1024;
 		if (busy && wr.seg_seq1 && wr.foot.blocks > 0 &&
 		    ss_segments_active_bytes(wr.sg) + wr.raw_len + room > wr.seg_limit) {
@@ -217,25 +223,7 @@ static void drain_windows(uint64_t end)
 	}
 	if (wr.drained_to < ss_clock_ns(end))
 		wr.drained_to = ss_clock_ns(end);
-}
-
-/* The most events any ring holds undrained: what the rings gathered since the
- * last cycle, for the pace of the next ones. */
-static uint64_t fullest_ring(void)
-{
-	struct ss_pool *p = ss_pool_get();
-	uint64_t most = 0;
-	for (uint32_t i = 0; i < p->nslots; i++) {
-		struct ss_slot *s = &p->slots[i];
-		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
-		if ((state != SS_SLOT_OWNED && state != SS_SLOT_RETIRED) || s->session != wr.cfg.session)
-			continue;
-		uint64_t n = atomic_load_explicit(&s->head, memory_order_acquire) -
-			     atomic_load_explicit(&s->tail, memory_order_relaxed);
-		if (n > most)
-			most = n;
-	}
-	return most;
+	return backlog;
 }
 
 /* One cycle; returns when the next one is due (CLOCK_MONOTONIC ns). */
@@ -246,7 +234,6 @@ static uint64_t cycle(int final)
 	atomic_store_explicit(&ss_counters.last_cycle_ns, now, memory_order_relaxed);
 	uint64_t slept = wr.last_cycle_ns && now > wr.last_cycle_ns ? now - wr.last_cycle_ns : 0;
 	wr.last_cycle_ns = now;
-	uint64_t backlog = fullest_ring();
 	int want = atomic_load(&wr.sampling_on);
 	if (want != wr.sampling_applied) {
 		ss_sampler_set_enabled(want);
@@ -271,7 +258,7 @@ static uint64_t cycle(int final)
 	 * wait for the next cycle, so a cycle's work is bounded by its start. Pending
 	 * task stacks first: a task's next POLL_BEGIN must find its pending call. */
 	ss_task_dump_collect(lim);
-	drain_windows(lim);
+	uint64_t backlog = drain_windows(lim);
 	if (ss_shim_take_names_changed())
 		ss_sampler_reread_names();
 	drain_sampler();
