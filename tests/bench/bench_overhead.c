@@ -21,7 +21,9 @@
  *   idle:   2 workers, scenario steady at 10 tasks/s for 2 s: plain, hooks
  *           only, and hooks only without the stall watchdog. The difference is
  *           the recorder's fixed cost (its threads' wake-ups, its start and
- *           stop), printed as CPU ms per second recorded.
+ *           stop), printed as CPU ms per second recorded; the same runs for
+ *           50 ms give the cost of starting and stopping, and the difference
+ *           the wake-ups' cost per second.
  *   light:  2 workers, scenario starvation at 750 tasks/s for 2 s (about 1500
  *           tasks of 1 ms): plain, hooks only (CPU sampling off), full recording,
  *           and hooks only without the stall watchdog (what its ticks cost).
@@ -236,6 +238,18 @@ int main(int argc, char **argv)
 		rm_dir(dir);
 		return 1;
 	}
+	/* The same for 50 ms: what starting and stopping cost, so that the idle
+	 * figure per second is the wake-ups' alone. */
+	char *blink[] = { (char *)"--workers", (char *)"2", (char *)"--scenario", (char *)"steady",
+			  (char *)"--rate", (char *)"10", (char *)"--duration", (char *)"0.05",
+			  (char *)"--drain", (char *)"60", NULL };
+	struct config bc[3];
+	memcpy(bc, ic, sizeof bc);
+	printf("  start and stop: the same for 50 ms\n");
+	if (measure(runtime, dir, blink, bc, 3, rounds) != 0) {
+		rm_dir(dir);
+		return 1;
+	}
 
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
 			  (char *)"starvation", (char *)"--rate", (char *)"750",
@@ -274,8 +288,13 @@ int main(int argc, char **argv)
 
 	printf("  figures (overheads over plain, same run):\n");
 	printf("  idle, hooks only: the recorder's fixed cost %.2f CPU ms per second recorded "
-	       "(%.2f without the stall watchdog)\n",
-	       (ic[1].med - ic[0].med) * 1000 / 2, (ic[2].med - ic[0].med) * 1000 / 2);
+	       "(%.2f without the stall watchdog), of which starting and stopping %.2f ms (%.2f)\n",
+	       (ic[1].med - ic[0].med) * 1000 / 2, (ic[2].med - ic[0].med) * 1000 / 2,
+	       (bc[1].med - bc[0].med) * 1000, (bc[2].med - bc[0].med) * 1000);
+	printf("  idle, hooks only: wake-ups alone %.2f CPU ms per second (%.2f without the stall "
+	       "watchdog)\n",
+	       ((ic[1].med - ic[0].med) - (bc[1].med - bc[0].med)) * 1000 / 1.95,
+	       ((ic[2].med - ic[0].med) - (bc[2].med - bc[0].med)) * 1000 / 1.95);
 	verdict("light, hooks only: overhead", 100 * (lc[1].med / lc[0].med - 1), 0.5, "%");
 	verdict("light, full recording: overhead", 100 * (lc[2].med / lc[0].med - 1), 2.0, "%");
 	printf("  light, hooks only without the stall watchdog (STALLSCOPE_STALL_THRESHOLD_MS=0): "
