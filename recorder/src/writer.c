@@ -6,8 +6,8 @@
  * for the next cycle would leave an event on disk later than the flush interval,
  * so a SIGKILL loses at most that interval. Cycles come as often as the flush
  * interval and the rings' fill rate need (writer_pace.c: an idle program sees a
- * few a second, not a hundred), sooner when a thread exits or the watchdog sees
- * a ring filling. All the expensive work of recording happens here, never on the
+ * few a second, not a hundred; every 10 ms while CPU sampling or task dumps are
+ * on), sooner when a thread exits or the watchdog sees a ring filling. All the expensive work of recording happens here, never on the
  * hook path.
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
@@ -271,6 +271,12 @@ static uint64_t cycle(int final)
 		begin_segment(now);
 	}
 	uint64_t sleep = ss_pace_sleep(&wr.pace, backlog, slept);
+	/* The sampler's buffers (sized for 25-100 ms of samples) and the task-dump
+	 * rings (256 entries a thread) fill in ways the event rings do not show:
+	 * while either is on, the writer keeps the old tick. */
+	if (sleep > TICK_NS && ((ss_sampler_mode() != SS_SAMPLER_OFF && wr.sampling_applied) ||
+				 ss_task_dump_active()))
+		sleep = TICK_NS;
 	if (wr.raw_len) {
 		/* Events are what the promise is about; a block of definitions or
 		 * samples only is as old as the block. */
