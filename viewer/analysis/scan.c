@@ -292,6 +292,22 @@ static int scan_tasks(sqlite3 *db, const struct ss_scope *scope, struct ss_scan 
 	return 0;
 }
 
+int64_t ss_scan_live_held(const int64_t *live, int i)
+{
+	int lo = i > SS_SCAN_LIVE_HOLD ? i - SS_SCAN_LIVE_HOLD : 0;
+	int hi = i + SS_SCAN_LIVE_HOLD < SS_SCAN_LIVE_BUCKETS ? i + SS_SCAN_LIVE_HOLD : SS_SCAN_LIVE_BUCKETS;
+	int64_t v[2 * SS_SCAN_LIVE_HOLD + 1];
+	int n = 0;
+	for (int j = lo; j <= hi; j++) {
+		int k = n++;
+		for (; k > 0 && v[k - 1] > live[j]; k--)
+			v[k] = v[k - 1];
+		v[k] = live[j];
+	}
+	/* A median of fewer buckets would follow a backlog filling most of them. */
+	return n == 2 * SS_SCAN_LIVE_HOLD + 1 ? v[SS_SCAN_LIVE_HOLD] : v[0];
+}
+
 static int by_dur_desc(const void *a, const void *b)
 {
 	const struct ss_scan_poll *x = a, *y = b;

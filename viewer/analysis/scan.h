@@ -119,5 +119,14 @@ int ss_scan_queue_spawn(struct ss_scan *s, int64_t recording_id, int64_t locatio
 void ss_scan_queue_spawns_done(struct ss_scan *s);
 const struct ss_scan_worker *ss_scan_worker(const struct ss_scan *s, int64_t id);
 void ss_scan_free(struct ss_scan *s);
+/* The live tasks held around bucket i of live[] (SS_SCAN_LIVE_BUCKETS + 1
+ * values): the median of the buckets i - SS_SCAN_LIVE_HOLD to
+ * i + SS_SCAN_LIVE_HOLD (on a steady ramp, live[i] itself), or where that
+ * runs past either end the least of the buckets there are. Workers kept off
+ * their CPUs for a few milliseconds (a busy machine) back up the run queues,
+ * lifting live[] for a bucket or two; a level the live tasks hold over 5% of
+ * the window is the program's. */
+#define SS_SCAN_LIVE_HOLD 2
+int64_t ss_scan_live_held(const int64_t *live, int i);
 
 #endif /* STALLSCOPE_SCAN_H */

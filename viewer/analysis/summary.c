@@ -215,7 +215,8 @@ static void counts(struct ss_analysis *a, struct ss_summary *s)
 	s->finished = a->scan.finished;
 	s->alive_at_end = (int64_t)a->scan.alive_at_end;
 	s->idle_at_end = a->scan.idle_at_end;
-	s->alive_early = a->scan.live[SS_SCAN_LIVE_BUCKETS / 10];
+	/* As task-leak counts it: the level held 10% in. */
+	s->alive_early = ss_scan_live_held(a->scan.live, SS_SCAN_LIVE_BUCKETS / 10);
 }
 
 int ss_summary_build(struct ss_analysis *a)
