@@ -1,21 +1,23 @@
 /*
  * pg_import.c - `stallscope import PATH... --db postgresql://...`.
  *
- * An import is staged: the SQLite store takes the rows into a scratch file
+ * An import is one transaction. The rows of the large tables go straight to
+ * PostgreSQL from the model with COPY (pg_sink.c, in front of the stage's
+ * sink); the rest is staged: the SQLite store takes it into a scratch file
  * exactly as it would for `-o trace.db` (the same model, the same incremental
- * state, so the rows are the same), then every staged row goes to PostgreSQL
- * with COPY inside one transaction. For a recording the shared database already
- * holds, the stage first takes from it what an import continues from (threads,
- * workers, live tasks, the last polls and parks, open stalls and spans, pending
- * wakes, the import_* state, its segments, mappings, frames and stacks): rows
- * that the import may change are moved (DELETE ... RETURNING, inside the
- * transaction) and written back with the rest; rows that never change once
- * written (locations, mappings, frames, callsites) are only copied, and only
- * new ones go back. A failed import rolls back: the database is as before.
+ * state, so the rows are the same), and at the end every staged row goes to
+ * PostgreSQL with COPY. For a recording the shared database already holds, the
+ * stage first takes from it what an import continues from (threads, workers,
+ * live tasks, the last polls and parks, open stalls and spans, pending wakes,
+ * the import_* state, its segments, mappings, frames and stacks): rows that the
+ * import may change are moved (DELETE ... RETURNING, inside the transaction)
+ * and written back with the rest; rows that never change once written
+ * (locations, mappings, frames, callsites) are only copied, and only new ones
+ * go back. A failed import rolls back: the database is as before.
  *
- * Ids: the stage numbers new rows from far above anything the database holds
- * (FAR), and at the end reserves a range of each kind on the side connection
- * and moves the new ids into it while copying. So concurrent imports of
+ * Ids: the model numbers new rows from far above anything the database holds
+ * (FAR), and every new id is moved into ranges reserved on the side connection
+ * a chunk at a time (pg_ids.c), as rows are sent. So concurrent imports of
  * different recordings never wait for each other; two of the same recording
  * queue on an advisory lock on its session id.
  */
@@ -384,7 +386,9 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 	char dir[4096] = "", path[4200] = "";
 	int rc = -1;
 	uint64_t imported = 0, events = 0;
-	if (ss_pg_open(&g->pg, url) != 0 || ss_pg_next_ids(&g->pg, g->stage.floor) != 0 ||
+	int holder = 0;
+	if (ss_pg_open(&g->pg, url) != 0 || ss_pg_ids_begin(&g->pg, &holder) != 0 ||
+	    ss_pg_next_ids(&g->pg, g->stage.floor) != 0 ||
 	    (partitions_ahead(g), 0) ||
 	    ss_pg_exec(&g->pg, g->pg.main, "BEGIN") != 0) {
 		if (!quiet)
@@ -393,7 +397,7 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 	}
 	for (int k = 0; k < ID_COUNT; k++)
 		g->stage.floor[k] += FAR;
-	ss_pg_ids_init(&g->ids, &g->pg, g->stage.floor);
+	ss_pg_ids_init(&g->ids, &g->pg, g->stage.floor, holder);
 	char err[256];
 	g->sink = ss_pg_sink_new(&g->pg, &g->ids, err, sizeof err);
 	if (!g->sink) {
@@ -420,12 +424,12 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 		/* Nothing new: leave the database as it is. */
 		ss_pg_sink_drain(g->sink);
 		ss_pg_exec(&g->pg, g->pg.main, "ROLLBACK");
-		ss_pg_ids_release(&g->ids);
+		ss_pg_ids_drop(&g->ids);
 		goto out;
 	}
 	double t1 = now_s();
 	uint64_t rows = 0;
-	if (push(g, path, &rows) != 0 || ss_pg_ids_release(&g->ids) != 0 ||
+	if (push(g, path, &rows) != 0 || ss_pg_ids_keep(&g->ids) != 0 ||
 	    ss_pg_exec(&g->pg, g->pg.main, "COMMIT") != 0) {
 		if (!quiet)
 			fprintf(log, "stallscope import: writing to %s failed: %s; nothing was imported (%s is as"
@@ -441,8 +445,11 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 out:
 	if (g->sink) {
 		ss_pg_sink_drain(g->sink);
-		if (rc)
-			ss_pg_ids_release(&g->ids);
+		if (rc) {
+			/* the leases are the side session's, not the transaction's */
+			ss_pg_exec(&g->pg, g->pg.main, "ROLLBACK");
+			ss_pg_ids_drop(&g->ids);
+		}
 	}
 	ss_pg_sink_free(g->sink);
 	ss_pg_ids_free(&g->ids);

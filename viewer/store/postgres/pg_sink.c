@@ -41,7 +41,8 @@ struct held_task {
 
 struct held_sample {
 	struct ss_sample_row r;
-	char kind[8];
+	bool has_kind;
+	char kind[8];   /* "cpu", "offcpu" */
 };
 
 /* A poll as the samples are linked to it (model ids). */
@@ -140,12 +141,16 @@ static int send_buf(struct ss_pg_sink *k, int i)
 	return failed ? -1 : 0;
 }
 
-void ss_pg_sink_drain(struct ss_pg_sink *k)
+int ss_pg_sink_drain(struct ss_pg_sink *k)
 {
 	pthread_mutex_lock(&k->mu);
 	while (k->count || k->busy)
 		pthread_cond_wait(&k->cv, &k->mu);
+	bool failed = k->failed;
+	if (failed)
+		snprintf(k->p->err, sizeof k->p->err, "%s", k->err);
 	pthread_mutex_unlock(&k->mu);
+	return failed ? -1 : 0;
 }
 
 /* ---- rows in COPY's text format --------------------------------------------------- */
@@ -382,8 +387,9 @@ static int k_sample(void *ctx, const struct ss_sample_row *x)
 		return oom(k);
 	struct held_sample *s = &k->samples[k->n_samples++];
 	s->r = *x;
+	s->r.kind = NULL; /* the call's text: the copy is in s->kind */
+	s->has_kind = x->kind != NULL;
 	snprintf(s->kind, sizeof s->kind, "%s", x->kind ? x->kind : "");
-	s->r.kind = x->kind ? s->kind : NULL;
 	return 0;
 }
 
@@ -450,11 +456,8 @@ static const char *k_error(void *ctx)
 static int k_find_recording(void *ctx, uint64_t session_id, int64_t *id)
 {
 	struct ss_pg_sink *k = ctx;
-	ss_pg_sink_drain(k);
-	if (k->failed) {
-		snprintf(k->p->err, sizeof k->p->err, "%s", k->err);
+	if (ss_pg_sink_drain(k) != 0)
 		return -1;
-	}
 	return k->in.find_recording(k->in.ctx, session_id, id);
 }
 
@@ -594,14 +597,15 @@ static int send_samples(struct ss_pg_sink *k)
 {
 	struct ss_pg_buf *b = &k->tb[T_SAMPLE].b;
 	for (size_t i = 0; i < k->n_samples; i++) {
-		const struct ss_sample_row *x = &k->samples[i].r;
+		const struct held_sample *h = &k->samples[i];
+		const struct ss_sample_row *x = &h->r;
 		c_i(b, x->ts), sep(b);
 		c_id(k, b, ID_THREAD, x->thread_id), sep(b);
 		c_idz(k, b, ID_WORKER, x->worker_id), sep(b);
 		c_idz(k, b, ID_POLL, x->worker_id ? poll_of(k, x->worker_id, x->ts) : 0), sep(b);
 		c_idz(k, b, ID_CALLSITE, x->callsite_id), sep(b);
 		c_i(b, x->weight), sep(b);
-		c_s(b, x->kind), sep(b);
+		c_s(b, h->has_kind ? h->kind : NULL), sep(b);
 		c_n(b, x->cpu);
 		if (row_end(k, T_SAMPLE) != 0)
 			return -1;
@@ -649,8 +653,9 @@ static int send_summaries(struct ss_pg_sink *k, uint64_t *rows)
 	int rc = send_buf(k, T_SUMMARY);
 	if (old.oom)
 		rc = oom(k);
+	if (!rc && n_old)
+		rc = ss_pg_sink_drain(k);
 	if (!rc && n_old) {
-		ss_pg_sink_drain(k);
 		rc = ss_pg_exec(k->p, k->p->main, "CREATE TEMP TABLE IF NOT EXISTS stage_summaries"
 				" (LIKE worker_summaries) ON COMMIT DELETE ROWS");
 		if (!rc)
@@ -688,11 +693,8 @@ int ss_pg_sink_finish(struct ss_pg_sink *k, sqlite3 *stage, uint64_t *rows)
 		rc = send_samples(k);
 	if (!rc)
 		rc = send_summaries(k, rows);
-	ss_pg_sink_drain(k);
-	if (!rc && k->failed) {
-		snprintf(k->p->err, sizeof k->p->err, "%s", k->err);
+	if (ss_pg_sink_drain(k) != 0)
 		rc = -1;
-	}
 	if (!rc && k->ids->failed)
 		rc = -1;
 	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;

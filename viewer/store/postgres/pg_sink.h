@@ -31,8 +31,9 @@ struct sqlite3;
 struct ss_pg_sink *ss_pg_sink_new(struct ss_pg *p, struct ss_pg_ids *ids, char *err, size_t errlen);
 /* Puts the sink in front of *sink (whose functions it hands the rest to). */
 void ss_pg_sink_wrap(struct ss_pg_sink *k, struct ss_sink *sink);
-/* Waits until every row handed to the sender is in the database (or failed). */
-void ss_pg_sink_drain(struct ss_pg_sink *k);
+/* Waits until every row handed to the sender is in the database. Returns 0,
+ * or -1 when sending failed (the message in p->err). */
+int ss_pg_sink_drain(struct ss_pg_sink *k);
 /* Where the import ends, with the stage closed by the importer and opened again
  * as stage: sends what was held (samples linked to the polls of this import
  * and the polls the stage holds), waits for the sender, and adds the rows sent

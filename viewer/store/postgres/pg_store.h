@@ -1,8 +1,9 @@
 /*
  * pg_store.h - the PostgreSQL store: a shared database of many hosts'
  * recordings in the schema of schema/stallscope.sql (pg_tables.h), reached
- * through libpq. An import stages its rows in SQLite with the SQLite store and
- * moves them over with COPY (pg_import.c); a recording comes back out into an
+ * through libpq. An import streams the large tables' rows from the model with
+ * COPY (pg_sink.c) and stages the rest in SQLite with the SQLite store, moved
+ * over with COPY at the end (pg_import.c); a recording comes back out into an
  * SQLite file that the viewer, the report and SQL use as usual (pg_pull.c);
  * prune expires old recordings by dropping partitions (pg_prune.c).
  *
@@ -62,8 +63,6 @@ char *ss_pg_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The next free id of each kind (ranges already handed out are used). */
 int ss_pg_next_ids(struct ss_pg *p, int64_t next[ID_COUNT]);
-/* Reserves n ids of kind; *first is the first. Returns 0, or -1. */
-int ss_pg_reserve_ids(struct ss_pg *p, int kind, int64_t n, int64_t *first);
 /* Partition slice of table t (owner ids [slice * width, (slice + 1) * width)),
  * created on the side connection when missing. */
 int ss_pg_ensure_partition(struct ss_pg *p, const char *table, long long width, int64_t slice);
@@ -85,8 +84,12 @@ struct ss_pg_ids {
 		int64_t max;    /* the highest index (id - floor) moved, -1: none */
 	} k[ID_COUNT];
 	bool failed;        /* a reservation failed: p->err says why */
+	int holder;         /* the side session's backend pid: the leases' holder */
 };
-void ss_pg_ids_init(struct ss_pg_ids *ids, struct ss_pg *p, const int64_t floor[ID_COUNT]);
+/* Before an import reads import_ids: the side session becomes a lease holder
+ * (*holder), and chunks leased to imports that died go back. Returns 0, or -1. */
+int ss_pg_ids_begin(struct ss_pg *p, int *holder);
+void ss_pg_ids_init(struct ss_pg_ids *ids, struct ss_pg *p, const int64_t floor[ID_COUNT], int holder);
 /* v as the database has it: ids below floor[kind] as they are, an import's own
  * moved into its reserved ranges (reserving as needed; on a failure ids->failed
  * is set and v is returned). */
@@ -97,9 +100,13 @@ static inline int64_t ss_pg_ids_map(struct ss_pg_ids *ids, int kind, int64_t v)
 		return v;
 	return ss_pg_ids_map_slow(ids, kind, v);
 }
-/* Gives back the unused end of each kind's last chunk (when it still can).
+/* The import commits next: gives back the unused end of each kind's last chunk
+ * (when it still can) and deletes its leases inside the main transaction.
  * Returns 0, or -1 with p->err. */
-int ss_pg_ids_release(struct ss_pg_ids *ids);
+int ss_pg_ids_keep(struct ss_pg_ids *ids);
+/* The import failed or imported nothing: gives back its chunks (those no later
+ * chunk of another import sits on). Returns 0, or -1 with p->err. */
+int ss_pg_ids_drop(struct ss_pg_ids *ids);
 void ss_pg_ids_free(struct ss_pg_ids *ids);
 
 /* ---- COPY's text format (pg_copy.c) ---------------------------------------------- */
