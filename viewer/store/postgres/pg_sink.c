@@ -42,7 +42,7 @@ struct held_task {
 struct held_sample {
 	struct ss_sample_row r;
 	bool has_kind;
-	char kind[8];   /* "cpu", "offcpu" */
+	char kind[16];  /* "cpu", "offcpu" */
 };
 
 /* A poll as the samples are linked to it (model ids). */
