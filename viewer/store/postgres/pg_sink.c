@@ -626,17 +626,32 @@ static void summary_row(struct ss_pg_sink *k, struct ss_pg_buf *b, const struct 
 	ss_pg_buf_ch(b, '\n');
 }
 
+static int sum_cmp(const void *a, const void *b)
+{
+	const struct ss_summary_row *x = &((const struct sum_slot *)a)->r, *y = &((const struct sum_slot *)b)->r;
+	if (x->bucket_ns != y->bucket_ns)
+		return x->bucket_ns < y->bucket_ns ? -1 : 1;
+	if (x->worker_id != y->worker_id)
+		return x->worker_id < y->worker_id ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
 /* Buckets of the import's own workers are new rows; those of a resumed
- * recording's workers may be in the database already and are added to it. */
+ * recording's workers may be in the database already and are added to it.
+ * In key order: the server's index of the table takes them in order. */
 static int send_summaries(struct ss_pg_sink *k, uint64_t *rows)
 {
 	struct ss_pg_buf old = { 0 };
 	uint64_t n_old = 0;
 	int64_t floor = k->ids->floor[ID_WORKER];
-	for (size_t i = 0; i < k->cap_sums; i++) {
+	size_t n = 0;
+	for (size_t i = 0; i < k->cap_sums; i++)
+		if (k->sums[i].used)
+			k->sums[n++] = k->sums[i];
+	qsort(k->sums, n, sizeof *k->sums, sum_cmp);
+	k->cap_sums = n; /* no longer a hash table */
+	for (size_t i = 0; i < n; i++) {
 		const struct sum_slot *s = &k->sums[i];
-		if (!s->used)
-			continue;
 		if (s->r.worker_id < floor) {
 			summary_row(k, &old, &s->r);
 			n_old++;
