@@ -37,6 +37,7 @@ struct options {
 	const char *scenario;
 	uint64_t seed;
 	const char *record_dir;
+	double drain_s;        /* how long to wait for the queue to drain */
 };
 
 static void usage(FILE *out, const char *argv0)
@@ -54,6 +55,9 @@ static void usage(FILE *out, const char *argv0)
 	scenario_print_list(out);
 	fprintf(out,
 		"  --seed N           seed of the task parameter generator (default 1)\n"
+		"  --drain SECONDS    after the load, wait this long at most for the tasks\n"
+		"                     left to finish (default 0.3; a benchmark comparing CPU\n"
+		"                     time gives a long one, so every run does the same work)\n"
 		"  --record DIR       record into DIR with default settings, ignoring STALLSCOPE_*\n"
 		"  -h, --help         this text\n");
 }
@@ -90,6 +94,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "scenario", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "record", required_argument, NULL, 'R' },
+		{ "drain", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -131,6 +136,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'R':
 			o->record_dir = optarg;
+			break;
+		case 'D':
+			if (parse_double(optarg, 0.0, 86400.0, &o->drain_s) != 0) {
+				fprintf(stderr, "%s: --drain must be 0..86400 seconds, got '%s'\n", argv[0],
+					optarg);
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout, argv[0]);
@@ -209,9 +221,9 @@ static void generate_load(struct scenario_run *run, struct runtime *rt, double r
 	}
 }
 
-static void drain(struct scenario_run *run, struct runtime *rt)
+static void drain(struct scenario_run *run, struct runtime *rt, uint64_t grace_ns)
 {
-	uint64_t deadline = rt_now_ns() + DRAIN_GRACE_NS;
+	uint64_t deadline = rt_now_ns() + grace_ns;
 	while (!interrupted && rt_now_ns() < deadline) {
 		struct runtime_stats st;
 		runtime_get_stats(rt, &st);
@@ -224,7 +236,8 @@ static void drain(struct scenario_run *run, struct runtime *rt)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .workers = 4, .duration_s = 2.0, .scenario = "steady", .seed = 1 };
+	struct options o = { .workers = 4, .duration_s = 2.0, .scenario = "steady", .seed = 1,
+			     .drain_s = DRAIN_GRACE_NS / 1e9 };
 	int prc = parse_args(argc, argv, &o);
 	if (prc != 0)
 		return prc > 0 ? 0 : 2;
@@ -271,7 +284,7 @@ int main(int argc, char **argv)
 	}
 
 	generate_load(run, rt, rate, (uint64_t)(o.duration_s * 1e9));
-	drain(run, rt);
+	drain(run, rt, (uint64_t)(o.drain_s * 1e9));
 	runtime_shutdown(rt);
 	uint64_t elapsed = rt_now_ns() - t0;
 

@@ -364,6 +364,8 @@ SS_INTERNAL void ss_archive_forget(const char *path);
 SS_INTERNAL int ss_writer_stop(void);
 /* Asks the writer to run a cycle soon (thread exit, buffers filling). */
 SS_INTERNAL void ss_writer_kick(void);
+/* Watchdog only: a ring is filling while the writer may be in a long sleep. */
+SS_INTERNAL void ss_writer_nudge(void);
 /* stallscope_set_enabled(): the writer disables or enables the sampler's events in
  * the kernel on its next cycle. */
 SS_INTERNAL void ss_writer_set_sampling(int on);

@@ -1,9 +1,10 @@
 /*
- * sampler-private.h - what sampler.c, sampler_perf.c, sampler_timer.c and
- * proc_maps.c share. The thread table lives here because two very different
- * readers use it: the writer thread (everything) and the timer fallback's signal
- * handler, which finds its entry by the index carried in the timer's sigval and
- * touches only the atomics and the sample ring of that entry.
+ * sampler-private.h - what sampler.c, sampler_perf.c, sampler_percpu.c,
+ * sampler_timer.c and proc_maps.c share. The thread table lives here because
+ * two very different readers use it: the writer thread (everything) and the
+ * timer fallback's signal handler, which finds its entry by the index carried
+ * in the timer's sigval and touches only the atomics and the sample ring of
+ * that entry.
  */
 #ifndef STALLSCOPE_SAMPLER_PRIVATE_H
 #define STALLSCOPE_SAMPLER_PRIVATE_H
@@ -14,11 +15,15 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <linux/perf_event.h>
+
 #include "recorder-private.h"
 #include "sampler.h"
 #include "unwind.h"
 
-enum ss_st_kind { SS_ST_FREE = 0, SS_ST_PERF, SS_ST_TIMER };
+/* PERF: the thread's own events and ring (pid = tid, cpu = -1); PERCPU: covered by
+ * the process's per-CPU events (sampler_percpu.c), nothing of its own to open. */
+enum ss_st_kind { SS_ST_FREE = 0, SS_ST_PERF, SS_ST_TIMER, SS_ST_PERCPU };
 
 /* One sample as the signal handler stores it. Every entry of a session has the
  * same size (ss_smp.tstride), so the ring is a plain array and the handler never
@@ -59,6 +64,8 @@ struct ss_sthread {
 	uint32_t tid;
 	uint32_t gen;
 	uint8_t closing;                  /* removed: drain once more, then release */
+	uint8_t cpu_ring;                 /* a CPU's ring of ss_smp.cpus, not a thread */
+	uint64_t since, until;            /* PERCPU: followed from add to remove (0 = on) */
 	uint8_t comm_pending;
 	char comm[16];
 	timer_t timer;
@@ -97,6 +104,21 @@ struct ss_sampler_state {
 	uint32_t max_stack;
 	int paranoid;
 
+	uint32_t offcpu_copy;             /* user stack bytes per switch-out, 0 = kernel chains */
+
+	/* per-CPU events inherited by the process's threads (sampler_percpu.c) */
+	int percpu;                       /* open: threads are SS_ST_PERCPU */
+	int force_per_thread;
+	uint32_t ncpu_rings;
+	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
+	int *pc_fds;                      /* every event opened, to enable and close */
+	uint32_t pc_nfds, pc_capfds;
+	uint64_t *pc_cs_ids;              /* ids of the context-switch events, sorted */
+	uint32_t pc_ncs;
+	uint16_t pc_hash[4096];           /* followed tids: table index + 1, 0 = empty */
+	int pc_hash_dirty;
+	uint64_t pc_last_lost_read, pc_lost_counter, pc_lost_emitted, pc_last_drain;
+
 	/* timer */
 	int timer_ready;
 	int signo;
@@ -106,7 +128,7 @@ struct ss_sampler_state {
 	uint32_t stack_copy;
 	int user_chain;
 
-	char status[512];
+	char status[1024];
 	struct ss_sampler_stats stats;
 	struct ss_sthread threads[SS_SAMPLER_MAX_THREADS];
 };
@@ -129,6 +151,31 @@ SS_INTERNAL void ss_perf_close_fds(struct ss_sthread *t);
 SS_INTERNAL void ss_perf_unmap(struct ss_sthread *t);
 SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink *sink);
 SS_INTERNAL void ss_perf_enable(struct ss_sthread *t, int on);
+SS_INTERNAL int ss_perf_open_on(struct perf_event_attr *a, uint32_t tid, int cpu);
+SS_INTERNAL void ss_perf_attr_clock(struct perf_event_attr *a);
+SS_INTERNAL void ss_perf_attr_cs(struct perf_event_attr *a);
+/* Maps want data pages (halved while the mlock budget refuses) into t->ring. */
+SS_INTERNAL int ss_perf_map_ring(struct ss_sthread *t, int fd, uint32_t want, char *why, size_t len);
+SS_INTERNAL uint64_t ss_perf_read_lost(int fd);
+SS_INTERNAL int ss_perf_is_cs(const struct ss_sthread *t, uint64_t id);
+/* Hands one record of t's ring to sink (samples, switches, losses, names, mappings). */
+SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_header *h,
+				const struct ss_sample_sink *sink);
+SS_INTERNAL void ss_perf_emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t ts_end,
+				   uint32_t tid, uint32_t reason, uint64_t count);
+
+/* sampler_percpu.c */
+/* Opens the per-CPU events on every thread of this process: 0, or -errno with why
+ * (then nothing stays open and threads get events of their own). */
+SS_INTERNAL int ss_percpu_open(char *why, size_t len);
+SS_INTERNAL void ss_percpu_close(void);
+SS_INTERNAL void ss_percpu_enable(int on);
+/* Every CPU's ring, merged in time order, up to the time of the call. */
+SS_INTERNAL void ss_percpu_drain(const struct ss_sample_sink *sink);
+/* tid is followed at time ts: added before it and not removed before it. */
+SS_INTERNAL int ss_percpu_follows(uint32_t tid, uint64_t ts);
+SS_INTERNAL int ss_percpu_is_cs(uint64_t id);
+SS_INTERNAL void ss_percpu_after_fork(void);
 
 /* sampler_timer.c */
 /* Installs the signal handler once. 0, or -1 with why. */

@@ -83,6 +83,11 @@ int ss_sampler_offcpu_stacks(void)
 	return ss_smp.started && ss_smp.mode == SS_SAMPLER_PERF && ss_smp.offcpu;
 }
 
+int ss_sampler_per_cpu(void)
+{
+	return ss_smp.started && ss_smp.percpu;
+}
+
 const char *ss_sampler_status(void)
 {
 	return ss_smp.status;
@@ -123,6 +128,40 @@ static void start_timer_mode(const char *perf_why)
 		ss_sampler_note("%s", perf_why);
 }
 
+/* The process's per-CPU events where they can be had; per-thread events are
+ * what is left otherwise, and the status says why. */
+static void start_percpu(const struct ss_sampler_config *cfg)
+{
+	if (ss_smp.offcpu)
+		ss_sampler_note(ss_smp.offcpu_copy ? "off-CPU stacks: frame pointers in %u-byte "
+				"stack copies" : "off-CPU stacks: kernel call chains", ss_smp.offcpu_copy);
+	if (cfg->per_thread) {
+		ss_sampler_note("events per thread (asked)");
+		return;
+	}
+	if (ss_target_pid()) {
+		ss_sampler_note("events per thread (another process)");
+		return;
+	}
+	/* A CPU's ring takes every thread that runs there, but only one at a time: it
+	 * needs the room of one thread's ring for samples, more for switches. */
+	uint32_t thread_pages = ss_smp.perf_pages;
+	/* Every thread of the process writes there, followed or not: even a ring
+	 * asked to be tiny (tests provoking losses) keeps room for some of each. */
+	uint32_t floor = cfg->perf_pages ? 16 : ss_perf_mlock_unlimited() ? 128 : 64;
+	if (ss_smp.perf_pages < floor)
+		ss_smp.perf_pages = floor;
+	char why[300];
+	int r = ss_percpu_open(why, sizeof why);
+	if (r == 0) {
+		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
+				ss_smp.perf_pages);
+	} else {
+		ss_smp.perf_pages = thread_pages;
+		ss_sampler_note("events per thread: per-CPU events refused: %s", why);
+	}
+}
+
 void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t len)
 {
 	if (ss_smp.started)
@@ -157,6 +196,12 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 					    : sizeof(uint64_t) * SS_MAX_FRAMES);
 	ss_smp.all_threads = cfg->all_threads;
 	ss_smp.paranoid = ss_read_int_file("/proc/sys/kernel/perf_event_paranoid", 2);
+	ss_smp.offcpu_copy = cfg->offcpu_copy == SS_OFFCPU_CHAINS ? 0
+			     : cfg->offcpu_copy ? (cfg->offcpu_copy + 7) & ~7u : SS_OFFCPU_COPY_DEFAULT;
+#if !defined(__x86_64__)
+	ss_smp.offcpu_copy = 0; /* the registers' layout is known for x86-64 only */
+#endif
+	ss_smp.force_per_thread = cfg->per_thread;
 
 	switch (cfg->mode) {
 	case SS_SAMPLER_OFF:
@@ -173,6 +218,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 			ss_smp.mode = SS_SAMPLER_PERF;
 			/* why holds the details of what perf granted */
 			ss_sampler_note("perf: %s", why);
+			start_percpu(cfg);
 		} else if (cfg->mode == SS_SAMPLER_AUTO) {
 			char w2[340];
 			snprintf(w2, sizeof w2, "perf refused: %s", why);
@@ -249,6 +295,15 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 		t->stack_hi = stack_hi;
 	}
 
+	if (ss_smp.percpu) {
+		/* Its events came with it from the thread that created it. */
+		t->kind = SS_ST_PERCPU;
+		t->since = ss_now();
+		ss_smp.pc_hash_dirty = 1;
+		ss_smp.stats.threads_perf++;
+		read_comm(t);
+		return 0;
+	}
 	char why[200];
 	if (ss_smp.mode == SS_SAMPLER_PERF) {
 		int r = ss_perf_open(t, why, sizeof why);
@@ -300,7 +355,12 @@ void ss_sampler_thread_remove(uint32_t tid)
 		return;
 	/* Stop sampling now; the ring keeps what the thread produced until the next
 	 * drain hands it over. */
-	if (t->kind == SS_ST_PERF) {
+	if (t->kind == SS_ST_PERCPU) {
+		/* What it did until now still comes out of the CPUs' rings at the next
+		 * drain; nothing later. */
+		t->until = ss_now();
+		ss_smp.stats.threads_perf--;
+	} else if (t->kind == SS_ST_PERF) {
 		ss_perf_close_fds(t);
 		ss_smp.stats.threads_perf--;
 	} else {
@@ -318,6 +378,8 @@ static void release(struct ss_sthread *t)
 	} else if (t->kind == SS_ST_TIMER) {
 		ss_timer_close(t);
 		ss_timer_free(t);
+	} else if (t->kind == SS_ST_PERCPU) {
+		ss_smp.pc_hash_dirty = 1;
 	}
 	t->kind = SS_ST_FREE;
 	t->closing = 0;
@@ -335,11 +397,21 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 			sink->comm(sink->ctx, t->tid, t->comm, ss_now());
 			t->comm_pending = 0;
 		}
+		if (t->kind == SS_ST_PERCPU)
+			continue; /* below, all of them at once */
 		if (t->kind == SS_ST_PERF)
 			ss_perf_drain(t, sink);
 		else
 			ss_timer_drain(t, sink);
 		if (t->closing)
+			release(t);
+	}
+	if (!ss_smp.percpu)
+		return;
+	ss_percpu_drain(sink);
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind == SS_ST_PERCPU && t->closing)
 			release(t);
 	}
 }
@@ -377,9 +449,11 @@ void ss_sampler_set_enabled(int on)
 	if (!ss_smp.started || ss_smp.enabled == !!on)
 		return;
 	ss_smp.enabled = !!on;
+	if (ss_smp.percpu)
+		ss_percpu_enable(on);
 	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
-		if (t->kind == SS_ST_FREE || t->closing)
+		if (t->kind == SS_ST_FREE || t->kind == SS_ST_PERCPU || t->closing)
 			continue;
 		if (t->kind == SS_ST_PERF)
 			ss_perf_enable(t, on);
@@ -401,6 +475,10 @@ void ss_sampler_after_fork(void)
 				close(t->fd_clock);
 		}
 	}
+	ss_percpu_after_fork();
+	free(ss_smp.pc_fds);
+	free(ss_smp.pc_cs_ids);
+	free(ss_smp.cpus);
 	/* POSIX timers are not inherited either: nothing else to release. */
 	memset(&ss_smp, 0, sizeof ss_smp);
 	atomic_store_explicit(&published_mode, SS_SAMPLER_OFF, memory_order_relaxed);
@@ -415,6 +493,7 @@ void ss_sampler_stop(void)
 		if (t->kind != SS_ST_FREE)
 			release(t);
 	}
+	ss_percpu_close();
 	ss_timer_fini();
 	ss_build_id_cache_clear();
 	ss_smp.stats.threads_perf = ss_smp.stats.threads_timer = 0;

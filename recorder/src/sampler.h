@@ -6,11 +6,17 @@
  * drains).
  *
  * Two ways to sample, chosen by ss_sampler_start():
- *   perf   perf_event_open per worker thread (pid = tid, cpu = -1), software
+ *   perf   perf_event_open per CPU on every thread of the process with inherit
+ *          (sampler_percpu.c: perf's own way, one ring per CPU), or, where that
+ *          is refused or for another process, per worker thread (pid = tid,
+ *          cpu = -1); either way software
  *          cpu-clock with a fixed period, PERF_SAMPLE_CALLCHAIN (frame pointers
  *          walked by the kernel), context_switch records for on/off-CPU time,
- *          and, where permitted, a context-switch sample with a call chain at
- *          every switch-out (off-CPU stacks). mmap2 records for new mappings.
+ *          and, where permitted, a context-switch sample at every switch-out
+ *          (off-CPU stacks: the user registers and the top of the user stack,
+ *          whose frame-pointer chain the drain walks; the kernel's own call
+ *          chain walk cost several times more per switch). mmap2 records for
+ *          new mappings.
  *   timer  a per-thread timer_create(CLOCK_THREAD_CPUTIME_ID) + signal whose
  *          handler walks frame pointers from the interrupted context, every
  *          read checked against the thread's stack bounds.
@@ -19,8 +25,9 @@
  * carries the user registers and a copy of the top of the user stack: from perf
  * (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER) or from the timer's handler
  * (the interrupted context and the stack above its sp), and the writer unwinds
- * them. Off-CPU samples keep the kernel's chains: a copy at every context
- * switch would cost more than the stacks are worth.
+ * them. Off-CPU samples keep frame-pointer chains (walked in their own small
+ * copy): CFI unwinding at every context switch would cost more than the stacks
+ * are worth.
  */
 #ifndef STALLSCOPE_SAMPLER_H
 #define STALLSCOPE_SAMPLER_H
@@ -55,7 +62,17 @@ struct ss_sampler_config {
 			       * registers (0 = none: frame-pointer chains only) */
 	int user_chain;       /* with copies: keep the kernel's user frame-pointer
 			       * chain too (auto's fallback when a copy is empty) */
+	/* Off-CPU stacks: bytes of user stack the kernel copies at each switch-out,
+	 * walked for frame pointers here (0 = SS_OFFCPU_COPY_DEFAULT;
+	 * SS_OFFCPU_CHAINS = the kernel's call chains, user and kernel, instead). */
+	uint32_t offcpu_copy;
+	/* Events of each thread's own instead of the process's per-CPU ones (the
+	 * fallback, forced: tests, comparisons). */
+	int per_thread;
 };
+
+#define SS_OFFCPU_COPY_DEFAULT 1024
+#define SS_OFFCPU_CHAINS UINT32_MAX
 
 struct ss_ustack;
 
@@ -128,6 +145,9 @@ enum ss_sampler_mode ss_sampler_mode_published(void);
 const char *ss_sampler_mode_name(enum ss_sampler_mode m);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
+/* 1 when perf follows the process with per-CPU inherited events, 0 when each
+ * thread has events of its own (or the mode is not perf). */
+int ss_sampler_per_cpu(void);
 /* The status line of ss_sampler_start() plus anything learnt since (a thread that
  * fell back to the timer, rings shrunk to fit the mlock budget). Valid until the
  * next call into the sampler. */

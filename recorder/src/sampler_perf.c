@@ -1,6 +1,7 @@
 /*
  * sampler_perf.c - perf_event_open per sampled thread (pid = tid, cpu = -1, so
- * the ring may be mmapped), and the reader of those rings.
+ * the ring may be mmapped), the fallback of the per-CPU events, and the reader
+ * of every perf ring.
  *
  * Per thread: a software cpu-clock event with a fixed period (frequency mode
  * undersamples bursty threads) carrying call chains, PERF_RECORD_SWITCH records
@@ -14,8 +15,13 @@
  * For CFI unwinding (ss_smp.stack_copy) the cpu-clock samples also carry the user
  * registers and a copy of the top of the user stack (PERF_SAMPLE_REGS_USER,
  * PERF_SAMPLE_STACK_USER); the kernel then walks no user frame pointers unless
- * auto mode keeps its chain as a fallback. The context-switch samples do not
- * carry copies.
+ * auto mode keeps its chain as a fallback. The context-switch samples carry
+ * a small copy of their own (ss_smp.offcpu_copy, x86-64) with only the registers
+ * a frame-pointer walk needs, walked here (cs_walk), or else the kernel's chains.
+ *
+ * These functions also open and read the process's per-CPU events of
+ * sampler_percpu.c: the attributes, the ring mapping and the record decoder are
+ * the same, and a CPU's ring is an ss_sthread with cpu_ring set.
  */
 #include "sampler-private.h"
 
@@ -51,9 +57,14 @@ static long page_size(void)
 	return ps;
 }
 
+SS_INTERNAL int ss_perf_open_on(struct perf_event_attr *a, uint32_t tid, int cpu)
+{
+	return (int)syscall(SYS_perf_event_open, a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 static int perf_open(struct perf_event_attr *a, uint32_t tid)
 {
-	return (int)syscall(SYS_perf_event_open, a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return ss_perf_open_on(a, tid, -1);
 }
 
 static void attr_common(struct perf_event_attr *a)
@@ -80,11 +91,13 @@ static void attr_common(struct perf_event_attr *a)
 		   (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP) | \
 		   (0xffull << PERF_REG_X86_R8))
 static const uint8_t perf_to_dwarf[SS_UREGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16, 8, 9, 10, 11, 12, 13, 14, 15 };
+/* Switch-out samples: what a frame-pointer walk needs, in the order of the bits. */
+#define CS_REGS_MASK ((1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP))
 #else
 #define REGS_MASK 0ull
 #endif
 
-static void attr_clock(struct perf_event_attr *a)
+SS_INTERNAL void ss_perf_attr_clock(struct perf_event_attr *a)
 {
 	attr_common(a);
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
@@ -103,11 +116,23 @@ static void attr_clock(struct perf_event_attr *a)
 	a->comm = 1;
 }
 
-static void attr_cs(struct perf_event_attr *a)
+SS_INTERNAL void ss_perf_attr_cs(struct perf_event_attr *a)
 {
 	attr_common(a);
 	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a->sample_period = 1;
+#if defined(__x86_64__)
+	/* The kernel's call-chain walk of the user stack at every switch-out was most
+	 * of what sampling cost a runtime that switches tens of thousands of times a
+	 * second (~7 us a switch here, where copying 1 KiB of stack costs well under
+	 * one): the registers and the top of the stack, walked by the drain. */
+	if (ss_smp.offcpu_copy) {
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_CALLCHAIN;
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = CS_REGS_MASK;
+		a->sample_stack_user = ss_smp.offcpu_copy;
+	}
+#endif
 	a->exclude_kernel = 0; /* the switch-out happens in the kernel */
 }
 
@@ -133,19 +158,20 @@ static int has_cap_ipc_lock(void)
 }
 
 /* Maps the ring, halving it while the mlock budget refuses (EPERM). */
-static int map_ring(struct ss_sthread *t, int fd, char *why, size_t len)
+SS_INTERNAL int ss_perf_map_ring(struct ss_sthread *t, int fd, uint32_t want, char *why, size_t len)
 {
-	uint32_t pages = ss_smp.perf_pages;
+	uint32_t pages = want;
 	for (;;) {
 		size_t l = (size_t)(pages + 1) * (size_t)page_size();
 		void *p = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p != MAP_FAILED) {
-			if (pages != ss_smp.perf_pages) {
+			if (pages != want) {
 				ss_sampler_note("perf rings shrunk from %u to %u data pages: mlock budget "
 						"(perf_event_mlock_kb %d per CPU + RLIMIT_MEMLOCK) spent",
-						ss_smp.perf_pages, pages,
+						want, pages,
 						ss_read_int_file("/proc/sys/kernel/perf_event_mlock_kb", -1));
-				ss_smp.perf_pages = pages;
+				if (want == ss_smp.perf_pages)
+					ss_smp.perf_pages = pages;
 			}
 			t->ring = p;
 			t->ring_len = l;
@@ -179,18 +205,18 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 	/* Kernel frames where permitted: try, and learn from the refusal. */
 	ss_smp.kernel_ok = 1;
 	ss_smp.fmt_lost = 1;
-	attr_clock(&a);
+	ss_perf_attr_clock(&a);
 	int fd = perf_open(&a, self);
 	if (fd < 0 && errno == EINVAL) { /* before 6.0: no lost counter */
 		ss_smp.fmt_lost = 0;
-		attr_clock(&a);
+		ss_perf_attr_clock(&a);
 		fd = perf_open(&a, self);
 	}
 	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
 		snprintf(kern_note, sizeof kern_note, ", kernel frames refused (%s)",
 			 ss_errno_name(errno));
 		ss_smp.kernel_ok = 0;
-		attr_clock(&a);
+		ss_perf_attr_clock(&a);
 		fd = perf_open(&a, self);
 	}
 	char copy_note[160] = "";
@@ -200,7 +226,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 		snprintf(copy_note, sizeof copy_note, ", user stack copies of %u bytes refused (EINVAL): "
 			 "frame-pointer chains instead", ss_smp.stack_copy);
 		ss_smp.stack_copy = 0;
-		attr_clock(&a);
+		ss_perf_attr_clock(&a);
 		fd = perf_open(&a, self);
 	}
 	if (fd < 0) {
@@ -212,7 +238,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 
 	struct ss_sthread probe;
 	memset(&probe, 0, sizeof probe);
-	int r = map_ring(&probe, fd, why, len);
+	int r = ss_perf_map_ring(&probe, fd, ss_smp.perf_pages, why, len);
 	close(fd);
 	if (r != 0)
 		return r;
@@ -226,8 +252,13 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 		snprintf(off_note, sizeof off_note, "off-CPU stacks unavailable: need kernel samples "
 			 "(perf_event_paranoid %d, no CAP_PERFMON)", ss_smp.paranoid);
 	} else {
-		attr_cs(&a);
+		ss_perf_attr_cs(&a);
 		int cs = perf_open(&a, self);
+		if (cs < 0 && errno == EINVAL && ss_smp.offcpu_copy) {
+			ss_smp.offcpu_copy = 0; /* no user stack copies: the kernel's chains */
+			ss_perf_attr_cs(&a);
+			cs = perf_open(&a, self);
+		}
 		if (cs >= 0) {
 			close(cs);
 			ss_smp.offcpu = 1;
@@ -268,7 +299,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 	return 0;
 }
 
-static uint64_t read_lost(int fd)
+SS_INTERNAL uint64_t ss_perf_read_lost(int fd)
 {
 	uint64_t v[2];
 	if (fd < 0 || !ss_smp.fmt_lost || read(fd, v, sizeof v) != (ssize_t)sizeof v)
@@ -279,7 +310,7 @@ static uint64_t read_lost(int fd)
 SS_INTERNAL void ss_perf_close_fds(struct ss_sthread *t)
 {
 	if (t->fd_clock >= 0)
-		t->lost_counter = read_lost(t->fd_clock) + read_lost(t->fd_cs);
+		t->lost_counter = ss_perf_read_lost(t->fd_clock) + ss_perf_read_lost(t->fd_cs);
 	if (t->fd_cs >= 0)
 		close(t->fd_cs);
 	if (t->fd_clock >= 0)
@@ -298,7 +329,7 @@ SS_INTERNAL void ss_perf_unmap(struct ss_sthread *t)
 SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len)
 {
 	struct perf_event_attr a;
-	attr_clock(&a);
+	ss_perf_attr_clock(&a);
 	t->fd_clock = perf_open(&a, t->tid);
 	if (t->fd_clock < 0) {
 		int e = errno;
@@ -306,7 +337,7 @@ SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len)
 			 t->tid, ss_errno_name(e), ss_smp.paranoid);
 		return -e;
 	}
-	int r = map_ring(t, t->fd_clock, why, len);
+	int r = ss_perf_map_ring(t, t->fd_clock, ss_smp.perf_pages, why, len);
 	if (r != 0) {
 		ss_perf_close_fds(t);
 		return r;
@@ -314,7 +345,7 @@ SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len)
 	if (ioctl(t->fd_clock, PERF_EVENT_IOC_ID, &t->id_clock) != 0)
 		t->id_clock = 0;
 	if (ss_smp.offcpu) {
-		attr_cs(&a);
+		ss_perf_attr_cs(&a);
 		t->fd_cs = perf_open(&a, t->tid);
 		if (t->fd_cs >= 0 &&
 		    (ioctl(t->fd_cs, PERF_EVENT_IOC_SET_OUTPUT, t->fd_clock) != 0 ||
@@ -366,6 +397,41 @@ static void emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t t
 	ss_smp.stats.lost += count;
 }
 
+/* A switch-out sample's { u64 abi; u64 bp, sp, ip; } { u64 size; char data[size];
+ * u64 dyn_size; }: the pc, then the return addresses of the frame-pointer chain
+ * as far as it stays inside the copy, each frame above the last (the kernel's
+ * walk of the live stack, run over the copy). */
+static uint32_t cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out)
+{
+	if (end - q < 40 || rd64(q) == PERF_SAMPLE_REGS_ABI_NONE)
+		return 0; /* a kernel thread, or no user registers */
+	uint64_t fp = rd64(q + 8), sp = rd64(q + 16), pc = rd64(q + 24);
+	q += 32;
+	uint64_t size = rd64(q), len = 0;
+	q += 8;
+	const unsigned char *data = q;
+	if (size && (uint64_t)(end - q) >= size + 8) {
+		uint64_t dyn = rd64(q + size);
+		len = dyn < size ? dyn : size;
+	}
+	uint32_t nf = 0;
+	out[nf++] = pc;
+	uint64_t lo = sp;
+	while (nf < SS_MAX_FRAMES) {
+		if ((fp & 7) || fp < lo || fp - sp + 16 > len)
+			break;
+		uint64_t next = rd64(data + (fp - sp)), ret = rd64(data + (fp - sp) + 8);
+		if (ret < 4096)
+			break; /* not a code address: the end of the chain */
+		out[nf++] = ret;
+		if (next <= fp)
+			break;
+		lo = fp + 16;
+		fp = next;
+	}
+	return nf;
+}
+
 static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 		      const struct ss_sample_sink *sink)
 {
@@ -377,12 +443,22 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 	uint64_t time = rd64(p + 24);
 	uint32_t cpu = rd32(p + 32);
 	uint64_t period = rd64(p + 40);
+	uint64_t frames[SS_MAX_FRAMES];
+	if (ss_smp.offcpu_copy && ss_perf_is_cs(t, id)) {
+		struct ss_sample s = {
+			.ts = time, .tid = tid, .cpu = cpu, .kind = SS_SAMPLE_OFFCPU,
+			.nframes = cs_walk(p + 48, p + n, frames), .frames = frames,
+		};
+		if (sink->sample)
+			sink->sample(sink->ctx, &s);
+		ss_smp.stats.samples++;
+		return;
+	}
 	uint64_t nr = rd64(p + 48);
 	if (nr > (n - 56) / 8)
 		return; /* truncated: never trust the count */
 	const unsigned char *ips = p + 56;
 
-	uint64_t frames[SS_MAX_FRAMES];
 	uint32_t nf = 0, nk = 0;
 	/* Kernel part first, then user: two passes so the order holds whatever order
 	 * the contexts come in. */
@@ -401,7 +477,7 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 		if (pass == 0)
 			nk = nf;
 	}
-	int off = t->id_cs != 0 && id == t->id_cs;
+	int off = ss_perf_is_cs(t, id);
 	/* After the chain: { u64 abi; u64 regs[weight(mask)]; } { u64 size; char
 	 * data[size]; u64 dyn_size; } on cpu-clock samples with copies. */
 	static struct ss_ucopy uc;
@@ -450,8 +526,15 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 	ss_smp.stats.samples++;
 }
 
-static void on_record(struct ss_sthread *t, const struct perf_event_header *h,
-		      const struct ss_sample_sink *sink)
+SS_INTERNAL int ss_perf_is_cs(const struct ss_sthread *t, uint64_t id)
+{
+	if (t->cpu_ring)
+		return ss_percpu_is_cs(id);
+	return t->id_cs != 0 && id == t->id_cs;
+}
+
+SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_header *h,
+				const struct ss_sample_sink *sink)
 {
 	const unsigned char *p = (const unsigned char *)(h + 1);
 	size_t n = h->size - sizeof *h;
@@ -460,6 +543,16 @@ static void on_record(struct ss_sthread *t, const struct perf_event_header *h,
 	uint64_t tr_time = tr ? rd64(tr + 8) : 0;
 	uint32_t tr_cpu = tr ? rd32(tr + 16) : UINT32_MAX;
 
+	/* A CPU's ring holds every thread of the process (the recorder's own too):
+	 * only the threads the writer follows are handed on. */
+	if (t->cpu_ring) {
+		int smp = h->type == PERF_RECORD_SAMPLE;
+		uint32_t who = smp ? (n >= 32 ? rd32(p + 20) : 0) : tr_tid;
+		uint64_t when = smp ? (n >= 32 ? rd64(p + 24) : 0) : tr_time;
+		if ((smp || h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_COMM) &&
+		    !ss_percpu_follows(who, when))
+			return;
+	}
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		on_sample(t, p, n, sink);
@@ -484,7 +577,8 @@ static void on_record(struct ss_sthread *t, const struct perf_event_header *h,
 		/* { u64 id; u64 lost; } + trailer */
 		if (n >= 16 + TRAILER) {
 			t->lost_records += rd64(p + 8);
-			if (t->lost_records > t->lost_emitted) {
+			/* A CPU's ring: sampler_percpu.c reports its losses with the counters'. */
+			if (!t->cpu_ring && t->lost_records > t->lost_emitted) {
 				emit_lost(sink, tr_time, tr_time, tr_tid, SS_SLOSS_KERNEL,
 					  t->lost_records - t->lost_emitted);
 				t->lost_emitted = t->lost_records;
@@ -501,7 +595,7 @@ static void on_record(struct ss_sthread *t, const struct perf_event_header *h,
 	case PERF_RECORD_UNTHROTTLE:
 		if (n >= 24 && t->throttled_at) {
 			uint64_t end = rd64(p), dt = end > t->throttled_at ? end - t->throttled_at : 0;
-			uint64_t cnt = t->throttled_id == t->id_clock ? dt / ss_smp.period_ns : 0;
+			uint64_t cnt = !ss_perf_is_cs(t, t->throttled_id) ? dt / ss_smp.period_ns : 0;
 			emit_lost(sink, t->throttled_at, end, t->tid, SS_SLOSS_THROTTLE, cnt ? cnt : 1);
 			t->throttled_at = 0;
 		}
@@ -555,6 +649,12 @@ static void on_record(struct ss_sthread *t, const struct perf_event_header *h,
 	}
 }
 
+SS_INTERNAL void ss_perf_emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t ts_end,
+				   uint32_t tid, uint32_t reason, uint64_t count)
+{
+	emit_lost(sink, ts, ts_end, tid, reason, count);
+}
+
 SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink *sink)
 {
 	if (!t->ring)
@@ -581,7 +681,7 @@ SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink
 			memcpy(scratch + first, data, rs - first);
 			h = (const void *)scratch;
 		}
-		on_record(t, h, sink);
+		ss_perf_record(t, h, sink);
 		tail += rs;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
@@ -591,7 +691,7 @@ SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink
 	 * closing the descriptors reads them a last time. */
 	uint64_t now = ss_now();
 	if (t->fd_clock >= 0 && now - t->last_lost_read >= LOST_READ_NS) {
-		t->lost_counter = read_lost(t->fd_clock) + read_lost(t->fd_cs);
+		t->lost_counter = ss_perf_read_lost(t->fd_clock) + ss_perf_read_lost(t->fd_cs);
 		t->last_lost_read = now;
 	}
 	if (t->lost_counter > t->lost_emitted) {

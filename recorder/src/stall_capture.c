@@ -41,6 +41,8 @@
 
 #define WINDOW_NS 1000000ull         /* CPU-clock window that splits running/runnable */
 #define ANSWER_NS 50000000ull        /* how long a signalled thread gets to answer */
+#define ANSWER_NAP0_NS 100000ull     /* first wait for its answer, doubling ... */
+#define ANSWER_NAP_MAX_NS 2000000ull /* ... up to this */
 #define SCAN_BYTES (64u << 10)       /* stack copied above a blocked thread's sp */
 #define MAX_CODE_RANGES 256
 
@@ -425,11 +427,16 @@ static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint3
 	atomic_store_explicit(&c->req, gen, memory_order_release);
 	if (syscall(SYS_tgkill, C.pid, s->tid, C.signo) != 0)
 		return -1;
-	uint64_t deadline = ss_now() + ANSWER_NS;
+	/* A thread on CPU answers within microseconds; one waiting for a CPU (a
+	 * loaded machine) may take milliseconds: naps that double up to 2 ms cost
+	 * about 25 wake-ups over the whole 50 ms, not 500. */
+	uint64_t deadline = ss_now() + ANSWER_NS, nap = ANSWER_NAP0_NS;
 	while (atomic_load_explicit(&c->done, memory_order_acquire) != gen) {
 		if (ss_now() >= deadline)
 			return -2;
-		sleep_ns(100000);
+		sleep_ns(nap);
+		if (nap < ANSWER_NAP_MAX_NS)
+			nap *= 2;
 	}
 	*n = c->n < SS_STALL_FRAMES ? c->n : SS_STALL_FRAMES;
 	memcpy(out, c->frames, *n * sizeof *out);

@@ -13,6 +13,13 @@
  * Entry fields are read with relaxed atomic loads, since the owner may be
  * rewriting them after a wrap.
  *
+ * Ticks: a poll that begins just after a tick is T old no sooner than a tick
+ * later, so the watchdog sleeps until the earliest of the captures due and one
+ * threshold after its last look (less the timer slack it lets the kernel use to
+ * join its wake-up to others), not every few milliseconds. A poll that lasts T
+ * is then always seen open at a tick and captured at T (later by as much as the
+ * machine delays the wake-up).
+ *
  * A poll open for T (the threshold) is captured at T, 2T, 4T ... up to
  * SS_STALL_MAX_CAPTURES times; when the watchdog sees it end (the first boundary
  * after its POLL_BEGIN, or the thread's exit), a STALL_END carries its end.
@@ -30,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #define SCAN_BACK 64
 #define QUEUE_LEN 256
@@ -51,7 +59,7 @@ static struct {
 	int running;
 	_Atomic int started;
 	uint32_t session;
-	uint64_t threshold_ns, tick_ns;
+	uint64_t threshold_ns, tick_ns, slack_ns;
 	struct ss_pool *pool;
 	struct wd_slot *ws;
 
@@ -205,6 +213,11 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 			}
 		}
 		w->seen_head = h1;
+		/* We read this ring's head anyway: a ring filling while the writer
+		 * sleeps long (a quiet spell just ended) gets it up in time. */
+		uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+		if (h1 - tail > cap / 4)
+			ss_writer_nudge();
 	}
 	if (state == SS_SLOT_RETIRED && w->open) {
 		/* The thread ended inside the poll (or we missed its end). */
@@ -243,6 +256,7 @@ static void *watchdog_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	ss_shim_internal_thread();
 	pthread_setname_np(pthread_self(), "ss-watchdog");
+	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
 	pthread_mutex_lock(&D.mu);
 	while (D.running) {
@@ -285,11 +299,16 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		return;
 	D.session = session;
 	D.threshold_ns = (uint64_t)cfg->stall_threshold_ms * 1000000u;
-	/* New polls are found within 3/4 of a threshold, before they are due; a due
-	 * capture wakes the watchdog at its own time. Fewer ticks, less CPU. */
-	D.tick_ns = D.threshold_ns / 4 * 3;
-	if (D.tick_ns < 2000000u)
-		D.tick_ns = 2000000u;
+	/* New polls are found within a threshold, by the time they are due (see the
+	 * top); a due capture wakes the watchdog at its own time. The kernel may move
+	 * the wake-up by the slack to join it to another (fewer wake-ups from idle);
+	 * the tick is shortened by as much, so that never makes it late. */
+	D.slack_ns = D.threshold_ns / 16;
+	if (D.slack_ns > 5000000u)
+		D.slack_ns = 5000000u;
+	D.tick_ns = D.threshold_ns - D.slack_ns;
+	if (D.tick_ns < 1000000u)
+		D.tick_ns = 1000000u;
 	if (D.tick_ns > 100000000u)
 		D.tick_ns = 100000000u;
 	D.pool = ss_pool_get();

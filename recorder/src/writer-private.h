@@ -5,6 +5,7 @@
  *   writer_encode.c  records: events, definitions, metadata, stacks
  *   writer_blocks.c  blocks and segments: flush, compress, seal, rotate, losses
  *   writer_sinks.c   samples, switches, mappings, stalls and task dumps
+ *   writer_pace.c    when the thread wakes and when it writes its block
  *
  * Everything here is touched by the writer thread only (start/stop excepted).
  */
@@ -24,12 +25,33 @@
 #define METRICS_PERIOD_NS 10000000000ull
 #define MAX_EVENT_BYTES 64
 
+/* How long the writer sleeps and when it writes its block (writer_pace.c). */
+struct ss_pace {
+	uint64_t flush_ns;     /* F: events reach the disk within F of their time */
+	uint64_t margin_ns;    /* M: how late a wake may come without breaking that */
+	uint64_t period_ns;    /* the longest sleep, F - 2M */
+	uint64_t min_ns;       /* the shortest, TICK_NS (or the period if shorter) */
+	uint64_t ring_events;  /* a ring's capacity */
+	uint64_t rate;         /* the fullest ring's events per 2^20 ns, decaying */
+};
+SS_INTERNAL void ss_pace_init(struct ss_pace *p, uint64_t flush_ns, uint64_t ring_events);
+/* The next sleep, after a cycle that found backlog events in the fullest ring
+ * slept_ns after the one before. */
+SS_INTERNAL uint64_t ss_pace_sleep(struct ss_pace *p, uint64_t backlog, uint64_t slept_ns);
+/* Whether a block whose oldest event is at oldest_ns must be written at now_ns,
+ * before a sleep of sleep_ns. */
+SS_INTERNAL int ss_pace_flush_now(const struct ss_pace *p, uint64_t oldest_ns, uint64_t now_ns,
+				  uint64_t sleep_ns);
+
 struct writer {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int running;
 	int kicked;
+	struct ss_pace pace;
+	uint64_t last_cycle_ns;      /* when the last cycle began */
+	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
 	struct ss_writer_config cfg;
 	char *metrics_file;
 	struct ss_segments *sg;
@@ -64,7 +86,7 @@ struct writer {
 	uint64_t seg_lost_count, seg_lost_first, seg_lost_last;
 
 	uint64_t last_metrics_ns;
-	char sampler_status[512];
+	char sampler_status[1024];
 	char unwind_status[512];
 	char stall_status[256];
 	char clock_status[400];

@@ -1,10 +1,13 @@
 /*
  * writer.c - the background thread that turns thread rings into segment blocks.
  *
- * Every tick (10 ms, sooner when a thread exits) it drains each ring, encoding
- * events as compact records into the block being built, and writes the block when
- * it is big enough or older than the flush interval, so a SIGKILL loses at most
- * that interval. All the expensive work of recording happens here, never on the
+ * Every cycle it drains each ring, encoding events as compact records into the
+ * block being built, and writes the block when it is big enough or when waiting
+ * for the next cycle would leave an event on disk later than the flush interval,
+ * so a SIGKILL loses at most that interval. Cycles come as often as the flush
+ * interval and the rings' fill rate need (writer_pace.c: an idle program sees a
+ * few a second, not a hundred; every 10 ms while CPU sampling or task dumps are
+ * on), sooner when a thread exits or the watchdog sees a ring filling. All the expensive work of recording happens here, never on the
  * hook path.
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
@@ -33,6 +36,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
 
 SS_INTERNAL struct writer wr;
@@ -157,8 +161,8 @@ static void drain_all(uint64_t limit)
 
 /* The end of the next drain window: the latest stamp <= end at which no ring holds
  * more than k events not yet drained. *busy counts the rings with events <= end
- * (0: nothing to drain). */
-static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
+ * (0: nothing to drain), *most is the most events any ring holds undrained. */
+static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy, uint64_t *most)
 {
 	struct ss_pool *p = ss_pool_get();
 	uint64_t lim = end, oldest = UINT64_MAX;
@@ -170,6 +174,8 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
 			continue;
 		uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
 		uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+		if (head - tail > *most)
+			*most = head - tail;
 		if (head == tail || s->ring[tail & s->mask].ts > end)
 			continue;
 		n++;
@@ -191,13 +197,17 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy)
  * every event up to that time has been drained and none after it, so it is a valid
  * segment boundary; and the size check before a window reserves room for all that
  * window can add, so a segment stays within its limit however far the writer fell
- * behind. */
-static void drain_windows(uint64_t end)
+ * behind. Returns the most events a ring held at the start: what the rings
+ * gathered since the last cycle, for the pace of the next ones. */
+static uint64_t drain_windows(uint64_t end)
 {
-	uint64_t k = wr.window_events;
-	for (;;) {
+	uint64_t k = wr.window_events, backlog = 0;
+	for (int first = 1;; first = 0) {
 		uint32_t busy;
-		uint64_t lim = window_end(end, k, &busy);
+		uint64_t most = 0;
+		uint64_t lim = window_end(end, k, &busy, &most);
+		if (first)
+			backlog = most;
 		uint64_t room = (uint64_t)busy * (k * MAX_EVENT_BYTES + 256) + 1024;
 		if (busy && wr.seg_seq1 && wr.foot.blocks > 0 &&
 		    ss_segments_active_bytes(wr.sg) + wr.raw_len + room > wr.seg_limit) {
@@ -213,13 +223,17 @@ static void drain_windows(uint64_t end)
 	}
 	if (wr.drained_to < ss_clock_ns(end))
 		wr.drained_to = ss_clock_ns(end);
+	return backlog;
 }
 
-static void cycle(int final)
+/* One cycle; returns when the next one is due (CLOCK_MONOTONIC ns). */
+static uint64_t cycle(int final)
 {
 	/* A calibration point first: the rings are drained up to it (clock.h). */
 	uint64_t now, lim = ss_clock_point(&now);
 	atomic_store_explicit(&ss_counters.last_cycle_ns, now, memory_order_relaxed);
+	uint64_t slept = wr.last_cycle_ns && now > wr.last_cycle_ns ? now - wr.last_cycle_ns : 0;
+	wr.last_cycle_ns = now;
 	int want = atomic_load(&wr.sampling_on);
 	if (want != wr.sampling_applied) {
 		ss_sampler_set_enabled(want);
@@ -244,7 +258,7 @@ static void cycle(int final)
 	 * wait for the next cycle, so a cycle's work is bounded by its start. Pending
 	 * task stacks first: a task's next POLL_BEGIN must find its pending call. */
 	ss_task_dump_collect(lim);
-	drain_windows(lim);
+	uint64_t backlog = drain_windows(lim);
 	if (ss_shim_take_names_changed())
 		ss_sampler_reread_names();
 	drain_sampler();
@@ -256,13 +270,31 @@ static void cycle(int final)
 		seal_segment(now);
 		begin_segment(now);
 	}
-	if (wr.raw_len && (final || now - wr.block_opened_ns >= wr.cfg.flush_interval_ns))
-		flush_block();
+	uint64_t sleep = ss_pace_sleep(&wr.pace, backlog, slept);
+	/* The sampler's buffers (sized for 25-100 ms of samples) and the task-dump
+	 * rings (256 entries a thread) fill in ways the event rings do not show:
+	 * while either is on, the writer keeps the old tick. */
+	if (sleep > TICK_NS && ((ss_sampler_mode() != SS_SAMPLER_OFF && wr.sampling_applied) ||
+				 ss_task_dump_active()))
+		sleep = TICK_NS;
+	if (wr.raw_len) {
+		/* Events are what the promise is about; a block of definitions or
+		 * samples only is as old as the block. */
+		uint64_t oldest = wr.block_opened_ns;
+		if (wr.block_first_ts && wr.block_first_ts < oldest)
+			oldest = wr.block_first_ts;
+		if (final || ss_pace_flush_now(&wr.pace, oldest, now, sleep))
+			flush_block();
+	}
 
 	if (wr.metrics_file && now - wr.last_metrics_ns >= METRICS_PERIOD_NS) {
 		wr.last_metrics_ns = now;
 		ss_metrics_write_file(wr.metrics_file);
 	}
+	/* Retrying a segment that could not be created keeps its own pace. */
+	if (!wr.seg_seq1 && wr.retry_at_ns > now && wr.retry_at_ns - now < sleep)
+		sleep = wr.retry_at_ns - now;
+	return now + sleep;
 }
 
 static void *writer_main(void *arg)
@@ -275,21 +307,23 @@ static void *writer_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* The kernel may join our wake-up to another one this much later: a part of
+	 * the lateness the flush margin absorbs (writer_pace.c). */
+	prctl(PR_SET_TIMERSLACK, (unsigned long)(wr.pace.margin_ns / 4), 0, 0, 0);
 
 	pthread_mutex_lock(&wr.mu);
 	while (wr.running) {
 		pthread_mutex_unlock(&wr.mu);
-		cycle(0);
+		uint64_t due = cycle(0);
 		pthread_mutex_lock(&wr.mu);
 		if (!wr.running)
 			break;
 		if (!wr.kicked) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + TICK_NS;
-			ts.tv_sec = (time_t)(t / 1000000000u);
-			ts.tv_nsec = (long)(t % 1000000000u);
+			/* Absolute: the cycle's own time comes out of the sleep. */
+			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
+			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
 			pthread_cond_timedwait(&wr.cv, &wr.mu, &ts);
+			atomic_store(&wr.long_sleep, 0);
 		}
 		wr.kicked = 0;
 	}
@@ -321,6 +355,15 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* The watchdog saw a ring past a quarter full: a writer in a long sleep (set
+ * for a quiet spell) would let it overflow. Costs a wake-up only then. */
+SS_INTERNAL void ss_writer_nudge(void)
+{
+	if (atomic_load_explicit(&wr.long_sleep, memory_order_relaxed) &&
+	    atomic_exchange(&wr.long_sleep, 0))
+		ss_writer_kick();
+}
+
 SS_INTERNAL void ss_writer_kick(void)
 {
 	pthread_mutex_lock(&wr.mu);
@@ -333,6 +376,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 {
 	memset(&wr, 0, sizeof wr);
 	wr.cfg = *cfg;
+	ss_pace_init(&wr.pace, cfg->flush_interval_ns, cfg->user->buffer_events);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

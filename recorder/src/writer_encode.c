@@ -57,13 +57,13 @@ SS_INTERNAL void note_event(uint64_t ts)
 
 static __attribute__((format(printf, 2, 3))) void put_meta(const char *key, const char *fmt, ...)
 {
-	char val[512];
+	char val[1024]; /* the sampler's line, with every refusal it met, can pass 512 */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(val, sizeof val, fmt, ap);
 	va_end(ap);
 	size_t kl = strlen(key), vl = strlen(val);
-	uint8_t body[600];
+	uint8_t body[1100];
 	size_t n = ss_put_varint(body, kl);
 	memcpy(body + n, key, kl);
 	n += kl;

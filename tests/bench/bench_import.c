@@ -159,8 +159,16 @@ int main(int argc, char **argv)
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
 	printf("  database: %.1f MB = %.2f bytes/event\n", (double)dbsize / 1e6,
 	       res.events ? (double)dbsize / (double)res.events : 0.0);
-	printf("  target (>= 2M events/s, < 300 MB): %s\n",
-	       (double)res.events / secs >= 2e6 && ru.ru_maxrss < 300 * 1024 ? "met" : "NOT met");
+	/* Issue 17's targets; wall time moves with the machine's load, so the
+	 * events per CPU second are printed beside them. */
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	printf("  %.2fM events per CPU second; target (>= 4M events/s, <= 300 MB, <= 16 bytes/event): %s\n",
+	       cpu > 0 ? (double)res.events / cpu / 1e6 : 0.0,
+	       (double)res.events / secs >= 4e6 && ru.ru_maxrss <= 300 * 1024 &&
+			       (double)dbsize <= 16.0 * (double)res.events
+		       ? "met"
+		       : "NOT met");
 
 	if (access("/dev/shm", W_OK) == 0) {
 		char shm[128];

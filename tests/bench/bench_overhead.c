@@ -8,11 +8,25 @@
  * configurations of a workload alternate round by round (A B C ... A B C ...),
  * so a change in the machine's load hits them alike; figures are medians.
  *
- *   idle:   2 workers, scenario steady at 10 tasks/s for 2 s: plain and hooks
- *           only. The difference is the recorder's fixed cost (its threads'
- *           wake-ups), printed as CPU ms per second recorded.
+ * The CPU a run uses is only comparable when the runs did the same work: the
+ * example runtime generates load for a fixed time and by default waits only
+ * 300 ms for the queue to drain, so on a loaded machine a run whose workers got
+ * less of a core left tasks unfinished and used less CPU (plain runs that did
+ * 800 of 1500 tasks made recording look 40% dearer than it is). So every run
+ * gets --drain 60 (all its tasks finish), each run's summary line (spawned=,
+ * completed=) is read, and a round in which any configuration still left work
+ * unfinished is run again (up to twice the rounds asked for), counted in the
+ * output.
+ *
+ *   idle:   2 workers, scenario steady at 10 tasks/s for 2 s: plain, hooks
+ *           only, and hooks only without the stall watchdog. The difference is
+ *           the recorder's fixed cost (its threads' wake-ups, its start and
+ *           stop), printed as CPU ms per second recorded; the same runs for
+ *           50 ms give the cost of starting and stopping, and the difference
+ *           the wake-ups' cost per second.
  *   light:  2 workers, scenario starvation at 750 tasks/s for 2 s (about 1500
- *           tasks of 1 ms): plain, hooks only (CPU sampling off), full recording.
+ *           tasks of 1 ms): plain, hooks only (CPU sampling off), full recording,
+ *           and hooks only without the stall watchdog (what its ticks cost).
  *           Targets: hooks only within 0.5% of plain ("no fixed cost"), full
  *           within 2%.
  *   steady: 16 workers, scenario steady at 20000 tasks/s for 3 s: plain, hooks
@@ -42,9 +56,28 @@ static double tv(struct timeval t)
 	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
 }
 
-/* Runs argv with env (NAME=VALUE strings, NULL-terminated) added; returns its
- * CPU seconds (children included) and its user share in *user, or -1. */
-static double run(char *const argv[], char *const env[], double *user)
+/* The example runtime's "spawned=N completed=M" in the file at path: 1 when
+ * every task spawned was completed (or the line is absent: not the example). */
+static int finished(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	char line[2048];
+	int ok = 1;
+	while (fgets(line, sizeof line, f)) {
+		const char *sp = strstr(line, " spawned="), *co = strstr(line, " completed=");
+		if (sp && co)
+			ok = strtoull(sp + 9, NULL, 10) == strtoull(co + 11, NULL, 10);
+	}
+	fclose(f);
+	return ok;
+}
+
+/* Runs argv with env (NAME=VALUE strings, NULL-terminated) added, its output to
+ * the file out; returns its CPU seconds (children included) and its user share
+ * in *user, or -1. */
+static double run(char *const argv[], char *const env[], const char *out, double *user)
 {
 	struct rusage ru0, ru1;
 	getrusage(RUSAGE_CHILDREN, &ru0);
@@ -54,10 +87,10 @@ static double run(char *const argv[], char *const env[], double *user)
 	if (pid == 0) {
 		for (int i = 0; env && env[i]; i++)
 			putenv(env[i]);
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0) {
-			dup2(devnull, 1);
-			dup2(devnull, 2);
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
 		}
 		execvp(argv[0], argv);
 		_exit(127);
@@ -85,10 +118,13 @@ struct config {
 static int measure(const char *runtime, const char *dir, char *const wl[], struct config *c,
 		   int nc, int rounds)
 {
-	char perfdata[4200], outdir[4200];
+	char perfdata[4200], outdir[4200], out[4200];
 	snprintf(perfdata, sizeof perfdata, "%s/perf.data", dir);
 	snprintf(outdir, sizeof outdir, "STALLSCOPE_OUTPUT_DIR=%s/rec", dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	int discarded = 0;
 	for (int r = 0; r < rounds; r++) {
+		int unfinished = 0;
 		for (int i = 0; i < nc; i++) {
 			if (c[i].failed)
 				continue;
@@ -124,7 +160,8 @@ static int measure(const char *runtime, const char *dir, char *const wl[], struc
 					env[e++] = (char *)c[i].env[j];
 			}
 			env[e] = NULL;
-			double cpu = run(argv, env, &c[i].user[r]);
+			double cpu = run(argv, env, out, &c[i].user[r]);
+			unfinished |= cpu >= 0 && !finished(out);
 			char cmd[4400];
 			snprintf(cmd, sizeof cmd, "rm -rf '%s/rec' '%s'", dir, perfdata);
 			if (system(cmd) != 0)
@@ -139,7 +176,15 @@ static int measure(const char *runtime, const char *dir, char *const wl[], struc
 			}
 			c[i].cpu[r] = cpu;
 		}
+		if (unfinished && discarded < 2 * rounds) {
+			discarded++;
+			r--; /* not the same work: this round again */
+		}
 	}
+	if (discarded)
+		printf("    (%d round%s run again: a configuration left tasks unfinished%s)\n", discarded,
+		       discarded > 1 ? "s" : "",
+		       discarded >= 2 * rounds ? "; the last rounds are kept anyway, compare with care" : "");
 	for (int i = 0; i < nc; i++) {
 		if (c[i].failed)
 			continue;
@@ -178,36 +223,53 @@ int main(int argc, char **argv)
 	}
 
 	char *idle[] = { (char *)"--workers", (char *)"2", (char *)"--scenario", (char *)"steady",
-			 (char *)"--rate", (char *)"10", (char *)"--duration", (char *)"2", NULL };
+			 (char *)"--rate", (char *)"10", (char *)"--duration", (char *)"2",
+			 (char *)"--drain", (char *)"60", NULL };
 	struct config ic[] = {
 		{ .name = "plain" },
 		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
+		{ .name = "hooks only, no watchdog",
+		  .env = { "STALLSCOPE_CPU_SAMPLING=false", "STALLSCOPE_STALL_THRESHOLD_MS=0" } },
 	};
 	printf("bench_overhead: CPU seconds (user + system, children included), %d interleaved rounds\n",
 	       rounds);
 	printf("  idle: 2 workers, steady scenario at 10 tasks/s for 2 s\n");
-	if (measure(runtime, dir, idle, ic, 2, rounds) != 0) {
+	if (measure(runtime, dir, idle, ic, 3, rounds) != 0) {
+		rm_dir(dir);
+		return 1;
+	}
+	/* The same for 50 ms: what starting and stopping cost, so that the idle
+	 * figure per second is the wake-ups' alone. */
+	char *blink[] = { (char *)"--workers", (char *)"2", (char *)"--scenario", (char *)"steady",
+			  (char *)"--rate", (char *)"10", (char *)"--duration", (char *)"0.05",
+			  (char *)"--drain", (char *)"60", NULL };
+	struct config bc[3];
+	memcpy(bc, ic, sizeof bc);
+	printf("  start and stop: the same for 50 ms\n");
+	if (measure(runtime, dir, blink, bc, 3, rounds) != 0) {
 		rm_dir(dir);
 		return 1;
 	}
 
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
 			  (char *)"starvation", (char *)"--rate", (char *)"750",
-			  (char *)"--duration", (char *)"2", NULL };
+			  (char *)"--duration", (char *)"2", (char *)"--drain", (char *)"60", NULL };
 	struct config lc[] = {
 		{ .name = "plain" },
 		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
 		{ .name = "full recording", .env = { "STALLSCOPE_CPU_SAMPLING=true" } },
+		{ .name = "hooks only, no watchdog",
+		  .env = { "STALLSCOPE_CPU_SAMPLING=false", "STALLSCOPE_STALL_THRESHOLD_MS=0" } },
 	};
 	printf("  light: 2 workers, starvation scenario at 750 tasks/s for 2 s\n");
-	if (measure(runtime, dir, light, lc, 3, rounds) != 0) {
+	if (measure(runtime, dir, light, lc, 4, rounds) != 0) {
 		rm_dir(dir);
 		return 1;
 	}
 
 	char *steady[] = { (char *)"--workers", (char *)"16", (char *)"--scenario",
 			   (char *)"steady", (char *)"--rate", (char *)"20000",
-			   (char *)"--duration", (char *)"3", NULL };
+			   (char *)"--duration", (char *)"3", (char *)"--drain", (char *)"60", NULL };
 	struct config sc[] = {
 		{ .name = "plain" },
 		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
@@ -225,10 +287,18 @@ int main(int argc, char **argv)
 	rmdir(dir);
 
 	printf("  figures (overheads over plain, same run):\n");
-	printf("  idle, hooks only: the recorder's fixed cost %.2f CPU ms per second recorded\n",
-	       (ic[1].med - ic[0].med) * 1000 / 2);
+	printf("  idle, hooks only: the recorder's fixed cost %.2f CPU ms per second recorded "
+	       "(%.2f without the stall watchdog), of which starting and stopping %.2f ms (%.2f)\n",
+	       (ic[1].med - ic[0].med) * 1000 / 2, (ic[2].med - ic[0].med) * 1000 / 2,
+	       (bc[1].med - bc[0].med) * 1000, (bc[2].med - bc[0].med) * 1000);
+	printf("  idle, hooks only: wake-ups alone %.2f CPU ms per second (%.2f without the stall "
+	       "watchdog)\n",
+	       ((ic[1].med - ic[0].med) - (bc[1].med - bc[0].med)) * 1000 / 1.95,
+	       ((ic[2].med - ic[0].med) - (bc[2].med - bc[0].med)) * 1000 / 1.95);
 	verdict("light, hooks only: overhead", 100 * (lc[1].med / lc[0].med - 1), 0.5, "%");
 	verdict("light, full recording: overhead", 100 * (lc[2].med / lc[0].med - 1), 2.0, "%");
+	printf("  light, hooks only without the stall watchdog (STALLSCOPE_STALL_THRESHOLD_MS=0): "
+	       "overhead %.4f%%\n", 100 * (lc[3].med / lc[0].med - 1));
 	double full = sc[3].med - sc[0].med;
 	printf("  steady, added CPU s: hooks only %.3f, sampling without off-CPU stacks %.3f, full %.3f\n",
 	       sc[1].med - sc[0].med, sc[2].med - sc[0].med, full);

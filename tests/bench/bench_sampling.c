@@ -14,16 +14,32 @@
  *       SAMPLER_LOSS and LOSS counts from the segments, drops from the stats
  *       (target zero).
  *
- * Usage: bench_sampling [SECONDS] [ROUNDS]       (60, 5 rounds of off+on pairs)
+ *   (d) against perf (issue 17), with EXAMPLE_RUNTIME given: the example runtime
+ *       as a child, CPU time user + system of it and of everything it waited for
+ *       (so perf's own process counts for perf), configurations rotated round by
+ *       round (A B C, B C A, ...), medians:
+ *         steady: 16 workers, 20000 tasks/s for 3 s: plain, full recording,
+ *                 `perf record -e cpu-clock -F 999 -g --switch-events`; prints
+ *                 both overheads and full / perf (target <= 0.5);
+ *         light:  2 workers, starvation at 750 tasks/s for 2 s, plain and full
+ *                 recording (target: within 2%).
+ *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
+ *       "full recording, other build" to both, for before/after figures.
+ *
+ * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
+ *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,6 +248,151 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 	return 0;
 }
 
+/* ---- (d): the example runtime against perf ---- */
+
+#define D_MAX_ROUNDS 25
+
+struct dconf {
+	const char *name;
+	const char *runtime;
+	int recorded;           /* STALLSCOPE_ENABLED=1, default settings */
+	int perf;               /* under perf record --switch-events */
+	double cpu[D_MAX_ROUNDS];
+	double med;
+};
+
+/* One run of a child; its CPU seconds (and its waited-for children's), or -1. */
+static double child_cpu(const struct dconf *c, char *const wl[], const char *dir)
+{
+	char outdir[600], perfdata[600];
+	snprintf(outdir, sizeof outdir, "STALLSCOPE_OUTPUT_DIR=%s/rec", dir);
+	snprintf(perfdata, sizeof perfdata, "%s/perf.data", dir);
+	char *argv[40];
+	int k = 0;
+	if (c->perf) {
+		const char *p[] = { "perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g",
+				    "--switch-events", "-o" };
+		for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+			argv[k++] = (char *)p[i];
+		argv[k++] = perfdata;
+		argv[k++] = (char *)"--";
+	}
+	argv[k++] = (char *)c->runtime;
+	for (int j = 0; wl[j] && k < 39; j++)
+		argv[k++] = wl[j];
+	argv[k] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (c->recorded) {
+			putenv((char *)"STALLSCOPE_ENABLED=1");
+			putenv(outdir);
+		}
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0) {
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	struct rusage ru;
+	if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -1;
+	char cmd[1400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s/rec' '%s'", dir, perfdata);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_sampling: could not clean %s\n", dir);
+	/* wait4's usage covers the child and the children it waited for (perf's
+	 * workload under perf). */
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int measure_d(const char *what, char *const wl[], struct dconf *c, int nc, int rounds)
+{
+	char dir[] = "/tmp/stallscope-bench-sampling-d-XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	char load[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (!fgets(load, sizeof load, f))
+			load[0] = 0;
+		fclose(f);
+		load[strcspn(load, "\n")] = 0;
+	}
+	printf("  %s (load average at start: %s)\n", what, load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < nc; i++) {
+			struct dconf *x = &c[(i + r) % nc]; /* rotated: no configuration always first */
+			x->cpu[r] = child_cpu(x, wl, dir);
+			if (x->cpu[r] < 0) {
+				fprintf(stderr, "bench_sampling: %s failed to run%s\n", x->name,
+					x->perf ? " (is perf installed and permitted?)" : "");
+				rm_dir(dir);
+				return -1;
+			}
+		}
+	}
+	rm_dir(dir);
+	for (int i = 0; i < nc; i++) {
+		printf("    %-34s", c[i].name);
+		for (int r = 0; r < rounds; r++)
+			printf(" %6.3f", c[i].cpu[r]);
+		c[i].med = median(c[i].cpu, rounds);
+		printf("   median %6.3f s\n", c[i].med);
+	}
+	return 0;
+}
+
+static int part_d(const char *runtime, const char *other, int rounds)
+{
+	if (rounds > D_MAX_ROUNDS)
+		rounds = D_MAX_ROUNDS;
+	printf("(d) against perf: the example runtime as a child, CPU s (user + system, perf's own "
+	       "process counted), %d rounds, order rotated\n", rounds);
+	char *steady[] = { (char *)"--workers", (char *)"16", (char *)"--scenario", (char *)"steady",
+			   (char *)"--rate", (char *)"20000", (char *)"--duration", (char *)"3", NULL };
+	struct dconf sc[4] = {
+		{ .name = "plain", .runtime = runtime },
+		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
+		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
+		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
+	};
+	int nsc = other ? 4 : 3;
+	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
+		return -1;
+	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
+			  (char *)"starvation", (char *)"--rate", (char *)"750", (char *)"--duration",
+			  (char *)"2", NULL };
+	struct dconf lc[3] = {
+		{ .name = "plain", .runtime = runtime },
+		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
+		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
+	};
+	int nlc = other ? 3 : 2;
+	if (measure_d("light: 2 workers, starvation, 750 tasks/s for 2 s", light, lc, nlc, rounds) != 0)
+		return -1;
+	double full = sc[1].med - sc[0].med, perf = sc[2].med - sc[0].med;
+	printf("  steady: full recording adds %.3f s, perf --switch-events adds %.3f s: full / perf "
+	       "%.4f (target <= 0.5000: %s)\n", full, perf, perf > 0 ? full / perf : 0.0,
+	       perf > 0 && full / perf <= 0.5 ? "met" : "NOT MET");
+	double lo = 100 * (lc[1].med / lc[0].med - 1);
+	printf("  light: full recording overhead %+.2f%% (target <= 2%%: %s)\n", lo,
+	       lo <= 2.0 ? "met" : "NOT MET");
+	if (other) {
+		double of = sc[3].med - sc[0].med;
+		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
+		       perf > 0 ? of / perf : 0.0, 100 * (lc[2].med / lc[0].med - 1));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -295,7 +456,7 @@ int main(int argc, char **argv)
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
 	if (seconds <= 0)
-		return 0;
+		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	printf("(c) sustained: 4 workers, default settings, %.0f s (3 CPU-bound polls of ~0.5 ms, "
 	       "then a 1 ms sleep, repeated)\n", seconds);
 	struct result s;
@@ -320,5 +481,5 @@ int main(int argc, char **argv)
 	       (unsigned long long)s.c.sampler_lost, (unsigned long long)s.c.sampler_loss_records,
 	       (unsigned long long)s.c.lost_events, (unsigned long long)s.c.loss_records,
 	       (unsigned long long)s.st.events_dropped, (unsigned long long)s.st.events_lost_on_disk);
-	return 0;
+	return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 }

@@ -35,6 +35,9 @@ static void start(struct sb *b, uint64_t seq)
 static void every_record(struct sb *b, bool zstd)
 {
 	sb_begin_block(b);
+	/* The vDSO form: the source and five zeros. */
+	static const uint8_t clock_vdso[] = { 2, 0, 0, 0, 0, 0 };
+	sb_ext(b, SS_REC_CLOCK, clock_vdso, sizeof clock_vdso);
 	sb_meta(b, "version", "stallscope 0.1.0");
 	sb_string(b, 1, "tokio");
 	sb_string(b, 2, "src/server.c");
@@ -63,6 +66,11 @@ static void every_record(struct sb *b, bool zstd)
 	sb_end_block(b, zstd);
 
 	sb_begin_block(b);
+	/* A CLOCK record as the writer puts at the start of a block on the TSC:
+	 * source 1, tsc 2^32, mono_ns T0 + 99, 2.5e9 ticks/s, 3 points, drift 17. */
+	static const uint8_t clock_tsc[] = { 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0xe3, 0x94, 0xeb, 0xdc, 0x03,
+					     0x80, 0xf2, 0x8b, 0xa8, 0x09, 3, 17 };
+	sb_ext(b, SS_REC_CLOCK, clock_tsc, sizeof clock_tsc);
 	sb_thread(b, 1, T0 + 100);
 	sb_event(b, SS_REC_UNPARK, T0 + 101, 0);
 	sb_event(b, SS_REC_WORKER_END, T0 + 150, 0);

@@ -17,6 +17,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -315,7 +316,7 @@ static void col_reset(void)
 
 /* ---- sampled threads: the writer adds them by tid, like the real writer ---- */
 
-enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN };
+enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE };
 
 struct worker {
 	pthread_t th;
@@ -374,6 +375,18 @@ static void *worker_main(void *p)
 	}
 	case W_SHORT:
 		sink_v += spin_leaf(w->arg);
+		break;
+	case W_MIGRATE:
+		/* Hops between CPU 0 and 1, spinning a little and sleeping on each: its
+		 * records land in both CPUs' rings. */
+		for (uint64_t i = 0; i < w->arg; i++) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET((int)(i & 1), &set);
+			sched_setaffinity(0, sizeof set, &set);
+			sink_v += spin_leaf(20000);
+			sleep_ms(1);
+		}
 		break;
 	case W_DLOPEN:
 		/* A library this program does not link: its code is mapped by this
@@ -526,9 +539,17 @@ static struct ss_sampler_config cfg_of(enum ss_sampler_mode m, uint32_t hz, uint
 
 static char status[512];
 
+/* How perf follows threads in the sessions start_mode() begins: the process's
+ * per-CPU events (0, the default), each thread's own (the fallback, forced), and
+ * how off-CPU stacks are taken (0 = a stack copy walked by the sampler). */
+static int force_per_thread;
+static uint32_t offcpu_copy;
+
 static int start_mode(enum ss_sampler_mode m, uint32_t hz, uint32_t pages, uint32_t tring)
 {
 	struct ss_sampler_config c = cfg_of(m, hz, pages, tring);
+	c.per_thread = force_per_thread;
+	c.offcpu_copy = offcpu_copy;
 	ss_sampler_start(&c, status, sizeof status);
 	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
 	col_reset();
@@ -668,6 +689,43 @@ static void part_sleep(void)
 	printf("  off-CPU: %zu samples, %zu with kernel frames, %zu with sleep_inner/sleeper in "
 	       "the user frames\n", noff, kern, found);
 	CHECK(found >= 20, "off-CPU stacks of the sleeps: %zu", found);
+}
+
+/* With per-CPU rings a thread's records come from as many rings as the CPUs it
+ * ran on: the drain must still hand them over in the thread's time order (a
+ * switch-in never before the switch-out it follows). */
+static void part_migrate(void)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("  SKIP migration: one CPU\n");
+		return;
+	}
+	struct worker w;
+	worker_spawn(&w, W_MIGRATE, 200);
+	run_worker(&w, 10);
+	size_t n = 0, back = 0, cpus[2] = { 0, 0 }, nsm = 0, back_sm = 0;
+	uint64_t last = 0;
+	for (size_t i = 0; i < C.nsw; i++) {
+		const struct ss_switch *s = &C.sw[i];
+		if (s->tid != w.tid)
+			continue;
+		n++;
+		back += s->ts < last;
+		last = s->ts;
+		if (s->cpu < 2)
+			cpus[s->cpu]++;
+	}
+	last = 0;
+	for (size_t i = 0; i < C.ns; i++)
+		if (C.s[i].tid == w.tid) {
+			nsm++;
+			back_sm += C.s[i].ts < last;
+			last = C.s[i].ts;
+		}
+	printf("  migration: %zu switch records (%zu on CPU 0, %zu on CPU 1), %zu earlier than the "
+	       "one before; %zu samples, %zu out of order\n", n, cpus[0], cpus[1], back, nsm, back_sm);
+	CHECK(n >= 200 && cpus[0] >= 50 && cpus[1] >= 50, "the worker did not hop between CPUs");
+	CHECK(back == 0 && back_sm == 0, "records out of the thread's time order");
 }
 
 static void part_corrupt(void)
@@ -871,6 +929,7 @@ int main(void)
 		ran++;
 		part_stacks("perf");
 		part_sleep();
+		part_migrate();
 		part_enable("perf");
 		part_dlopen();
 		part_mappings();
@@ -885,6 +944,43 @@ int main(void)
 		printf("SKIP perf parts: %s\n", status);
 		ss_sampler_stop();
 		skipped++;
+	}
+
+	/* The process's per-CPU events are the default where the kernel has them; the
+	 * per-thread events they replace stay the fallback (another process, no
+	 * inherit_thread, descriptors): the same parts again with those forced, and
+	 * off-CPU stacks from the kernel's call chains instead of stack copies. */
+	if (ran) {
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		printf("  per-CPU events: %s\n", ss_sampler_per_cpu() ? "yes" : "no");
+		CHECK(ss_sampler_per_cpu() || strstr(status, "per-CPU events refused"),
+		      "neither per-CPU events nor a reason: %s", status);
+		ss_sampler_stop();
+
+		printf("perf mode, events per thread (forced)\n");
+		force_per_thread = 1;
+		CHECK(start_mode(SS_SAMPLER_PERF, 0, 0, 0), "perf per thread: %s", status);
+		CHECK(!ss_sampler_per_cpu() && strstr(status, "events per thread (asked)"),
+		      "per-thread events not used: %s", status);
+		part_stacks("perf per thread");
+		part_sleep();
+		part_migrate();
+		part_enable("perf per thread");
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 20000, 1, 0);
+		part_tiny(1);
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_many("perf per thread", many_threads());
+		ss_sampler_stop();
+		force_per_thread = 0;
+
+		printf("perf mode, off-CPU stacks from the kernel's call chains\n");
+		offcpu_copy = SS_OFFCPU_CHAINS;
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_sleep();
+		ss_sampler_stop();
+		offcpu_copy = 0;
 	}
 
 	printf("timer mode\n");

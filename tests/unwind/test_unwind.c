@@ -322,7 +322,7 @@ static void test_truncated(void)
 	sqlite3_stmt *s;
 	sqlite3_prepare_v2(d, "SELECT callsite_id, count(*) FROM samples WHERE kind = 'cpu' AND"
 			   " worker_id IS NOT NULL AND callsite_id IS NOT NULL GROUP BY callsite_id", -1, &s, NULL);
-	char bad[1024] = "";
+	char bad[1024] = "", unnamed[1024] = "";
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		long n = sqlite3_column_int64(s, 1);
 		char *st = stack_of(d, sqlite3_column_int64(s, 0));
@@ -339,6 +339,8 @@ static void test_truncated(void)
 			q++;
 		if (!q)
 			named_ok += n;
+		else if (!unnamed[0])
+			snprintf(unnamed, sizeof unnamed, "%s", st);
 		if (strstr(st, "chain_3") && strstr(st, "worker_main"))
 			through += n;
 		free(st);
@@ -348,8 +350,8 @@ static void test_truncated(void)
 	       r.leaf, bad[0] ? "; other: " : "", bad);
 	CHECK(pct(trunc, r.leaf) >= 90, "small copy: %.1f%% end truncated at chain_3 (e.g. %s)",
 	      pct(trunc, r.leaf), bad);
-	CHECK(named_ok == r.samples, "small copy: %ld of %ld stacks have a frame without a name",
-	      r.samples - named_ok, r.samples);
+	CHECK(named_ok == r.samples, "small copy: %ld of %ld stacks have a frame without a name (e.g. %s)",
+	      r.samples - named_ok, r.samples, unnamed);
 	CHECK(through == 0, "small copy: %ld samples reach worker_main through chain_3's 3 KB frame "
 	      "with a 1 KiB copy", through);
 	CHECK(metric("small-copy", "stallscope_unwind_truncated_total{reason=\"stack_copy\"}") >= trunc / 2,

@@ -14,7 +14,8 @@
  *  - ss_scene_fetch: a scene fetched on the worker is the scene
  *    tl_scene_update builds inline; a jump supersedes the request in flight, a
  *    small step waits for it; a scene built for another view maps onto the
- *    new one (tl_scene_map) where the new view puts the same times.
+ *    new one (tl_scene_map) where the new view puts the same times; a view
+ *    seen a moment ago is drawn from its kept scene without a query.
  * Built twice: plain, and with ASan+UBSan (the -san test, suite sanitize).
  * usage: test_worker SCHEMA.sql OUTDIR
  */
@@ -299,6 +300,18 @@ static void test_scenes(SsSession *s, const char *dbp)
 	CHECK(f.requested == 4 && wait_arrival(s, &f) && f.ready && tl_scene_matches(f.ready, &v4), "then v4's");
 	ss_scene_fetch_want(&f, &l, &v4);
 	CHECK(f.requested == 4 && !f.inflight, "nothing more to fetch for the same view");
+	/* Back to a view seen before: its scene is drawn again, no query. */
+	guint reused = f.reused;
+	ss_scene_fetch_want(&f, &l, &v3);
+	CHECK(f.requested == 4 && !f.inflight && f.reused == reused + 1 && f.ready && tl_scene_matches(f.ready, &v3),
+	      "v3 again from its kept scene (%u requests, %u reused)", f.requested, f.reused - reused);
+	ss_scene_fetch_want(&f, &l, &v4);
+	CHECK(f.requested == 4 && f.ready && tl_scene_matches(f.ready, &v4), "and v4 again");
+	struct tl_view v5 = v4;
+	tl_view_pan(&v5, db, 200);
+	ss_scene_fetch_want(&f, &l, &v5);
+	CHECK(f.requested == 5 && f.inflight, "a view not seen before is fetched");
+	CHECK(wait_arrival(s, &f) && f.ready && tl_scene_matches(f.ready, &v5), "v5's scene");
 
 	ss_scene_fetch_reset(&f);
 	tl_layout_free(&l);

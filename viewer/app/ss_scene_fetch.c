@@ -36,14 +36,28 @@ static void job_run(struct tl_db *db, void *p)
 	tl_scene_update(j->sc, db, &j->l, &j->v);
 }
 
+/* sc goes to the front of the recent scenes; the oldest, pushed out, becomes
+ * the spare. */
+static void remember(struct ss_scene_fetch *f, struct tl_scene *sc)
+{
+	if (!sc)
+		return;
+	struct tl_scene *out = f->recent[SS_SCENE_RECENT - 1];
+	memmove(&f->recent[1], &f->recent[0], (SS_SCENE_RECENT - 1) * sizeof *f->recent);
+	f->recent[0] = sc;
+	if (out) {
+		scene_destroy(f->spare);
+		f->spare = out;
+	}
+}
+
 static void job_done(void *p, void *user)
 {
 	struct scene_job *j = p;
 	struct ss_scene_fetch *f = user;
 	f->inflight = false;
 	f->received++;
-	scene_destroy(f->spare);
-	f->spare = f->ready;
+	remember(f, f->ready);
 	f->ready = j->sc;
 	j->sc = NULL;
 	f->arrived(f->user);
@@ -74,6 +88,27 @@ void ss_scene_fetch_reset(struct ss_scene_fetch *f)
 	scene_destroy(f->ready);
 	scene_destroy(f->spare);
 	f->ready = f->spare = NULL;
+	for (int i = 0; i < SS_SCENE_RECENT; i++) {
+		scene_destroy(f->recent[i]);
+		f->recent[i] = NULL;
+	}
+}
+
+/* A recent scene built for exactly v becomes the ready one. */
+static bool reuse(struct ss_scene_fetch *f, const struct tl_view *v)
+{
+	for (int i = 0; i < SS_SCENE_RECENT && f->recent[i]; i++) {
+		if (!tl_scene_matches(f->recent[i], v))
+			continue;
+		struct tl_scene *hit = f->recent[i];
+		memmove(&f->recent[i], &f->recent[i + 1], (SS_SCENE_RECENT - 1 - (size_t)i) * sizeof *f->recent);
+		f->recent[SS_SCENE_RECENT - 1] = NULL;
+		remember(f, f->ready);
+		f->ready = hit;
+		f->reused++;
+		return true;
+	}
+	return false;
 }
 
 static bool same_request(const struct tl_view *a, const struct tl_view *b)
@@ -103,8 +138,8 @@ void ss_scene_fetch_want(struct ss_scene_fetch *f, const struct tl_layout *l, co
 	struct tl_db *db = ss_session_get_db(f->session);
 	if (!db)
 		return;
-	if (f->ready && tl_scene_matches(f->ready, v)) {
-		/* Back where the last scene was: what is in flight is stale. */
+	if ((f->ready && tl_scene_matches(f->ready, v)) || reuse(f, v)) {
+		/* Back where a scene was built: what is in flight is stale. */
 		if (f->inflight)
 			ss_session_cancel(f->session, f);
 		f->inflight = false;

@@ -11,6 +11,12 @@
  * between two input events. A view that the scene in flight would not cover
  * (a jump: fit, history, a stall, a resize) supersedes it: the worker drops
  * it, or interrupts it when it is running.
+ *
+ * The last few scenes are kept: a view the user comes back to (panning back
+ * and forth, Back in the history, a zoom undone) is drawn from its scene at
+ * once, without a query. A scene depends on the view's window, size, scroll
+ * position and culprit colouring, and on the database and the layout; a new
+ * database or layout resets the fetch, which drops them.
  */
 #ifndef STALLSCOPE_SS_SCENE_FETCH_H
 #define STALLSCOPE_SS_SCENE_FETCH_H
@@ -21,15 +27,19 @@
 #include "tl_scene.h"
 #include "tl_view.h"
 
+#define SS_SCENE_RECENT 6
+
 struct ss_scene_fetch {
 	SsSession *session;           /* not owned */
 	struct tl_scene *ready;       /* NULL until the first arrives */
-	struct tl_scene *spare;       /* the one before, reused by the next fetch */
+	struct tl_scene *recent[SS_SCENE_RECENT]; /* the ones before, newest first */
+	struct tl_scene *spare;       /* dropped from recent, reused by the next fetch */
 	bool inflight;
 	struct tl_view inflight_view;
 	void (*arrived)(void *user);  /* main thread: a new ready scene */
 	void *user;
 	guint requested, received;
+	guint reused;                 /* views drawn from a recent scene */
 };
 
 void ss_scene_fetch_init(struct ss_scene_fetch *f, SsSession *session, void (*arrived)(void *user), void *user);

@@ -141,15 +141,16 @@ static struct ss_merge_entry *stream_append(struct ss_merge_stream *s)
 {
 	if (s->n == s->cap) {
 		size_t nc = s->cap ? s->cap * 2 : 64;
-		struct ss_merge_entry *ne = malloc(nc * sizeof *ne);
+		/* realloc: a large ring is moved by remapping its pages, not by
+		 * copying them into fresh ones (a dense trace grows two rings to
+		 * 64 MB, and every fresh page is a page fault). Then the part before
+		 * the head moves up behind the old end, so the ring is contiguous. */
+		struct ss_merge_entry *ne = realloc(s->e, nc * sizeof *ne);
 		if (!ne)
 			return NULL;
-		/* Unroll the ring into the new array. */
-		for (size_t i = 0; i < s->n; i++)
-			ne[i] = s->e[(s->head + i) & (s->cap - 1)];
-		free(s->e);
+		if (s->head)
+			memcpy(ne + s->cap, ne, s->head * sizeof *ne);
 		s->e = ne;
-		s->head = 0;
 		s->cap = nc;
 	}
 	return &s->e[(s->head + s->n++) & (s->cap - 1)];
@@ -499,4 +500,21 @@ int ss_merge_drain(struct ss_merge *m)
 	for (size_t i = 0; i < m->n_streams; i++)
 		m->streams[i].max_key = 0;
 	return 0;
+}
+
+void ss_merge_trim(struct ss_merge *m)
+{
+	for (size_t i = 0; i < m->n_streams; i++) {
+		struct ss_merge_stream *s = &m->streams[i];
+		if (!s->n) {
+			free(s->e);
+			s->e = NULL;
+			s->head = s->cap = 0;
+		}
+	}
+	if (!m->buffered) {
+		free(m->arena);
+		m->arena = NULL;
+		m->arena_len = m->arena_cap = 0;
+	}
 }

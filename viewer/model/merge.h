@@ -81,4 +81,9 @@ int ss_merge_release(struct ss_merge *m);
  * next (the next segment) may be earlier. */
 int ss_merge_drain(struct ss_merge *m);
 
+/* Gives back the memory of the streams that are empty (a dense trace fills
+ * them to max_buffered records, about 64 MB): where a recording ends, before
+ * the store builds its indexes. */
+void ss_merge_trim(struct ss_merge *m);
+
 #endif /* STALLSCOPE_MERGE_H */

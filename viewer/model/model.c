@@ -101,10 +101,7 @@ void ss_model_free(struct ss_model *m)
 			if (m->rec->tasks.slots[i].used)
 				free((void *)(uintptr_t)m->rec->tasks.slots[i].val);
 		ss_hmap_free(&m->rec->tasks);
-		for (size_t i = 0; i < m->rec->grave_n; i++)
-			free(m->rec->grave[(m->rec->grave_head + i) % m->rec->grave_cap]);
-		free(m->rec->grave);
-		ss_hmap_free(&m->rec->ended);
+		mdl_grave_free(&m->rec->grave);
 		ss_hmap_free(&m->rec->mappings);
 		ss_hmap_free(&m->rec->stalls);
 		ss_hmap_free(&m->rec->by_id);
@@ -256,6 +253,7 @@ int ss_model_recording_end(struct ss_model *m)
 	    MDL_SINK(m, recording_span, rc->id, (int64_t)rc->first_ts, (int64_t)rc->last_ts) != 0)
 		c.rc = -1;
 	mdl_free_threads(rc);
+	ss_merge_trim(&m->merge);
 	ss_hmap_free(&rc->mappings);
 	ss_hmap_free(&rc->stalls);
 	ss_hmap_free(&rc->by_id);

@@ -96,6 +96,44 @@ struct mdl_task {
 	int64_t wake_handle;  /* the pending wake's row, written by an earlier import */
 };
 
+/* A task that ended a moment ago (grave.c). Its row is written, so this is
+ * all a late record needs of it; the full task is made only when a late record
+ * touches it. A dense trace keeps hundreds of thousands of these (2 s of
+ * ended tasks), so they are small and not allocated one by one. */
+struct mdl_ghost {
+	uint64_t task, end_ts;
+	int64_t id;
+	struct mdl_task *full; /* NULL until a late record comes; then the ghost's state */
+	bool polling;          /* it ended inside its own poll */
+};
+
+/* The ghosts in the order they ended (a ring), and an open-addressing index
+ * from task number to the latest ghost of that number (grave.c; linear
+ * probing, backward-shift deletion, at most half full). */
+struct mdl_grave {
+	struct mdl_ghost *ring;
+	size_t head, n, cap;   /* cap: a power of two or 0 */
+	uint64_t *index;
+	size_t index_cap;      /* 2 * cap */
+};
+
+/* The latest ghost of task number `task`, or NULL. */
+struct mdl_ghost *mdl_grave_find(const struct mdl_grave *g, uint64_t task);
+/* Appends a ghost (it becomes the latest of its number); -1 when memory ran out. */
+int mdl_grave_push(struct mdl_grave *g, const struct mdl_ghost *x);
+/* The oldest ghost, or NULL; mdl_grave_pop forgets it (not its `full`). */
+static inline struct mdl_ghost *mdl_grave_oldest(struct mdl_grave *g)
+{
+	return g->n ? &g->ring[g->head] : NULL;
+}
+void mdl_grave_pop(struct mdl_grave *g);
+static inline struct mdl_ghost *mdl_grave_at(struct mdl_grave *g, size_t i)
+{
+	return &g->ring[(g->head + i) & (g->cap - 1)];
+}
+/* Frees the ring, the index and every ghost's full task. */
+void mdl_grave_free(struct mdl_grave *g);
+
 /* An executable mapping, for address lookups (sorted by start, no overlaps:
  * a newer mapping replaces what it overlaps). */
 struct mdl_map {
@@ -119,10 +157,7 @@ struct mdl_recording {
 	bool needs_resume;       /* in the store already; state not loaded yet */
 	int64_t kernel_mapping, unknown_mapping;
 	struct ss_hmap stalls;   /* (thread id, poll_ts) -> stalls.id of a stall not ended */
-	/* Tasks that ended within MDL_GRAVE_NS of the latest end (tasks.c) */
-	struct ss_hmap ended;    /* task number -> struct mdl_task * (the latest) */
-	struct mdl_task **grave; /* in the order they ended, a ring */
-	size_t grave_head, grave_n, grave_cap;
+	struct mdl_grave grave;  /* tasks that ended within MDL_GRAVE_NS of the latest end */
 	struct mdl_map *maps;
 	size_t n_maps, cap_maps;
 	uint64_t first_ts, last_ts;

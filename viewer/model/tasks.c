@@ -79,49 +79,51 @@ struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task)
 
 /* ---- the graveyard: tasks that ended a moment ago ------------------------- */
 
-static struct mdl_task *ghost(struct ss_model *m, uint64_t task)
+/* The ghost's own task, made when a late record touches it: the row is
+ * written, so only what a late wake or poll changes matters. */
+static struct mdl_task *ghost_task(struct ss_model *m, struct mdl_ghost *g)
 {
-	uint64_t v;
-	return ss_hmap_get(&m->rec->ended, task, 0, &v) ? (struct mdl_task *)(uintptr_t)v : NULL;
+	if (g->full)
+		return g->full;
+	struct mdl_task *k = calloc(1, sizeof *k);
+	if (!k) {
+		mdl_fail(m);
+		return NULL;
+	}
+	k->id = g->id;
+	k->task = g->task;
+	k->end_ts = g->end_ts;
+	k->persisted = true;
+	k->polling = g->polling;
+	g->full = k;
+	return k;
 }
 
 int mdl_bury(struct ss_model *m, struct mdl_task *k)
 {
-	struct mdl_recording *rc = m->rec;
+	struct mdl_grave *gy = &m->rec->grave;
 	/* Evict what ended longer ago than records can come late. */
-	while (rc->grave_n) {
-		struct mdl_task *old = rc->grave[rc->grave_head];
-		if (old->end_ts + MDL_GRAVE_NS >= k->end_ts)
-			break;
-		rc->grave_head = (rc->grave_head + 1) % rc->grave_cap;
-		rc->grave_n--;
-		if (ghost(m, old->task) == old)
-			ss_hmap_del(&rc->ended, old->task, 0);
-		int frc = mdl_task_flush(m, old, 0); /* a wake it got late */
-		free(old);
+	struct mdl_ghost *old;
+	while ((old = mdl_grave_oldest(gy)) && old->end_ts + MDL_GRAVE_NS < k->end_ts) {
+		struct mdl_task *full = old->full;
+		mdl_grave_pop(gy);
+		int frc = full ? mdl_task_flush(m, full, 0) : 0; /* a wake it got late */
+		free(full);
 		if (frc != 0) {
 			free(k);
 			return -1;
 		}
 	}
-	if (rc->grave_n == rc->grave_cap) {
-		size_t nc = rc->grave_cap ? rc->grave_cap * 2 : 1024;
-		struct mdl_task **ng = malloc(nc * sizeof *ng);
-		if (!ng) {
-			free(k);
-			return mdl_fail(m);
-		}
-		for (size_t i = 0; i < rc->grave_n; i++)
-			ng[i] = rc->grave[(rc->grave_head + i) % rc->grave_cap];
-		free(rc->grave);
-		rc->grave = ng;
-		rc->grave_head = 0;
-		rc->grave_cap = nc;
-	}
-	rc->grave[(rc->grave_head + rc->grave_n++) % rc->grave_cap] = k;
-	if (ss_hmap_put(&rc->ended, k->task, 0, (uint64_t)(uintptr_t)k) != 0) {
-		rc->grave_n--;
+	/* Its row is written (mdl_task_flush), and a wake it had with it: the
+	 * ghost keeps what a late record needs. */
+	struct mdl_ghost g = { k->task, k->end_ts, k->id, NULL, k->polling };
+	if (k->wake_pending || !k->persisted) {
+		g.full = k; /* not the usual path (a restored entry is persisted) */
+	} else {
 		free(k);
+	}
+	if (mdl_grave_push(gy, &g) != 0) {
+		free(g.full);
 		return mdl_fail(m);
 	}
 	return 0;
@@ -133,9 +135,9 @@ struct mdl_task *mdl_task_at(struct ss_model *m, uint64_t task, uint64_t ts)
 	if (live && (!live->spawn_ts || live->spawn_ts <= ts))
 		return live;
 	/* Before its TERMINATE: an ended task's record that came late. */
-	struct mdl_task *g = ghost(m, task);
+	struct mdl_ghost *g = mdl_grave_find(&m->rec->grave, task);
 	if (g && ts <= g->end_ts)
-		return g;
+		return ghost_task(m, g);
 	return live ? live : mdl_task_get(m, task);
 }
 
@@ -143,7 +145,7 @@ int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts)
 {
 	struct mdl_task *k = mdl_task_find(m, task);
 	if (!k) {
-		struct mdl_task *g = ghost(m, task);
+		const struct mdl_ghost *g = mdl_grave_find(&m->rec->grave, task);
 		if (g && g->end_ts == ts)
 			return 0; /* the same end again (a re-sent record) */
 		if (!(k = mdl_task_get(m, task)))
@@ -258,26 +260,22 @@ static void flush_task_cb(void *ctx, uint64_t a, uint64_t b, uint64_t val)
  * to the store for the next import of the recording. */
 static int bury_end(struct ss_model *m)
 {
-	struct mdl_recording *rc = m->rec;
+	struct mdl_grave *gy = &m->rec->grave;
 	int r = 0;
 	/* Every row first, then every entry: the entries are state a store may
 	 * write directly, after the rows it queued (one wait, not one a task). */
-	for (size_t i = 0; i < rc->grave_n; i++) {
-		struct mdl_task *k = rc->grave[(rc->grave_head + i) % rc->grave_cap];
-		if (!m->failed && mdl_task_flush(m, k, 0) != 0)
+	for (size_t i = 0; i < gy->n; i++) {
+		struct mdl_task *k = mdl_grave_at(gy, i)->full;
+		if (k && !m->failed && mdl_task_flush(m, k, 0) != 0)
 			r = -1;
 	}
-	for (size_t i = 0; i < rc->grave_n; i++) {
-		struct mdl_task *k = rc->grave[(rc->grave_head + i) % rc->grave_cap];
-		struct ss_ended_task e = { rc->id, k->task, k->id, (int64_t)k->end_ts };
+	for (size_t i = 0; i < gy->n; i++) {
+		const struct mdl_ghost *g = mdl_grave_at(gy, i);
+		struct ss_ended_task e = { m->rec->id, g->task, g->id, (int64_t)g->end_ts };
 		if (!m->failed && MDL_SINK(m, ended_task, &e) != 0)
 			r = -1;
-		free(k);
 	}
-	free(rc->grave);
-	rc->grave = NULL;
-	rc->grave_n = rc->grave_cap = rc->grave_head = 0;
-	ss_hmap_free(&rc->ended);
+	mdl_grave_free(gy);
 	return r;
 }
 

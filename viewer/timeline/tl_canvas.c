@@ -38,6 +38,20 @@ static inline uint8_t scale8(uint8_t x, uint8_t ia)
 	return (uint8_t)((t + (t >> 8)) >> 8);
 }
 
+/* One pixel: the colour, or the colour over what is there. */
+static inline void put(uint8_t *q, struct paint p)
+{
+	if (p.ia == 0) {
+		q[0] = p.r;
+		q[1] = p.g;
+		q[2] = p.b;
+	} else {
+		q[0] = (uint8_t)(p.r + scale8(q[0], p.ia));
+		q[1] = (uint8_t)(p.g + scale8(q[1], p.ia));
+		q[2] = (uint8_t)(p.b + scale8(q[2], p.ia));
+	}
+}
+
 static void span(uint8_t *row, int x0, int x1, struct paint p)
 {
 	uint8_t *q = row + (size_t)x0 * 3, *end = row + (size_t)x1 * 3;
@@ -55,12 +69,18 @@ static void span(uint8_t *row, int x0, int x1, struct paint p)
 			have += n;
 		}
 	} else {
-		for (; q < end; q += 3) {
-			q[0] = (uint8_t)(p.r + scale8(q[0], p.ia));
-			q[1] = (uint8_t)(p.g + scale8(q[1], p.ia));
-			q[2] = (uint8_t)(p.b + scale8(q[2], p.ia));
-		}
+		for (; q < end; q += 3)
+			put(q, p);
 	}
+}
+
+/* One pixel column of rows rows from q down: most of a zoomed-out frame's
+ * rectangles are one pixel wide, and a call per row cost more than the
+ * pixels. */
+static void column(uint8_t *q, size_t stride, long rows, struct paint p)
+{
+	for (long i = 0; i < rows; i++, q += stride)
+		put(q, p);
 }
 
 /* One buffer per thread is kept between frames (returned when GTK drops the
@@ -111,6 +131,7 @@ bool tl_canvas_init(struct tl_canvas *c, int x, int y, int w, int h, int scale, 
 	c->pw = c->w * c->scale;
 	c->ph = c->h * c->scale;
 	c->len = (size_t)c->pw * (size_t)c->ph * 3;
+	c->have_last = false;
 	c->px = c->len ? take(c->len) : NULL;
 	if (!c->px) {
 		c->pw = c->ph = 0;
@@ -123,6 +144,23 @@ bool tl_canvas_init(struct tl_canvas *c, int x, int y, int w, int h, int scale, 
 	for (int yy = 1; yy < c->ph; yy++)
 		memcpy(c->px + (size_t)yy * (size_t)c->pw * 3, c->px, (size_t)c->pw * 3);
 	return true;
+}
+
+_Static_assert(sizeof(struct paint) == sizeof ((struct tl_canvas *)0)->last_paint, "a paint is 4 bytes");
+
+/* paint_of(col, 1), from the one-entry cache when col is the last colour. */
+static struct paint full_paint(struct tl_canvas *c, const GdkRGBA *col)
+{
+	struct paint p;
+	if (c->have_last && memcmp(&c->last, col, sizeof *col) == 0) {
+		memcpy(&p, c->last_paint, sizeof p);
+		return p;
+	}
+	p = paint_of(col, 1);
+	c->last = *col;
+	memcpy(c->last_paint, &p, sizeof p);
+	c->have_last = true;
+	return p;
 }
 
 void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y, double w, double h)
@@ -139,28 +177,35 @@ void tl_canvas_fill(struct tl_canvas *c, const GdkRGBA *col, double x, double y,
 	if (!(fx1 > fx0) || y1 <= y0)
 		return;
 	size_t stride = (size_t)c->pw * 3;
+	long rows = y1 - y0;
+	uint8_t *top = c->px + (size_t)y0 * stride;
 	int ix0 = (int)floor(fx0), ix1 = (int)ceil(fx1);
 	if (ix1 - ix0 == 1) {
 		/* Within one pixel: the colour scaled by the part it covers. */
-		struct paint p = paint_of(col, fx1 - fx0);
-		for (long yy = y0; yy < y1; yy++)
-			span(c->px + (size_t)yy * stride, ix0, ix1, p);
+		column(top + (size_t)ix0 * 3, stride, rows, fx1 - fx0 == 1 ? full_paint(c, col) : paint_of(col, fx1 - fx0));
 		return;
 	}
 	/* Whole pixels from in0 to in1, and partly covered edge pixels. */
 	int in0 = (int)ceil(fx0), in1 = (int)floor(fx1);
-	struct paint full = paint_of(col, 1), left = full, right = full;
 	if (ix0 < in0)
-		left = paint_of(col, in0 - fx0);
+		column(top + (size_t)ix0 * 3, stride, rows, paint_of(col, in0 - fx0));
 	if (in1 < ix1)
-		right = paint_of(col, fx1 - in1);
-	for (long yy = y0; yy < y1; yy++) {
-		uint8_t *row = c->px + (size_t)yy * stride;
-		if (ix0 < in0)
-			span(row, ix0, in0, left);
-		span(row, in0, in1, full);
-		if (in1 < ix1)
-			span(row, in1, ix1, right);
+		column(top + (size_t)in1 * 3, stride, rows, paint_of(col, fx1 - in1));
+	if (in1 <= in0)
+		return;
+	struct paint full = full_paint(c, col);
+	if (in1 - in0 <= 4) {
+		for (int xx = in0; xx < in1; xx++)
+			column(top + (size_t)xx * 3, stride, rows, full);
+	} else if (full.ia == 0) {
+		/* Opaque: the first row, then copies of it. */
+		size_t off = (size_t)in0 * 3, n = (size_t)(in1 - in0) * 3;
+		span(top, in0, in1, full);
+		for (long yy = 1; yy < rows; yy++)
+			memcpy(top + (size_t)yy * stride + off, top + off, n);
+	} else {
+		for (long yy = 0; yy < rows; yy++)
+			span(top + (size_t)yy * stride, in0, in1, full);
 	}
 }
 

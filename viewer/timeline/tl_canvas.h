@@ -24,6 +24,11 @@ struct tl_canvas {
 	int pw, ph;       /* buffer size, device px */
 	uint8_t *px;      /* opaque RGB, 3 bytes a pixel, rows of pw pixels */
 	size_t len;       /* bytes of px in use */
+	/* The last colour painted at full coverage and its bytes: most fills
+	 * repeat the one before. */
+	GdkRGBA last;
+	uint8_t last_paint[4];
+	bool have_last;
 };
 
 /* Covers (x, y, w, h) filled with bg. Returns false when out of memory (then

@@ -32,7 +32,9 @@
 
 struct rc {
 	GtkSnapshot *s;
-	PangoLayout *layout;
+	PangoContext *pc;
+	PangoFontDescription *font;
+	bool bold;                 /* text() draws bold */
 	struct tl_db *db;
 	const struct tl_layout *l;
 	const struct tl_scene *sc;
@@ -81,28 +83,101 @@ static void outline(struct rc *r, const GdkRGBA *c, double x, double y, double w
 	gtk_snapshot_append_border(r->s, &rr, widths, colors);
 }
 
+/* Shaped text is kept between frames: most of a frame's strings (lane
+ * labels, the legend, the ruler's labels while a pan keeps its ticks) are
+ * the last frame's, and shaping them again cost a tenth of a frame. Per
+ * thread (the window's and --render-png's drawing thread), for one Pango
+ * context at a time (held, so its address cannot come back as another one)
+ * and its serial (a font or resolution change reshapes everything). */
+#define TEXT_CACHE 128
+
+struct shaped {
+	char *str;
+	guint hash;
+	int max_w;                 /* -1: no width */
+	bool bold;
+	PangoLayout *layout;
+	int w;
+	unsigned used;
+};
+
+static _Thread_local struct {
+	PangoContext *pc;
+	guint serial;
+	unsigned clock;
+	struct shaped e[TEXT_CACHE];
+} shaped_cache;
+
+static void shaped_clear(void)
+{
+	for (int i = 0; i < TEXT_CACHE; i++) {
+		struct shaped *e = &shaped_cache.e[i];
+		g_free(e->str);
+		if (e->layout)
+			g_object_unref(e->layout);
+		memset(e, 0, sizeof *e);
+	}
+}
+
+static struct shaped *shaped_text(struct rc *r, const char *str, int max_w, bool bold)
+{
+	if (shaped_cache.pc != r->pc || pango_context_get_serial(r->pc) != shaped_cache.serial) {
+		shaped_clear();
+		if (shaped_cache.pc)
+			g_object_unref(shaped_cache.pc);
+		shaped_cache.pc = g_object_ref(r->pc);
+		shaped_cache.serial = pango_context_get_serial(r->pc);
+	}
+	guint h = g_str_hash(str);
+	struct shaped *victim = &shaped_cache.e[0];
+	for (int i = 0; i < TEXT_CACHE; i++) {
+		struct shaped *e = &shaped_cache.e[i];
+		if (e->layout && e->hash == h && e->max_w == max_w && e->bold == bold && strcmp(e->str, str) == 0) {
+			e->used = ++shaped_cache.clock;
+			return e;
+		}
+		if (!e->layout || e->used < victim->used)
+			victim = !victim->layout ? victim : e;
+	}
+	struct shaped *e = victim;
+	g_free(e->str);
+	if (e->layout)
+		g_object_unref(e->layout);
+	e->str = g_strdup(str);
+	e->hash = h;
+	e->max_w = max_w;
+	e->bold = bold;
+	e->layout = pango_layout_new(r->pc);
+	pango_layout_set_font_description(e->layout, r->font);
+	if (bold) {
+		PangoAttrList *attrs = pango_attr_list_new();
+		pango_attr_list_insert(attrs, pango_attr_weight_new(PANGO_WEIGHT_BOLD));
+		pango_layout_set_attributes(e->layout, attrs);
+		pango_attr_list_unref(attrs);
+	}
+	pango_layout_set_text(e->layout, str, -1);
+	pango_layout_set_width(e->layout, max_w > 0 ? max_w * PANGO_SCALE : -1);
+	pango_layout_set_ellipsize(e->layout, max_w > 0 ? PANGO_ELLIPSIZE_END : PANGO_ELLIPSIZE_NONE);
+	int ph;
+	pango_layout_get_pixel_size(e->layout, &e->w, &ph);
+	e->used = ++shaped_cache.clock;
+	return e;
+}
+
 /* Text at (x, y) top-left; max_w > 0 ellipsizes. Returns the width drawn. */
 static int text(struct rc *r, const char *str, double x, double y, const GdkRGBA *c, int max_w)
 {
-	pango_layout_set_text(r->layout, str, -1);
-	pango_layout_set_width(r->layout, max_w > 0 ? max_w * PANGO_SCALE : -1);
-	pango_layout_set_ellipsize(r->layout, max_w > 0 ? PANGO_ELLIPSIZE_END : PANGO_ELLIPSIZE_NONE);
-	int w, h;
-	pango_layout_get_pixel_size(r->layout, &w, &h);
+	struct shaped *t = shaped_text(r, str, max_w > 0 ? max_w : -1, r->bold);
 	gtk_snapshot_save(r->s);
 	gtk_snapshot_translate(r->s, &GRAPHENE_POINT_INIT((float)x, (float)y));
-	gtk_snapshot_append_layout(r->s, r->layout, c);
+	gtk_snapshot_append_layout(r->s, t->layout, c);
 	gtk_snapshot_restore(r->s);
-	return w;
+	return t->w;
 }
 
 static int text_width(struct rc *r, const char *str)
 {
-	pango_layout_set_width(r->layout, -1);
-	pango_layout_set_text(r->layout, str, -1);
-	int w, h;
-	pango_layout_get_pixel_size(r->layout, &w, &h);
-	return w;
+	return shaped_text(r, str, -1, r->bold)->w;
 }
 
 static GdkRGBA with_alpha(GdkRGBA c, float a)
@@ -360,7 +435,11 @@ static int busy_depth(const struct tl_col *col)
 /* Columns [c, e) of the scene on screen, clipped to the plot; false when off it. */
 static bool cols_x(const struct rc *r, int c, int e, double *x0, double *w)
 {
-	double a = fmax(sx(r, c), TL_LABEL_W), z = fmin(sx(r, e), r->v->width);
+	/* Called a few times per column of every lane: comparisons, not the
+	 * libm calls fmax and fmin are at -O2 (no NaN reaches here). */
+	double a = sx(r, c), z = sx(r, e);
+	a = a > TL_LABEL_W ? a : TL_LABEL_W;
+	z = z < r->v->width ? z : r->v->width;
 	*x0 = a;
 	*w = z - a;
 	return z > a;
@@ -377,14 +456,19 @@ static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const str
 			lrect(r, &pc, x, y + TL_PARK_Y, cw, TL_PARK_H);
 		}
 	}
+	/* Each column's bar once (a square root and a rounding), not again for
+	 * every run it is compared with. */
+	int hb_next = w > 0 ? busy_height(&ls->cols[0]) : 0, depth_next = w > 0 ? busy_depth(&ls->cols[0]) : 0;
 	for (int c = 0; c < w;) {
 		const struct tl_col *col = &ls->cols[c];
-		int hb = busy_height(col), depth = busy_depth(col);
+		int hb = hb_next, depth = depth_next;
 		int cls = tl_duration_class(col->max_poll);
 		int e = c + 1;
 		while (e < w) {
 			const struct tl_col *o = &ls->cols[e];
-			if (busy_height(o) != hb || busy_depth(o) != depth ||
+			hb_next = busy_height(o);
+			depth_next = busy_depth(o);
+			if (hb_next != hb || depth_next != depth ||
 			    (r->v->color == TL_COLOR_DURATION && tl_duration_class(o->max_poll) != cls))
 				break;
 			e++;
@@ -602,13 +686,9 @@ static void draw_labels(struct rc *r)
 		if (y + TL_GROUP_H < TL_RULER_H || y > r->plot_bottom)
 			continue;
 		rect(r, &r->th.group_bg, 0, y, r->v->width, TL_GROUP_H);
-		pango_layout_set_attributes(r->layout, NULL);
-		PangoAttrList *bold = pango_attr_list_new();
-		pango_attr_list_insert(bold, pango_attr_weight_new(PANGO_WEIGHT_BOLD));
-		pango_layout_set_attributes(r->layout, bold);
+		r->bold = true;
 		text(r, r->db->groups[g].title, 8, y + 3, &r->th.fg, r->v->width - 16);
-		pango_layout_set_attributes(r->layout, NULL);
-		pango_attr_list_unref(bold);
+		r->bold = false;
 	}
 	for (size_t i = 0; i < r->db->n_lanes; i++) {
 		if (!tl_view_lane_visible(r->v, r->l, (int)i))
@@ -750,10 +830,8 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 	r.plot_bottom = tl_view_plot_bottom(v);
 	tl_scene_map(sc, v, &r.k, &r.off);
 	r.sc_plot_w = tl_scene_plot_w(sc);
-	r.layout = pango_layout_new(pc);
-	PangoFontDescription *fd = pango_font_description_from_string(TL_FONT);
-	pango_layout_set_font_description(r.layout, fd);
-	pango_font_description_free(fd);
+	r.pc = pc;
+	r.font = pango_font_description_from_string(TL_FONT);
 
 	rect(&r, &r.th.bg, 0, 0, v->width, v->height);
 	gtk_snapshot_push_clip(s, &GRAPHENE_RECT_INIT(0, TL_RULER_H, (float)v->width,
@@ -796,5 +874,5 @@ void tl_render(GtkSnapshot *s, PangoContext *pc, struct tl_db *db, const struct 
 	draw_ruler(&r);
 	if (v->legend)
 		draw_legend(&r);
-	g_object_unref(r.layout);
+	pango_font_description_free(r.font);
 }

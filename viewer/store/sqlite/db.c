@@ -168,11 +168,13 @@ int ss_db_open(struct ss_db *d, const char *path)
 	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
 				   : "PRAGMA synchronous=NORMAL;") != 0)
 		return -1;
-	/* 64 MiB of page cache: enough for the B-tree tails being appended to, well
-	 * under the 300 MB budget; index sorts larger than that spill to temporary
-	 * files (temp_store stays FILE), so memory does not grow with the trace.
-	 * Two sorter threads shorten index creation. */
-	if (ss_db_exec(d, "PRAGMA cache_size=-65536; PRAGMA locking_mode=EXCLUSIVE; PRAGMA threads=2;"
+	/* 16 MiB of page cache: the B-tree tails being appended to and the
+	 * summaries' upserts need a few MiB of 64 KiB pages. The cache size is
+	 * also what each index sorter holds before it spills a sorted run to a
+	 * temporary file (temp_store stays FILE), so memory does not grow with the
+	 * trace; with 64 MiB and two sorter threads, index building alone took
+	 * 150 MB. Two sorter threads shorten index creation. */
+	if (ss_db_exec(d, "PRAGMA cache_size=-16384; PRAGMA locking_mode=EXCLUSIVE; PRAGMA threads=2;"
 			  "PRAGMA foreign_keys=OFF;") != 0)
 		return -1;
 	if (ss_db_exec(d, "BEGIN") != 0)

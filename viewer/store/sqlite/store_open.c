@@ -2,6 +2,7 @@
  * store_open.c - see store_open.h.
  */
 #include "store_open.h"
+#include "store_mmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +60,8 @@ int ss_store_open_readonly(const char *path, bool need_tables, sqlite3 **out, ch
 	sqlite3 *db = NULL;
 	int n = -1;
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, ss_store_mmap_vfs()) !=
+		    SQLITE_OK) {
 			snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
 			sqlite3_close(db);
 			return -1;
@@ -101,6 +103,9 @@ int ss_store_open_readonly(const char *path, bool need_tables, sqlite3 **out, ch
 		sqlite3_close(db);
 		return -1;
 	}
+	/* Pages read straight from a mapping of the file, not copied out of
+	 * the kernel one pread at a time (store_mmap.h: limits, truncation). */
+	ss_store_mmap_enable(db);
 	*out = db;
 	return 0;
 }

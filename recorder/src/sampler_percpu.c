@@ -1,0 +1,438 @@
+/*
+ * sampler_percpu.c - perf's own way of following a process: one cpu-clock event
+ * (and one context-switches event) per CPU on each thread of the process with
+ * inherit set, so every thread created afterwards carries copies of them, and
+ * one ring per CPU that all of them write into.
+ *
+ * Why: events of one thread (pid = tid, cpu = -1, sampler_perf.c) are scheduled
+ * out and in at every context switch of that thread, a cpu-clock hrtimer cancelled
+ * and armed each time; on a runtime whose workers switch tens of thousands of
+ * times a second that cost more than the samples. Inherited copies of the same
+ * events in threads of the same process have equivalent contexts, and the kernel
+ * switches between two such threads by swapping their contexts, leaving the
+ * events (and the hrtimer) running on the CPU.
+ *
+ * inherit_thread limits the copies to threads (not forked children, which would
+ * otherwise write into these rings and be sampled for as long as they live). The
+ * rings hold every thread of the process, the recorder's own included: the drain
+ * hands on only the threads the writer follows (ss_sampler_thread_add), by a hash
+ * of their tids, and merges the CPUs' rings by time, so each thread's records come
+ * in its own time order even when it migrates.
+ *
+ * Used for the process itself only; another process's threads (ss_target_pid), a
+ * kernel without inherit_thread, or a refusal (descriptors, mlock budget) leave
+ * per-thread events in charge, and ss_sampler_config.per_thread forces them.
+ * Runs on the writer thread, like the rest of the sampler.
+ */
+#include "sampler-private.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define MAX_CPUS 4096
+#define MAX_SCANS 8        /* passes over /proc/self/task until no thread is new */
+#define LOST_READ_NS 500000000ull
+#define TRAILER 32         /* sample_id trailer, as in sampler_perf.c */
+
+static long pgsz(void)
+{
+	static long ps;
+	if (!ps)
+		ps = sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+static uint32_t hash_tid(uint32_t tid)
+{
+	return (tid * 2654435761u) >> 20; /* 12 bits: pc_hash has 4096 slots */
+}
+
+static void hash_rebuild(void)
+{
+	memset(ss_smp.pc_hash, 0, sizeof ss_smp.pc_hash);
+	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+		const struct ss_sthread *t = &ss_smp.threads[i];
+		if (t->kind != SS_ST_PERCPU)
+			continue;
+		uint32_t h = hash_tid(t->tid);
+		while (ss_smp.pc_hash[h])
+			h = (h + 1) & 4095;
+		ss_smp.pc_hash[h] = (uint16_t)(i + 1);
+	}
+	ss_smp.pc_hash_dirty = 0;
+}
+
+SS_INTERNAL int ss_percpu_follows(uint32_t tid, uint64_t ts)
+{
+	if (ss_smp.pc_hash_dirty)
+		hash_rebuild();
+	/* At most 1024 of 4096 slots are used: a probe ends at an empty slot soon. */
+	for (uint32_t h = hash_tid(tid), k = 0; k < 4096; h = (h + 1) & 4095, k++) {
+		uint16_t v = ss_smp.pc_hash[h];
+		if (!v)
+			return 0;
+		/* A tid reused before the next drain has two entries: either may match. */
+		const struct ss_sthread *t = &ss_smp.threads[v - 1];
+		if (t->tid == tid && ts >= t->since && (!t->until || ts <= t->until))
+			return 1;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+SS_INTERNAL int ss_percpu_is_cs(uint64_t id)
+{
+	return ss_smp.pc_ncs &&
+	       bsearch(&id, ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof id, cmp_u64) != NULL;
+}
+
+static int add_fd(int fd)
+{
+	if (ss_smp.pc_nfds == ss_smp.pc_capfds) {
+		uint32_t cap = ss_smp.pc_capfds ? ss_smp.pc_capfds * 2 : 64;
+		int *n = realloc(ss_smp.pc_fds, cap * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		ss_smp.pc_fds = n;
+		ss_smp.pc_capfds = cap;
+	}
+	ss_smp.pc_fds[ss_smp.pc_nfds++] = fd;
+	return 0;
+}
+
+/* One event of one thread on one CPU, writing into that CPU's ring (the first
+ * event opened on a CPU owns the ring). */
+static int open_one(struct perf_event_attr *a, uint32_t tid, uint32_t cpu, uint64_t *id,
+		    char *why, size_t len)
+{
+	int fd = ss_perf_open_on(a, tid, (int)cpu);
+	if (fd < 0) {
+		int e = errno;
+		if (e != ESRCH)
+			snprintf(why, len, "perf_event_open(%s, tid %u, cpu %u, inherit): %s",
+				 a->config == PERF_COUNT_SW_CPU_CLOCK ? "cpu-clock" : "context-switches",
+				 tid, cpu, ss_errno_name(e));
+		return -e;
+	}
+	if (add_fd(fd) != 0) {
+		close(fd);
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	struct ss_sthread *r = &ss_smp.cpus[cpu];
+	if (!r->ring) {
+		int m = ss_perf_map_ring(r, fd, ss_smp.perf_pages, why, len);
+		if (m != 0)
+			return m;
+		r->fd_clock = fd;
+	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd_clock) != 0) {
+		int e = errno;
+		snprintf(why, len, "PERF_EVENT_IOC_SET_OUTPUT on cpu %u: %s", cpu, ss_errno_name(e));
+		return -e;
+	}
+	if (ioctl(fd, PERF_EVENT_IOC_ID, id) != 0)
+		*id = 0;
+	return 0;
+}
+
+static int open_thread(uint32_t tid, char *why, size_t len)
+{
+	struct perf_event_attr a;
+	for (uint32_t c = 0; c < ss_smp.ncpu_rings; c++) {
+		uint64_t id;
+		ss_perf_attr_clock(&a);
+		a.inherit = 1;
+		a.inherit_thread = 1;
+		int r = open_one(&a, tid, c, &id, why, len);
+		if (r != 0)
+			return r;
+		if (!ss_smp.offcpu)
+			continue;
+		ss_perf_attr_cs(&a);
+		a.inherit = 1;
+		a.inherit_thread = 1;
+		r = open_one(&a, tid, c, &id, why, len);
+		if (r != 0)
+			return r;
+		uint64_t *n = realloc(ss_smp.pc_cs_ids, (ss_smp.pc_ncs + 1) * sizeof *n);
+		if (!n) {
+			snprintf(why, len, "out of memory");
+			return -ENOMEM;
+		}
+		ss_smp.pc_cs_ids = n;
+		n[ss_smp.pc_ncs++] = id;
+	}
+	return 0;
+}
+
+/* Tids already given events; a thread that appears while we open them was
+ * created by one not yet done and is opened in the next pass. */
+static int seen(const uint32_t *tids, uint32_t n, uint32_t tid)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+SS_INTERNAL int ss_percpu_open(char *why, size_t len)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpu < 1 || ncpu > MAX_CPUS) {
+		snprintf(why, len, "%ld CPUs configured", ncpu);
+		return -EINVAL;
+	}
+	ss_smp.ncpu_rings = (uint32_t)ncpu;
+	ss_smp.cpus = calloc((size_t)ncpu, sizeof *ss_smp.cpus);
+	uint32_t cap = 256, ntids = 0;
+	uint32_t *tids = malloc(cap * sizeof *tids);
+	if (!ss_smp.cpus || !tids) {
+		free(tids);
+		ss_percpu_close();
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	for (long c = 0; c < ncpu; c++) {
+		ss_smp.cpus[c].cpu_ring = 1;
+		ss_smp.cpus[c].fd_clock = ss_smp.cpus[c].fd_cs = -1;
+	}
+	/* A descriptor per thread, CPU and event: keep to a quarter of what the
+	 * process may open, the rest belongs to the program. */
+	struct rlimit rl = { 1024, 1024 };
+	getrlimit(RLIMIT_NOFILE, &rl);
+	uint64_t fd_budget = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur / 4;
+	uint64_t per_thread = (uint64_t)ncpu * (ss_smp.offcpu ? 2 : 1);
+
+	int rc = 0, pass, fresh = 1;
+	for (pass = 0; pass < MAX_SCANS && fresh && rc == 0; pass++) {
+		fresh = 0;
+		DIR *d = opendir("/proc/self/task");
+		if (!d) {
+			rc = -errno;
+			snprintf(why, len, "/proc/self/task: %s", ss_errno_name(-rc));
+			break;
+		}
+		struct dirent *de;
+		while (rc == 0 && (de = readdir(d)) != NULL) {
+			uint32_t tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+			if (!tid || seen(tids, ntids, tid))
+				continue;
+			if ((uint64_t)(ntids + 1) * per_thread > fd_budget) {
+				snprintf(why, len, "%u threads x %ld CPUs x %u events exceed a quarter of "
+					 "RLIMIT_NOFILE (%llu)", ntids + 1, ncpu, ss_smp.offcpu ? 2 : 1,
+					 (unsigned long long)fd_budget * 4);
+				rc = -EMFILE;
+				break;
+			}
+			if (ntids == cap) {
+				uint32_t *n = realloc(tids, cap * 2 * sizeof *n);
+				if (!n) {
+					rc = -ENOMEM;
+					snprintf(why, len, "out of memory");
+					break;
+				}
+				tids = n;
+				cap *= 2;
+			}
+			int r = open_thread(tid, why, len);
+			if (r == -ESRCH)
+				continue; /* ended meanwhile */
+			rc = r;
+			tids[ntids++] = tid;
+			fresh = 1;
+		}
+		closedir(d);
+	}
+	free(tids);
+	if (rc == 0 && fresh) {
+		snprintf(why, len, "threads kept appearing over %d passes of /proc/self/task", MAX_SCANS);
+		rc = -EAGAIN;
+	}
+	if (rc != 0) {
+		ss_percpu_close();
+		return rc;
+	}
+	qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
+	ss_smp.percpu = 1;
+	ss_smp.pc_hash_dirty = 1;
+	if (ss_smp.enabled)
+		ss_percpu_enable(1);
+	snprintf(why, len, "%u threads at start, %u CPUs, %u fds", ntids, ss_smp.ncpu_rings,
+		 ss_smp.pc_nfds);
+	return 0;
+}
+
+SS_INTERNAL void ss_percpu_enable(int on)
+{
+	unsigned long req = on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE;
+	/* On a parent event the ioctl reaches every inherited copy. */
+	for (uint32_t i = 0; i < ss_smp.pc_nfds; i++)
+		ioctl(ss_smp.pc_fds[i], req, 0);
+}
+
+SS_INTERNAL void ss_percpu_close(void)
+{
+	for (uint32_t i = 0; i < ss_smp.pc_nfds; i++)
+		close(ss_smp.pc_fds[i]);
+	for (uint32_t c = 0; ss_smp.cpus && c < ss_smp.ncpu_rings; c++)
+		ss_perf_unmap(&ss_smp.cpus[c]);
+	free(ss_smp.pc_fds);
+	free(ss_smp.pc_cs_ids);
+	free(ss_smp.cpus);
+	ss_smp.pc_fds = NULL;
+	ss_smp.pc_cs_ids = NULL;
+	ss_smp.cpus = NULL;
+	ss_smp.pc_nfds = ss_smp.pc_capfds = ss_smp.pc_ncs = ss_smp.ncpu_rings = 0;
+	ss_smp.percpu = 0;
+}
+
+SS_INTERNAL void ss_percpu_after_fork(void)
+{
+	/* The child has none of the rings (VM_DONTCOPY) nor, with inherit_thread,
+	 * copies of the events: only the descriptors came along. */
+	for (uint32_t i = 0; i < ss_smp.pc_nfds; i++)
+		close(ss_smp.pc_fds[i]);
+}
+
+/* ---- the merged drain -------------------------------------------------------- */
+
+static _Alignas(8) unsigned char rec_copy[65536];
+
+struct cursor {
+	uint64_t tail, head, ts;
+	int have;
+};
+static struct cursor cursors[MAX_CPUS];
+
+static void copy_out(const unsigned char *data, uint64_t size, uint64_t pos, void *dst, size_t n)
+{
+	uint64_t off = pos % size, first = size - off < n ? size - off : n;
+	memcpy(dst, data + off, first);
+	if (first < n)
+		memcpy((unsigned char *)dst + first, data, n - first);
+}
+
+/* The time of the record at cur->tail: a sample's own (id, ip, pid/tid, time), any
+ * other record's from its sample_id trailer; 0 when it has none. */
+static int peek(const struct ss_sthread *r, struct cursor *cur)
+{
+	const unsigned char *data = (const unsigned char *)r->ring + pgsz();
+	cur->have = 0;
+	if (cur->tail >= cur->head)
+		return 0;
+	struct perf_event_header h;
+	copy_out(data, r->data_size, cur->tail, &h, sizeof h);
+	if (h.size < sizeof h || h.size > cur->head - cur->tail || (h.size & 7))
+		return -1;
+	uint64_t ts = 0;
+	size_t body = h.size - sizeof h;
+	if (h.type == PERF_RECORD_SAMPLE && body >= 32)
+		copy_out(data, r->data_size, cur->tail + sizeof h + 24, &ts, 8);
+	else if (h.type != PERF_RECORD_SAMPLE && body >= TRAILER)
+		copy_out(data, r->data_size, cur->tail + h.size - TRAILER + 8, &ts, 8);
+	cur->ts = ts;
+	cur->have = 1;
+	return 0;
+}
+
+SS_INTERNAL void ss_percpu_drain(const struct ss_sample_sink *sink)
+{
+	if (!ss_smp.percpu)
+		return;
+	if (ss_smp.pc_hash_dirty)
+		hash_rebuild();
+	/* Records stamped after this instant wait for the next drain: one of another
+	 * CPU stamped before it may not be visible yet, and handing the later one on
+	 * first would put a thread that migrated out of its time order. */
+	uint64_t cutoff = ss_now();
+	uint32_t n = ss_smp.ncpu_rings;
+	struct cursor *cur = cursors;
+	for (uint32_t c = 0; c < n; c++) {
+		struct ss_sthread *r = &ss_smp.cpus[c];
+		cur[c].have = 0;
+		cur[c].tail = cur[c].head = 0;
+		if (!r->ring)
+			continue;
+		struct perf_event_mmap_page *mp = r->ring;
+		cur[c].head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		cur[c].tail = mp->data_tail;
+		if (peek(r, &cur[c]) != 0) {
+			cur[c].tail = cur[c].head; /* out of step: skip what is there */
+			ss_perf_emit_lost(sink, cutoff, cutoff, 0, SS_SLOSS_KERNEL, 1);
+		}
+	}
+	/* Bounded: each step consumes one record the rings held at the start. */
+	for (;;) {
+		int best = -1;
+		for (uint32_t c = 0; c < n; c++)
+			if (cur[c].have && cur[c].ts <= cutoff &&
+			    (best < 0 || cur[c].ts < cur[best].ts))
+				best = (int)c;
+		if (best < 0)
+			break;
+		struct ss_sthread *r = &ss_smp.cpus[best];
+		struct cursor *k = &cur[best];
+		const unsigned char *data = (const unsigned char *)r->ring + pgsz();
+		struct perf_event_header h;
+		copy_out(data, r->data_size, k->tail, &h, sizeof h);
+		const struct perf_event_header *rec;
+		uint64_t off = k->tail % r->data_size;
+		if (off + h.size > r->data_size) {
+			copy_out(data, r->data_size, k->tail, rec_copy, h.size);
+			rec = (const void *)rec_copy;
+		} else {
+			rec = (const void *)(data + off);
+		}
+		ss_perf_record(r, rec, sink);
+		k->tail += h.size;
+		if (peek(r, k) != 0) {
+			k->tail = k->head;
+			k->have = 0;
+			ss_perf_emit_lost(sink, cutoff, cutoff, 0, SS_SLOSS_KERNEL, 1);
+		}
+	}
+	for (uint32_t c = 0; c < n; c++) {
+		struct ss_sthread *r = &ss_smp.cpus[c];
+		if (r->ring)
+			__atomic_store_n(&((struct perf_event_mmap_page *)r->ring)->data_tail,
+					 cur[c].tail, __ATOMIC_RELEASE);
+	}
+
+	/* The ring's LOST records come only once there is room again; the parent
+	 * events' counters (losses of their inherited copies count on the parent)
+	 * say it sooner. Reading them interrupts CPUs: twice a second. */
+	uint64_t now = ss_now();
+	if (ss_smp.fmt_lost && now - ss_smp.pc_last_lost_read >= LOST_READ_NS) {
+		uint64_t lost = 0;
+		for (uint32_t i = 0; i < ss_smp.pc_nfds; i++)
+			lost += ss_perf_read_lost(ss_smp.pc_fds[i]);
+		ss_smp.pc_lost_counter = lost;
+		ss_smp.pc_last_lost_read = now;
+	}
+	/* Records and counters are cumulative counts of the same losses: report
+	 * what the larger exceeds what was said. */
+	uint64_t total = ss_smp.pc_lost_counter;
+	uint64_t rec_lost = 0;
+	for (uint32_t c = 0; c < n; c++)
+		rec_lost += ss_smp.cpus[c].lost_records;
+	if (rec_lost > total)
+		total = rec_lost;
+	if (total > ss_smp.pc_lost_emitted) {
+		ss_perf_emit_lost(sink, ss_smp.pc_last_drain ? ss_smp.pc_last_drain : now, now, 0,
+				  SS_SLOSS_KERNEL, total - ss_smp.pc_lost_emitted);
+		ss_smp.pc_lost_emitted = total;
+	}
+	ss_smp.pc_last_drain = now;
+}
