@@ -439,8 +439,8 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 	}
 	double t2 = now_s();
 	if (!quiet)
-		fprintf(log, "stallscope import: %llu rows copied to %s in %.2f s; %llu events in %.2f s in all"
-			" (%.2fM events/s)\n", (unsigned long long)rows, g->pg.shown, t2 - t1,
+		fprintf(log, "stallscope import: %llu rows written to %s (the last %.2f s after the segments"
+			" were read); %llu events in %.2f s in all (%.2fM events/s)\n", (unsigned long long)rows, g->pg.shown, t2 - t1,
 			(unsigned long long)events, t2 - t0, t2 > t0 ? (double)events / (t2 - t0) / 1e6 : 0);
 out:
 	if (g->sink) {
