@@ -692,6 +692,46 @@ static int send_summaries(struct ss_pg_sink *k, uint64_t *rows)
 	return rc;
 }
 
+/* Samples of an earlier import that no poll held then, inside a poll of this
+ * one (the poll's first record came in a later segment than the sample), as
+ * the SQLite store links them: per worker of a resumed recording, from its
+ * first new poll on; the import's own samples (its transaction's) are linked
+ * already. */
+static int link_old_samples(struct ss_pg_sink *k)
+{
+	int64_t wfloor = k->ids->floor[ID_WORKER], pfloor = k->ids->floor[ID_POLL];
+	struct { int64_t worker, since; } w[1024]; /* a resumed recording's workers */
+	size_t n = 0;
+	for (size_t i = 0; i < k->n_polls; i++) {
+		const struct poll_key *p = &k->polls[i];
+		if (p->worker >= wfloor || p->id < pfloor)
+			continue;
+		size_t j = 0;
+		while (j < n && w[j].worker != p->worker)
+			j++;
+		if (j == n) {
+			if (n == sizeof w / sizeof w[0])
+				continue;
+			w[n++].worker = p->worker, w[j].since = p->ts;
+		} else if (p->ts < w[j].since) {
+			w[j].since = p->ts;
+		}
+	}
+	for (size_t j = 0; j < n; j++) {
+		char *sql = ss_pg_fmt("UPDATE samples s SET poll_id = (SELECT q.id FROM (SELECT p.id, p.ts, p.dur FROM"
+				      " polls p WHERE p.worker_id = s.worker_id AND p.ts <= s.ts ORDER BY p.ts DESC,"
+				      " p.id DESC LIMIT 1) q WHERE q.ts + q.dur > s.ts) WHERE s.thread_id = (SELECT"
+				      " thread_id FROM workers WHERE id = %lld) AND s.ts >= %lld AND s.poll_id IS NULL"
+				      " AND s.worker_id = %lld AND NOT (s.xmin = pg_current_xact_id()::xid)",
+				      (long long)w[j].worker, (long long)w[j].since, (long long)w[j].worker);
+		int rc = ss_pg_exec(k->p, k->p->main, sql);
+		free(sql);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 int ss_pg_sink_finish(struct ss_pg_sink *k, sqlite3 *stage, uint64_t *rows)
 {
 	int rc = 0;
@@ -712,6 +752,8 @@ int ss_pg_sink_finish(struct ss_pg_sink *k, sqlite3 *stage, uint64_t *rows)
 		rc = -1;
 	if (!rc && k->ids->failed)
 		rc = -1;
+	if (!rc)
+		rc = link_old_samples(k);
 	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
 	for (int i = 0; i < T_N; i++) {
 		*rows += k->tb[i].rows;
