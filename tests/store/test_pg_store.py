@@ -171,8 +171,22 @@ def main():
         if len(shipped) != len(segments(out)):
             fail("the import --db archive command shipped %d of %d segments: %s" % (
                 len(shipped), len(segments(out)), open(os.path.join(out, "metrics.prom")).read()))
+        # The reference: the same segments imported into SQLite one at a time,
+        # recording by recording in the order they reached PostgreSQL (oldest
+        # first; one import of the directory would take the recordings in the
+        # order of their random session ids instead, and number them so).
+        scratch = os.path.join(tmp, "archived-files.db")
+        sqlite_import([out], scratch)
+        con = sqlite3.connect(scratch)
+        files = {}
+        for session, f, seq in con.execute("SELECT r.session_id, s.file, s.seq FROM segments s JOIN recordings r"
+                                           " ON r.id = s.recording_id ORDER BY s.seq"):
+            files.setdefault(str(session), []).append(f)
+        con.close()
         arch = os.path.join(tmp, "archived.db")
-        sqlite_import([out], arch)
+        for session in cl.psql("archived", "SELECT session_id FROM recordings ORDER BY id").split():
+            for f in files[session]:
+                sqlite_import([f], arch)
         check_same(cl, "archived", arch, "segments shipped by the import --db archive command")
 
         # ---- a database of schema version 3 (before dial9's columns) is upgraded -------

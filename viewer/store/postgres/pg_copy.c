@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "pg_store.h"
@@ -153,35 +154,43 @@ int ss_pg_sqlite_row(struct ss_pg *p, sqlite3_stmt *st, const struct pg_table *t
 
 /* ---- into PostgreSQL ------------------------------------------------------------ */
 
-struct out {
-	struct ss_pg *p;
-	PGconn *c;
-	char *buf;
-	size_t n, cap;
-	bool failed;
-};
-
-static void put(struct out *o, const char *s, size_t n)
+void ss_pg_buf_grow(struct ss_pg_buf *b, size_t need)
 {
-	if (o->n + n > o->cap) {
-		if (PQputCopyData(o->c, o->buf, (int)o->n) != 1)
-			o->failed = true;
-		o->n = 0;
-	}
-	if (n > o->cap) { /* a huge text: straight through */
-		if (PQputCopyData(o->c, s, (int)n) != 1)
-			o->failed = true;
+	size_t nc = b->cap ? b->cap : 1 << 16;
+	while (nc < b->n + need)
+		nc *= 2;
+	char *np = realloc(b->p, nc);
+	if (!np) {
+		b->oom = true;
 		return;
 	}
-	memcpy(o->buf + o->n, s, n);
-	o->n += n;
+	b->p = np;
+	b->cap = nc;
 }
 
-static void put_int(struct out *o, int64_t v)
+void ss_pg_buf_int(struct ss_pg_buf *b, int64_t v)
 {
-	char b[24];
-	int n = snprintf(b, sizeof b, "%lld", (long long)v);
-	put(o, b, (size_t)n);
+	char t[24];
+	int n = 0;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do {
+		t[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		t[n++] = '-';
+	if (b->n + (size_t)n > b->cap)
+		ss_pg_buf_grow(b, (size_t)n);
+	if (b->n + (size_t)n > b->cap)
+		return;
+	while (n)
+		b->p[b->n++] = t[--n];
+}
+
+void ss_pg_buf_free(struct ss_pg_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof *b);
 }
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
@@ -201,93 +210,147 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return k;
 }
 
-static void put_text(struct out *o, const unsigned char *s, size_t n)
+void ss_pg_buf_text(struct ss_pg_buf *b, const unsigned char *s, size_t n)
 {
 	size_t i = 0;
 	while (i < n) {
 		unsigned char c = s[i];
 		const char *esc = c == '\\' ? "\\\\" : c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : NULL;
 		if (esc) {
-			put(o, esc, 2);
+			ss_pg_buf_put(b, esc, 2);
 			i++;
 		} else if (c == 0) {
+			i++;
+		} else if (c < 0x80) {
+			ss_pg_buf_ch(b, (char)c);
 			i++;
 		} else {
 			size_t k = utf8_len(s + i, n - i);
 			if (k)
-				put(o, (const char *)s + i, k), i += k;
+				ss_pg_buf_put(b, (const char *)s + i, k), i += k;
 			else
-				put(o, "\xef\xbf\xbd", 3), i++;
+				ss_pg_buf_put(b, "\xef\xbf\xbd", 3), i++;
 		}
 	}
 }
 
+/* The column list of t, comma-separated. */
+static void col_list(const struct pg_table *t, char *cols, size_t len)
+{
+	size_t cn = 0;
+	cols[0] = 0;
+	for (size_t i = 0; i < t->n_cols && cn < len; i++)
+		cn += (size_t)snprintf(cols + cn, len - cn, "%s%s", i ? "," : "", t->cols[i].name);
+}
+
+/* Starts `COPY dest(cols) FROM STDIN` on c. */
+static int copy_start(PGconn *c, const struct pg_table *t, const char *dest, char *err, size_t errlen)
+{
+	char cols[1024];
+	col_list(t, cols, sizeof cols);
+	char *sql = ss_pg_fmt("COPY %s(%s) FROM STDIN", dest, cols);
+	PGresult *r = sql ? PQexec(c, sql) : NULL;
+	free(sql);
+	if (PQresultStatus(r) != PGRES_COPY_IN) {
+		snprintf(err, errlen, "%s", r ? PQresultErrorMessage(r) : "out of memory");
+		PQclear(r);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* Ends the COPY (aborting it when failed) and takes its result. */
+static int copy_end(PGconn *c, const struct pg_table *t, bool failed, int rc, char *err, size_t errlen)
+{
+	PQputCopyEnd(c, rc || failed ? "stallscope: the rows could not be read" : NULL);
+	PGresult *r;
+	while ((r = PQgetResult(c))) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) {
+			snprintf(err, errlen, "%s: %s", t->name, PQresultErrorMessage(r));
+			rc = -1;
+		}
+		PQclear(r);
+	}
+	if (failed && !rc) {
+		snprintf(err, errlen, "%s: %s", t->name, PQerrorMessage(c));
+		rc = -1;
+	}
+	return rc;
+}
+
+int ss_pg_copy_rows(struct pg_conn *conn, const struct pg_table *t, const char *dest, const char *rows, size_t n,
+		    char *err, size_t errlen)
+{
+	PGconn *c = PGC(conn);
+	if (copy_start(c, t, dest, err, errlen) != 0)
+		return -1;
+	bool failed = false;
+	for (size_t off = 0; off < n && !failed;) {
+		size_t k = n - off > (1u << 30) ? 1u << 30 : n - off;
+		failed = PQputCopyData(c, rows + off, (int)k) != 1;
+		off += k;
+	}
+	return copy_end(c, t, failed, 0, err, errlen);
+}
+
 int ss_pg_copy_in(struct ss_pg *p, sqlite3 *db, const char *select, const struct pg_table *t, const char *dest,
-		  const int64_t floor[ID_COUNT], const int64_t delta[ID_COUNT], uint64_t *rows)
+		  struct ss_pg_ids *ids, uint64_t *rows)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, select, -1, &st, NULL) != SQLITE_OK) {
 		snprintf(p->err, sizeof p->err, "staging %s: %s", t->name, sqlite3_errmsg(db));
 		return -1;
 	}
-	char cols[1024];
-	size_t cn = 0;
-	for (size_t i = 0; i < t->n_cols; i++)
-		cn += (size_t)snprintf(cols + cn, sizeof cols - cn, "%s%s", i ? "," : "", t->cols[i].name);
-	char *sql = ss_pg_fmt("COPY %s(%s) FROM STDIN", dest, cols);
-	PGresult *r = sql ? PQexec(PGC(p->main), sql) : NULL;
-	free(sql);
-	if (PQresultStatus(r) != PGRES_COPY_IN) {
-		snprintf(p->err, sizeof p->err, "%s", r ? PQresultErrorMessage(r) : "out of memory");
-		PQclear(r);
+	PGconn *c = PGC(p->main);
+	if (copy_start(c, t, dest, p->err, sizeof p->err) != 0) {
 		sqlite3_finalize(st);
 		return -1;
 	}
-	PQclear(r);
-	struct out o = { p, PGC(p->main), malloc(1 << 20), 0, 1 << 20, false };
-	int rc = o.buf ? 0 : -1;
+	struct ss_pg_buf o = { 0 };
+	bool failed = false;
+	int rc = 0;
 	uint64_t count = 0;
 	int step = SQLITE_DONE;
-	while (!rc && !o.failed && (step = sqlite3_step(st)) == SQLITE_ROW) {
+	while (!failed && !o.oom && !ids->failed && (step = sqlite3_step(st)) == SQLITE_ROW) {
 		for (size_t i = 0; i < t->n_cols; i++) {
 			if (i)
-				put(&o, "\t", 1);
+				ss_pg_buf_ch(&o, '\t');
 			int kind = t->cols[i].kind;
 			if (sqlite3_column_type(st, (int)i) == SQLITE_NULL) {
-				put(&o, "\\N", 2);
+				ss_pg_buf_put(&o, "\\N", 2);
 			} else if (kind == PGC_TEXT) {
-				put_text(&o, sqlite3_column_text(st, (int)i), (size_t)sqlite3_column_bytes(st, (int)i));
+				ss_pg_buf_text(&o, sqlite3_column_text(st, (int)i), (size_t)sqlite3_column_bytes(st, (int)i));
 			} else {
 				int64_t v = sqlite3_column_int64(st, (int)i);
-				if (kind >= 0 && v >= floor[kind])
-					v += delta[kind];
-				put_int(&o, v);
+				ss_pg_buf_int(&o, kind >= 0 ? ss_pg_ids_map(ids, kind, v) : v);
 			}
 		}
-		put(&o, "\n", 1);
+		ss_pg_buf_ch(&o, '\n');
 		count++;
+		if (o.n >= (1u << 20)) {
+			failed = PQputCopyData(c, o.p, (int)o.n) != 1;
+			o.n = 0;
+		}
 	}
 	if (step != SQLITE_DONE && step != SQLITE_ROW) {
 		snprintf(p->err, sizeof p->err, "staging %s: %s", t->name, sqlite3_errmsg(db));
 		rc = -1;
+	} else if (o.oom || ids->failed) {
+		if (o.oom)
+			snprintf(p->err, sizeof p->err, "out of memory");
+		rc = -1;
 	}
 	sqlite3_finalize(st);
-	if (o.buf && o.n && PQputCopyData(o.c, o.buf, (int)o.n) != 1)
-		o.failed = true;
-	free(o.buf);
-	PQputCopyEnd(o.c, rc || o.failed ? "stallscope: the staged rows could not be read" : NULL);
-	while ((r = PQgetResult(o.c))) {
-		if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc) {
-			snprintf(p->err, sizeof p->err, "%s: %s", t->name, PQresultErrorMessage(r));
-			rc = -1;
-		}
-		PQclear(r);
-	}
-	if (o.failed && !rc) {
-		snprintf(p->err, sizeof p->err, "%s: %s", t->name, PQerrorMessage(o.c));
+	if (!rc && !failed && o.n && PQputCopyData(c, o.p, (int)o.n) != 1)
+		failed = true;
+	ss_pg_buf_free(&o);
+	char err[sizeof p->err];
+	if (copy_end(c, t, failed, rc, err, sizeof err) != 0 && !rc) {
+		memcpy(p->err, err, sizeof err);
 		rc = -1;
 	}
 	if (rows)
 		*rows += count;
-	return rc;
+	return rc ? -1 : 0;
 }

@@ -1,21 +1,23 @@
 /*
  * pg_import.c - `stallscope import PATH... --db postgresql://...`.
  *
- * An import is staged: the SQLite store takes the rows into a scratch file
+ * An import is one transaction. The rows of the large tables go straight to
+ * PostgreSQL from the model with COPY (pg_sink.c, in front of the stage's
+ * sink); the rest is staged: the SQLite store takes it into a scratch file
  * exactly as it would for `-o trace.db` (the same model, the same incremental
- * state, so the rows are the same), then every staged row goes to PostgreSQL
- * with COPY inside one transaction. For a recording the shared database already
- * holds, the stage first takes from it what an import continues from (threads,
- * workers, live tasks, the last polls and parks, open stalls and spans, pending
- * wakes, the import_* state, its segments, mappings, frames and stacks): rows
- * that the import may change are moved (DELETE ... RETURNING, inside the
- * transaction) and written back with the rest; rows that never change once
- * written (locations, mappings, frames, callsites) are only copied, and only
- * new ones go back. A failed import rolls back: the database is as before.
+ * state, so the rows are the same), and at the end every staged row goes to
+ * PostgreSQL with COPY. For a recording the shared database already holds, the
+ * stage first takes from it what an import continues from (threads, workers,
+ * live tasks, the last polls and parks, open stalls and spans, pending wakes,
+ * the import_* state, its segments, mappings, frames and stacks): rows that the
+ * import may change are moved (DELETE ... RETURNING, inside the transaction)
+ * and written back with the rest; rows that never change once written
+ * (locations, mappings, frames, callsites) are only copied, and only new ones
+ * go back. A failed import rolls back: the database is as before.
  *
- * Ids: the stage numbers new rows from far above anything the database holds
- * (FAR), and at the end reserves a range of each kind on the side connection
- * and moves the new ids into it while copying. So concurrent imports of
+ * Ids: the model numbers new rows from far above anything the database holds
+ * (FAR), and every new id is moved into ranges reserved on the side connection
+ * a chunk at a time (pg_ids.c), as rows are sent. So concurrent imports of
  * different recordings never wait for each other; two of the same recording
  * queue on an advisory lock on its session id.
  */
@@ -27,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pg_sink.h"
 #include "pg_store.h"
 #include "pg_tables.h"
 #include "sqlite_store.h"
@@ -37,16 +40,11 @@
  * a segment a little after the hooks' records) are linked as in one import. */
 #define POLL_WINDOW_NS 10000000000LL
 
-static const char *const id_table[ID_COUNT] = {
-	[ID_RECORDING] = "recordings", [ID_THREAD] = "threads", [ID_WORKER] = "workers",
-	[ID_LOCATION] = "locations", [ID_TASK] = "tasks", [ID_POLL] = "polls", [ID_MAPPING] = "mappings",
-	[ID_FRAME] = "frames", [ID_CALLSITE] = "callsites", [ID_STALL] = "stalls", [ID_SEGMENT] = "segments",
-};
-
 struct pgi {
 	struct ss_pg pg;
 	struct ss_sqlite_stage stage;
-	int64_t delta[ID_COUNT];
+	struct ss_pg_ids ids;
+	struct ss_pg_sink *sink;
 	sqlite3_stmt *ins;          /* the statement the copy of a table inserts with */
 	const struct pg_table *t;
 	sqlite3 *db;
@@ -225,6 +223,12 @@ static int seed_recording(struct pgi *g, sqlite3 *db, int64_t rid)
 	return rc;
 }
 
+static void st_wrap(void *ctx, struct ss_sink *sink)
+{
+	struct pgi *g = ctx;
+	ss_pg_sink_wrap(g->sink, sink);
+}
+
 static int st_seed(void *ctx, sqlite3 *db, uint64_t session, int64_t *id, char *err, size_t errlen)
 {
 	struct pgi *g = ctx;
@@ -247,55 +251,60 @@ static int st_seed(void *ctx, sqlite3 *db, uint64_t session, int64_t *id, char *
 
 /* ---- the copy into PostgreSQL ------------------------------------------------------ */
 
-static int64_t sqlite_int(sqlite3 *db, const char *sql)
+/* The partitions an import's rows go to are made before its transaction
+ * touches a partitioned table: CREATE TABLE ... PARTITION OF waits for every
+ * transaction that holds a lock on the parent, so one made later could wait
+ * for another import that waits for this one, a wait the server cannot see
+ * (it goes through the clients). So: the slice of the next free owner id and
+ * the one after it, which the ids of any import of usual size fall in; rows of
+ * a slice that has no partition yet go to the default partition (and that
+ * slice then stays there: a partition cannot be made over rows the default one
+ * holds, so a failure here is not an error). */
+static void partitions_ahead(struct pgi *g)
 {
-	sqlite3_stmt *st;
-	int64_t v = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			v = sqlite3_column_int64(st, 0);
-		sqlite3_finalize(st);
-	}
-	return v;
-}
-
-/* Reserves the range of each kind the new rows need. */
-static int reserve(struct pgi *g, sqlite3 *db)
-{
-	for (int k = 0; k < ID_COUNT; k++) {
-		char sql[160];
-		snprintf(sql, sizeof sql, "SELECT coalesce(max(id), 0) FROM %s WHERE id >= %lld", id_table[k],
-			 (long long)g->stage.floor[k]);
-		int64_t top = sqlite_int(db, sql);
-		g->delta[k] = 0;
-		if (top < g->stage.floor[k])
+	for (size_t i = 0; i < ss_pg_n_tables; i++) {
+		const struct pg_table *t = &ss_pg_tables[i];
+		if (!t->part_col)
 			continue;
-		int64_t first;
-		if (ss_pg_reserve_ids(&g->pg, k, top - g->stage.floor[k] + 1, &first) != 0)
-			return -1;
-		g->delta[k] = first - g->stage.floor[k];
+		long long width = g->pg.width[i];
+		int64_t slice = g->stage.floor[t->part_kind] / width;
+		for (int64_t s = slice; s < slice + 2; s++) {
+			char err[sizeof g->pg.err];
+			memcpy(err, g->pg.err, sizeof err);
+			ss_pg_ensure_partition(&g->pg, t->name, width, s);
+			memcpy(g->pg.err, err, sizeof err);
+		}
 	}
-	return 0;
 }
 
-/* The partitions the rows go to, made before the copy. */
-static int partitions(struct pgi *g, sqlite3 *db, const struct pg_table *t)
+/* Stalls the stage could not link to their poll (it was sent straight to the
+ * database): linked there, as the SQLite store links them. */
+static int link_stalls(struct pgi *g, sqlite3 *db)
 {
-	int k = t->part_kind;
-	long long width = g->pg.width[t - ss_pg_tables];
-	char *sql = ss_pg_fmt("SELECT DISTINCT (CASE WHEN %s >= %lld THEN %s + %lld ELSE %s END) / %lld FROM %s"
-			      " WHERE %s IS NOT NULL", t->part_col, (long long)g->stage.floor[k], t->part_col,
-			      (long long)g->delta[k], t->part_col, width, t->name, t->part_col);
 	sqlite3_stmt *st;
-	int rc = sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK ? 0 : -1;
-	free(sql);
-	if (rc) {
-		snprintf(g->pg.err, sizeof g->pg.err, "staging %s: %s", t->name, sqlite3_errmsg(db));
+	if (sqlite3_prepare_v2(db, "SELECT id FROM stalls WHERE poll_id IS NULL", -1, &st, NULL) != SQLITE_OK) {
+		snprintf(g->pg.err, sizeof g->pg.err, "staging stalls: %s", sqlite3_errmsg(db));
 		return -1;
 	}
-	while (!rc && sqlite3_step(st) == SQLITE_ROW)
-		rc = ss_pg_ensure_partition(&g->pg, t->name, width, sqlite3_column_int64(st, 0));
+	struct ss_pg_buf ids = { 0 };
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		ss_pg_buf_ch(&ids, ids.n ? ',' : '(');
+		ss_pg_buf_int(&ids, ss_pg_ids_map(&g->ids, ID_STALL, sqlite3_column_int64(st, 0)));
+	}
 	sqlite3_finalize(st);
+	ss_pg_buf_ch(&ids, ')');
+	ss_pg_buf_ch(&ids, 0);
+	int rc = ids.oom ? -1 : 0;
+	if (rc)
+		snprintf(g->pg.err, sizeof g->pg.err, "out of memory");
+	if (!rc && ids.n > 2) {
+		char *sql = ss_pg_fmt("UPDATE stalls SET poll_id = (SELECT p.id FROM polls p WHERE p.worker_id ="
+				      " stalls.worker_id AND p.ts = stalls.ts ORDER BY p.id LIMIT 1)"
+				      " WHERE poll_id IS NULL AND id IN %s", ids.p);
+		rc = ss_pg_exec(&g->pg, g->pg.main, sql);
+		free(sql);
+	}
+	ss_pg_buf_free(&ids);
 	return rc;
 }
 
@@ -304,8 +313,9 @@ static int push_table(struct pgi *g, sqlite3 *db, const struct pg_table *t, uint
 	char cols[1024], *sel;
 	if (strcmp(t->name, "schema_info") == 0)
 		return 0;
-	if (t->part_col && partitions(g, db, t) != 0)
-		return -1;
+	/* The sink took every summary row (pg_sink.c). */
+	if (strcmp(t->name, "worker_summaries") == 0)
+		return 0;
 	const int64_t *fl = g->stage.floor;
 	if (strcmp(t->name, "import_pending_wakes") == 0) {
 		sel = ss_pg_fmt("SELECT p.recording_id, p.wake_rowid, p.task_id, p.wake_from, p.in_poll, w.ts,"
@@ -323,26 +333,7 @@ static int push_table(struct pgi *g, sqlite3 *db, const struct pg_table *t, uint
 		snprintf(g->pg.err, sizeof g->pg.err, "out of memory");
 		return -1;
 	}
-	int rc;
-	if (strcmp(t->name, "worker_summaries") == 0) {
-		/* Additions to buckets the database may hold already (as the SQLite
-		 * store's upsert does). */
-		rc = ss_pg_exec(&g->pg, g->pg.main, "CREATE TEMP TABLE IF NOT EXISTS stage_summaries"
-				" (LIKE worker_summaries) ON COMMIT DELETE ROWS");
-		if (!rc)
-			rc = ss_pg_copy_in(&g->pg, db, sel, t, "stage_summaries", fl, g->delta, rows);
-		if (!rc)
-			rc = ss_pg_exec(&g->pg, g->pg.main,
-					"INSERT INTO worker_summaries SELECT * FROM stage_summaries"
-					" ON CONFLICT (bucket_ns, worker_id, ts) DO UPDATE SET"
-					" busy_ns = worker_summaries.busy_ns + excluded.busy_ns,"
-					" parked_ns = worker_summaries.parked_ns + excluded.parked_ns,"
-					" offcpu_ns = worker_summaries.offcpu_ns + excluded.offcpu_ns,"
-					" polls = worker_summaries.polls + excluded.polls,"
-					" max_poll_ns = greatest(worker_summaries.max_poll_ns, excluded.max_poll_ns)");
-	} else {
-		rc = ss_pg_copy_in(&g->pg, db, sel, t, t->name, fl, g->delta, rows);
-	}
+	int rc = ss_pg_copy_in(&g->pg, db, sel, t, t->name, &g->ids, rows);
 	free(sel);
 	return rc;
 }
@@ -355,16 +346,21 @@ static int push(struct pgi *g, const char *path, uint64_t *rows)
 		sqlite3_close(db);
 		return -1;
 	}
-	int rc = reserve(g, db);
 	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
+	double t0 = now_s();
+	int rc = ss_pg_sink_finish(g->sink, db, rows);
+	if (timing)
+		fprintf(stderr, "import: streamed rows done %.2f s after the stage\n", now_s() - t0);
 	for (size_t i = 0; !rc && i < ss_pg_n_tables; i++) {
-		double t0 = now_s();
+		t0 = now_s();
 		uint64_t before = *rows;
 		rc = push_table(g, db, &ss_pg_tables[i], rows);
 		if (timing && *rows > before)
 			fprintf(stderr, "import: copy %s: %llu rows in %.2f s\n", ss_pg_tables[i].name,
 				(unsigned long long)(*rows - before), now_s() - t0);
 	}
+	if (!rc)
+		rc = link_stalls(g, db);
 	sqlite3_close(db);
 	return rc;
 }
@@ -390,7 +386,10 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 	char dir[4096] = "", path[4200] = "";
 	int rc = -1;
 	uint64_t imported = 0, events = 0;
-	if (ss_pg_open(&g->pg, url) != 0 || ss_pg_next_ids(&g->pg, g->stage.floor) != 0 ||
+	int holder = 0;
+	if (ss_pg_open(&g->pg, url) != 0 || ss_pg_ids_begin(&g->pg, &holder) != 0 ||
+	    ss_pg_next_ids(&g->pg, g->stage.floor) != 0 ||
+	    (partitions_ahead(g), 0) ||
 	    ss_pg_exec(&g->pg, g->pg.main, "BEGIN") != 0) {
 		if (!quiet)
 			fprintf(log, "stallscope import: %s\n", g->pg.err);
@@ -398,9 +397,18 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 	}
 	for (int k = 0; k < ID_COUNT; k++)
 		g->stage.floor[k] += FAR;
+	ss_pg_ids_init(&g->ids, &g->pg, g->stage.floor, holder);
+	char err[256];
+	g->sink = ss_pg_sink_new(&g->pg, &g->ids, err, sizeof err);
+	if (!g->sink) {
+		if (!quiet)
+			fprintf(log, "stallscope import: %s\n", err);
+		goto out;
+	}
 	g->stage.ctx = g;
 	g->stage.prepare = st_prepare;
 	g->stage.seed = st_seed;
+	g->stage.wrap = st_wrap;
 	if (stage_dir(dir, sizeof dir) != 0) {
 		if (!quiet)
 			fprintf(log, "stallscope import: cannot make a scratch directory in %s: %s\n",
@@ -414,12 +422,15 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 		goto out;
 	if (imported == 0) {
 		/* Nothing new: leave the database as it is. */
+		ss_pg_sink_drain(g->sink);
 		ss_pg_exec(&g->pg, g->pg.main, "ROLLBACK");
+		ss_pg_ids_drop(&g->ids);
 		goto out;
 	}
 	double t1 = now_s();
 	uint64_t rows = 0;
-	if (push(g, path, &rows) != 0 || ss_pg_exec(&g->pg, g->pg.main, "COMMIT") != 0) {
+	if (push(g, path, &rows) != 0 || ss_pg_ids_keep(&g->ids) != 0 ||
+	    ss_pg_exec(&g->pg, g->pg.main, "COMMIT") != 0) {
 		if (!quiet)
 			fprintf(log, "stallscope import: writing to %s failed: %s; nothing was imported (%s is as"
 				" it was)\n", g->pg.shown, g->pg.err, g->pg.shown);
@@ -428,10 +439,20 @@ int ss_pg_import(const char *url, bool quiet, FILE *log, ss_pg_stage_fn run, voi
 	}
 	double t2 = now_s();
 	if (!quiet)
-		fprintf(log, "stallscope import: %llu rows copied to %s in %.2f s; %llu events in %.2f s in all"
-			" (%.2fM events/s)\n", (unsigned long long)rows, g->pg.shown, t2 - t1,
+		fprintf(log, "stallscope import: %llu rows written to %s (the last %.2f s after the segments"
+			" were read); %llu events in %.2f s in all (%.2fM events/s)\n", (unsigned long long)rows, g->pg.shown, t2 - t1,
 			(unsigned long long)events, t2 - t0, t2 > t0 ? (double)events / (t2 - t0) / 1e6 : 0);
 out:
+	if (g->sink) {
+		ss_pg_sink_drain(g->sink);
+		if (rc) {
+			/* the leases are the side session's, not the transaction's */
+			ss_pg_exec(&g->pg, g->pg.main, "ROLLBACK");
+			ss_pg_ids_drop(&g->ids);
+		}
+	}
+	ss_pg_sink_free(g->sink);
+	ss_pg_ids_free(&g->ids);
 	ss_pg_close(&g->pg);
 	if (path[0])
 		unlink(path);

@@ -1,8 +1,9 @@
 /*
  * pg_store.h - the PostgreSQL store: a shared database of many hosts'
  * recordings in the schema of schema/stallscope.sql (pg_tables.h), reached
- * through libpq. An import stages its rows in SQLite with the SQLite store and
- * moves them over with COPY (pg_import.c); a recording comes back out into an
+ * through libpq. An import streams the large tables' rows from the model with
+ * COPY (pg_sink.c) and stages the rest in SQLite with the SQLite store, moved
+ * over with COPY at the end (pg_import.c); a recording comes back out into an
  * SQLite file that the viewer, the report and SQL use as usual (pg_pull.c);
  * prune expires old recordings by dropping partitions (pg_prune.c).
  *
@@ -62,11 +63,82 @@ char *ss_pg_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The next free id of each kind (ranges already handed out are used). */
 int ss_pg_next_ids(struct ss_pg *p, int64_t next[ID_COUNT]);
-/* Reserves n ids of kind; *first is the first. Returns 0, or -1. */
-int ss_pg_reserve_ids(struct ss_pg *p, int kind, int64_t n, int64_t *first);
 /* Partition slice of table t (owner ids [slice * width, (slice + 1) * width)),
  * created on the side connection when missing. */
 int ss_pg_ensure_partition(struct ss_pg *p, const char *table, long long width, int64_t slice);
+
+/* ---- the ids of an import (pg_ids.c) -------------------------------------------
+ * The model numbers an import's new rows from floor[kind] up (far above what
+ * the database holds); each such id is moved into a range the import reserved
+ * in import_ids on the side connection, a chunk at a time as the ids come, so
+ * that rows can be sent while the import still runs and concurrent imports
+ * never wait for each other. Where the import ends, what it did not use of its
+ * last chunk goes back when no one reserved after it: a run of imports numbers
+ * rows exactly as one SQLite database would. Used from one thread at a time. */
+struct ss_pg_ids {
+	struct ss_pg *p;
+	int64_t floor[ID_COUNT];
+	struct ss_pg_id_chunks {
+		int64_t *base;  /* the first reserved id of each chunk */
+		size_t n, cap;
+		int64_t max;    /* the highest index (id - floor) moved, -1: none */
+	} k[ID_COUNT];
+	bool failed;        /* a reservation failed: p->err says why */
+	int holder;         /* the side session's backend pid: the leases' holder */
+};
+/* Before an import reads import_ids: the side session becomes a lease holder
+ * (*holder), and chunks leased to imports that died go back. Returns 0, or -1. */
+int ss_pg_ids_begin(struct ss_pg *p, int *holder);
+void ss_pg_ids_init(struct ss_pg_ids *ids, struct ss_pg *p, const int64_t floor[ID_COUNT], int holder);
+/* v as the database has it: ids below floor[kind] as they are, an import's own
+ * moved into its reserved ranges (reserving as needed; on a failure ids->failed
+ * is set and v is returned). */
+int64_t ss_pg_ids_map_slow(struct ss_pg_ids *ids, int kind, int64_t v);
+static inline int64_t ss_pg_ids_map(struct ss_pg_ids *ids, int kind, int64_t v)
+{
+	if (v < ids->floor[kind])
+		return v;
+	return ss_pg_ids_map_slow(ids, kind, v);
+}
+/* The import commits next: gives back the unused end of each kind's last chunk
+ * (when it still can) and deletes its leases inside the main transaction.
+ * Returns 0, or -1 with p->err. */
+int ss_pg_ids_keep(struct ss_pg_ids *ids);
+/* The import failed or imported nothing: gives back its chunks (those no later
+ * chunk of another import sits on). Returns 0, or -1 with p->err. */
+int ss_pg_ids_drop(struct ss_pg_ids *ids);
+void ss_pg_ids_free(struct ss_pg_ids *ids);
+
+/* ---- COPY's text format (pg_copy.c) ---------------------------------------------- */
+
+/* A growing buffer of COPY text rows; oom is set when it could not grow. */
+struct ss_pg_buf {
+	char *p;
+	size_t n, cap;
+	bool oom;
+};
+void ss_pg_buf_grow(struct ss_pg_buf *b, size_t need);
+static inline void ss_pg_buf_put(struct ss_pg_buf *b, const char *s, size_t n)
+{
+	if (b->n + n > b->cap)
+		ss_pg_buf_grow(b, n);
+	if (b->n + n <= b->cap) {
+		for (size_t i = 0; i < n; i++)
+			b->p[b->n + i] = s[i];
+		b->n += n;
+	}
+}
+static inline void ss_pg_buf_ch(struct ss_pg_buf *b, char c)
+{
+	if (b->n + 1 > b->cap)
+		ss_pg_buf_grow(b, 1);
+	if (b->n < b->cap)
+		b->p[b->n++] = c;
+}
+void ss_pg_buf_int(struct ss_pg_buf *b, int64_t v);
+/* A text, escaped for COPY; a NUL is dropped, an invalid UTF-8 byte becomes U+FFFD. */
+void ss_pg_buf_text(struct ss_pg_buf *b, const unsigned char *s, size_t n);
+void ss_pg_buf_free(struct ss_pg_buf *b);
 
 /* COPY between the stores (pg_copy.c). */
 struct sqlite3;
@@ -82,10 +154,14 @@ struct sqlite3_stmt *ss_pg_sqlite_insert(struct ss_pg *p, struct sqlite3 *db, co
 int ss_pg_sqlite_row(struct ss_pg *p, struct sqlite3_stmt *st, const struct pg_table *t, const char *const *v,
 		     size_t n);
 /* Copies the rows of `select` (columns as t's) from db into PostgreSQL table
- * dest with COPY, moving ids >= floor[kind] by delta[kind]. *rows counts them.
+ * dest with COPY, the import's own ids moved by ids. *rows counts them.
  * Returns 0, or -1. */
 int ss_pg_copy_in(struct ss_pg *p, struct sqlite3 *db, const char *select, const struct pg_table *t,
-		  const char *dest, const int64_t floor[ID_COUNT], const int64_t delta[ID_COUNT], uint64_t *rows);
+		  const char *dest, struct ss_pg_ids *ids, uint64_t *rows);
+/* Sends n bytes of COPY text rows into dest(columns of t) on c: one COPY
+ * statement. Returns 0, or -1 with a message in err. */
+int ss_pg_copy_rows(struct pg_conn *c, const struct pg_table *t, const char *dest, const char *rows, size_t n,
+		    char *err, size_t errlen);
 
 /* ---- what the commands call ------------------------------------------------ */
 

@@ -944,6 +944,8 @@ void ss_sqlite_sink(struct ss_sqlite_store *s, struct ss_sink *o)
 		.pending_wake = s_pending_wake, .thread_state = s_thread_state, .open_span = s_open_span,
 		.open_summary = s_open_summary, .ended_task = s_ended_task, .flush = s_flush,
 	};
+	if (s->stage && s->stage->wrap)
+		s->stage->wrap(s->stage->ctx, o);
 }
 
 struct ss_sqlite_store *ss_sqlite_open(const char *path, bool threaded, char *err, size_t errlen)

@@ -47,6 +47,9 @@ struct ss_sqlite_stage {
 	int (*prepare)(void *ctx, struct sqlite3 *db, char *err, size_t errlen);
 	int (*seed)(void *ctx, struct sqlite3 *db, uint64_t session_id, int64_t *recording_id, char *err,
 		    size_t errlen);
+	/* NULL, or puts a sink of its own in front of the store's (ss_sqlite_sink):
+	 * it may take some rows itself and hand the rest on to *sink's functions. */
+	void (*wrap)(void *ctx, struct ss_sink *sink);
 };
 /* Call before the model is created. Returns 0, or -1 (ss_sqlite_error). */
 int ss_sqlite_set_stage(struct ss_sqlite_store *s, const struct ss_sqlite_stage *stage);
