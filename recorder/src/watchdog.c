@@ -255,7 +255,6 @@ static void *watchdog_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	ss_shim_internal_thread();
-	pthread_setname_np(pthread_self(), "ss-watchdog");
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
 	pthread_mutex_lock(&D.mu);
@@ -345,6 +344,7 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		pthread_cond_destroy(&D.cv);
 		goto fail;
 	}
+	pthread_setname_np(D.thread, "ss-watchdog"); /* there when start returns */
 	D.started = 1;
 	snprintf(status, len, "on: threshold %u ms, captures at 1x 2x 4x ... (max %d), "
 		 "running threads by signal, blocked ones from /proc and their stack memory%s",

@@ -11,11 +11,15 @@
  * ids cached by STALLSCOPE_LOCATION()/STALLSCOPE_NAME() in session 1 still resolve
  * because session 2's segment defines them again itself, and a thread that became
  * a worker before any start (worker_begin before stallscope_start) is announced as
- * a worker (WORKER_BEGIN with its runtime and index) in each session.
+ * a worker (WORKER_BEGIN with its runtime and index) in each session. In each
+ * session the recorder's threads carry their names (ss-writer, ss-watchdog), so
+ * `top -H` and profiles of the host tell them from the program's threads.
  */
 #include <stallscope/stallscope.h>
 
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "trace_check.h"
@@ -160,6 +164,27 @@ static void scan_segment(const char *path, struct seg_scan *s)
 	ss_reader_close(r);
 }
 
+/* Whether a thread of this process is called name. */
+static int has_thread(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d))) {
+		char path[300], comm[64] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(comm, sizeof comm, f))
+			comm[strcspn(comm, "\n")] = 0;
+		if (f)
+			fclose(f);
+		found = strcmp(comm, name) == 0;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 int main(void)
 {
 	char *dir = tc_tmpdir("toggle");
@@ -177,6 +202,7 @@ int main(void)
 	/* Session 1. */
 	CHECK(stallscope_start(&cfg) == 0, "start 1: %s", stallscope_last_error());
 	CHECK(stallscope_is_recording() == 1, "recording after start");
+	CHECK(has_thread("ss-writer") && has_thread("ss-watchdog"), "session 1: the recorder's threads are not named");
 	pthread_barrier_wait(&bar); /* A */
 	hooks(PHASE_ON1);
 	pthread_barrier_wait(&bar); /* B */
@@ -204,6 +230,7 @@ int main(void)
 
 	/* Session 2, same directory and prefix. */
 	CHECK(stallscope_start(&cfg) == 0, "start 2: %s", stallscope_last_error());
+	CHECK(has_thread("ss-writer") && has_thread("ss-watchdog"), "session 2: the recorder's threads are not named");
 	pthread_barrier_wait(&bar); /* G */
 	hooks(PHASE_S2);
 	pthread_barrier_wait(&bar); /* H */
