@@ -3,9 +3,13 @@
  */
 #include "gui_util.h"
 
+#include <glib/gstdio.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ss_source.h"
 
 bool gui_settle(SsWindow *win, int seconds)
 {
@@ -104,4 +108,38 @@ int gui_screenshot(GtkWidget *w, const char *outdir, const char *name, uint32_t 
 		gsk_render_node_unref(node);
 	g_object_unref(p);
 	return n;
+}
+
+void gui_slow_run(struct tl_db *db, void *p)
+{
+	struct gui_slow *s = p;
+	tl_db_arm(db, 120);
+	g_atomic_int_set(&s->started, 1);
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db->db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+					    " WHERE x < 4000000000) SELECT count(*) FROM c", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		sqlite3_finalize(st);
+	}
+	s->rc = rc;
+	s->end_us = g_get_monotonic_time();
+	g_atomic_int_set(&s->finished, 1);
+}
+
+bool gui_import_demo(const char *demo_dir, const char *outdir, const char *prefix, const char *name,
+		     char *out, size_t len)
+{
+	char segs[4096], err[2048];
+	snprintf(segs, sizeof segs, "%s/%s", demo_dir, name);
+	snprintf(out, len, "%s/%s-%s.db", outdir, prefix, name);
+	g_unlink(out);
+	const char *paths[] = { segs };
+	if (ss_source_import(paths, 1, out, NULL, NULL, NULL, err, sizeof err) != 0) {
+		fprintf(stderr, "FAIL: importing %s: %s\n", segs, err);
+		out[0] = 0;
+		return false;
+	}
+	return true;
 }

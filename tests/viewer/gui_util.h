@@ -1,8 +1,9 @@
 /*
  * gui_util.h - what the window tests under Xvfb (test_window.c, test_tour.c,
  * test_stacks_window.c) share: running the main loop until the window's work
- * is done, waiting for a paint, and screenshots of a widget as the window's
- * renderer draws it.
+ * is done, waiting for a paint, screenshots of a widget as the window's
+ * renderer draws it, a query job that only an interrupt stops, and importing
+ * a demo recording.
  */
 #ifndef STALLSCOPE_TEST_GUI_UTIL_H
 #define STALLSCOPE_TEST_GUI_UTIL_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "ss_window.h"
+#include "tl_db.h"
 
 /* Runs the main loop until the session's database work (on both workers) is
  * done and the scene for the current view has arrived; false after seconds
@@ -29,5 +31,22 @@ bool gui_wait_paint(GtkWidget *w);
  * it, -1 when nothing rendered. Exits 77 (SKIP) when SS_EXPECT_RENDERER is
  * "gl" and GTK renders otherwise. */
 int gui_screenshot(GtkWidget *w, const char *outdir, const char *name, uint32_t count_rgb);
+
+/* A query job (gui_slow_run) that runs until it is interrupted: its time
+ * budget is 120 s, so only a cancellation stops it within a test's seconds.
+ * started/finished are set atomically on the query thread, rc is the last
+ * sqlite3_step's, end_us the monotonic time it ended; done_called is the
+ * test's own (set by its done callback). */
+struct gui_slow {
+	gint started, finished;
+	int rc;
+	gint64 end_us;
+	bool done_called;
+};
+void gui_slow_run(struct tl_db *db, void *p);
+/* Imports DEMO_DIR/name into OUTDIR/PREFIX-name.db, whose path goes to out;
+ * false (the reason on stderr, out empty) when it fails. */
+bool gui_import_demo(const char *demo_dir, const char *outdir, const char *prefix, const char *name,
+		     char *out, size_t len);
 
 #endif /* STALLSCOPE_TEST_GUI_UTIL_H */

@@ -76,29 +76,6 @@ static void screenshot(GtkWidget *w, const char *name)
 	gui_screenshot(w, outdir, name, 0);
 }
 
-/* A query that runs until it is interrupted (see test_window.c). */
-struct slow {
-	gint started, finished;
-	int rc;
-};
-
-static void slow_run(struct tl_db *db, void *p)
-{
-	struct slow *s = p;
-	tl_db_arm(db, 120);
-	g_atomic_int_set(&s->started, 1);
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db->db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
-					    " WHERE x < 4000000000) SELECT count(*) FROM c", -1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			;
-		sqlite3_finalize(st);
-	}
-	s->rc = rc;
-	g_atomic_int_set(&s->finished, 1);
-}
-
 static void quick_run(struct tl_db *db, void *p)
 {
 	(void)db;
@@ -257,8 +234,8 @@ static void fixture_checks(SsWindow *win)
 	ss_session_raise_panel(session, "flame");
 	r = result(win, flame, "flame again");
 	static int slow_key;
-	struct slow slow = { 0 };
-	ss_session_submit(session, &slow_key, slow_run, NULL, &slow, NULL, NULL);
+	struct gui_slow slow = { 0 };
+	ss_session_submit(session, &slow_key, gui_slow_run, NULL, &slow, NULL, NULL);
 	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
 	while (!g_atomic_int_get(&slow.started) && g_get_monotonic_time() < end)
 		g_main_context_iteration(NULL, FALSE);
@@ -389,21 +366,6 @@ static void on_window_added(GtkApplication *app, GtkWindow *w, gpointer data)
 	}
 }
 
-static bool import_demo(const char *name, char *out, size_t len)
-{
-	char segs[4096], err[1024];
-	snprintf(out, len, "%s/stacks-window-%s.db", outdir, name);
-	snprintf(segs, sizeof segs, "%s/%s", demo_dir, name);
-	g_unlink(out);
-	const char *paths[] = { segs };
-	if (ss_source_import(paths, 1, out, NULL, NULL, NULL, err, sizeof err) != 0) {
-		CHECK(0, "import %s: %s", name, err);
-		out[0] = 0;
-		return false;
-	}
-	return true;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -417,7 +379,10 @@ int main(int argc, char **argv)
 	snprintf(dbp, sizeof dbp, "%s/stacks-window-fixture.db", outdir);
 	if (fixture_build_small(dbp, argv[1]) != 0)
 		return 1;
-	if (!import_demo("long-poll", demo_db, sizeof demo_db) || !import_demo("steady", steady_db, sizeof steady_db))
+	bool imported = gui_import_demo(demo_dir, outdir, "stacks-window", "long-poll", demo_db, sizeof demo_db) &&
+			gui_import_demo(demo_dir, outdir, "stacks-window", "steady", steady_db, sizeof steady_db);
+	CHECK(imported, "import of the long-poll and steady demos");
+	if (!imported)
 		demo_db[0] = 0;
 	g_setenv("GTK_THEME", "Adwaita", TRUE);
 	GtkApplication *app = ss_app_new();

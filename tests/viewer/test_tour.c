@@ -471,20 +471,6 @@ static void on_window_added(GtkApplication *app, GtkWindow *w, gpointer data)
 	}
 }
 
-static int import_demo(const char *name, char *out, size_t outlen)
-{
-	char dir[4096], err[2048];
-	snprintf(dir, sizeof dir, "%s/%s", demodir, name);
-	snprintf(out, outlen, "%s/tour-%s.db", outdir, name);
-	g_unlink(out);
-	const char *paths[] = { dir };
-	if (ss_source_import(paths, 1, out, NULL, NULL, NULL, err, sizeof err) != 0) {
-		fprintf(stderr, "importing %s: %s\n", dir, err);
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -494,8 +480,8 @@ int main(int argc, char **argv)
 	outdir = argv[2];
 	demodir = argv[3];
 	g_mkdir_with_parents(outdir, 0755);
-	if (import_demo("blocking", blocking_db, sizeof blocking_db) != 0 ||
-	    import_demo("leak", leak_db, sizeof leak_db) != 0)
+	if (!gui_import_demo(demodir, outdir, "tour", "blocking", blocking_db, sizeof blocking_db) ||
+	    !gui_import_demo(demodir, outdir, "tour", "leak", leak_db, sizeof leak_db))
 		return 1;
 	/* An import cancelled before its first segment makes no database. */
 	char cancelled_db[4096], dir[4096], err[2048];

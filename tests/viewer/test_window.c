@@ -36,40 +36,14 @@ static bool settle(SsWindow *win)
 	return gui_settle(win, 20);
 }
 
-/* A query that runs for minutes unless it is interrupted. */
-struct slow {
-	gint started, finished;
-	int rc;
-	gint64 end_us;
-	bool done_called;
-};
-
-static void slow_run(struct tl_db *db, void *p)
-{
-	struct slow *s = p;
-	/* Only an interrupt may stop it within the checks' seconds. */
-	tl_db_arm(db, 120);
-	g_atomic_int_set(&s->started, 1);
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db->db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
-					    " WHERE x < 4000000000) SELECT count(*) FROM c", -1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			;
-		sqlite3_finalize(st);
-	}
-	s->rc = rc;
-	s->end_us = g_get_monotonic_time();
-	g_atomic_int_set(&s->finished, 1);
-}
-
+/* The slow query's done callback (on the main loop). */
 static void slow_done(void *p, void *user)
 {
 	(void)user;
-	((struct slow *)p)->done_called = true;
+	((struct gui_slow *)p)->done_called = true;
 }
 
-static bool wait_started(struct slow *s)
+static bool wait_started(struct gui_slow *s)
 {
 	gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
 	while (!g_atomic_int_get(&s->started) && g_get_monotonic_time() < end) {
@@ -245,8 +219,8 @@ static gboolean run_checks(gpointer data)
 	CHECK(settle(win), "the fit view's scene arrived");
 	struct ss_worker *wk = ss_session_get_worker(session);
 	static int slow_key;
-	struct slow slow = { 0 };
-	ss_session_submit(session, &slow_key, slow_run, slow_done, &slow, NULL, NULL);
+	struct gui_slow slow = { 0 };
+	ss_session_submit(session, &slow_key, gui_slow_run, slow_done, &slow, NULL, NULL);
 	CHECK(wait_started(&slow), "the slow query started");
 	struct ss_worker_stats s0 = ss_worker_get_stats(wk);
 	guint req0, rec0, req1, rec1;
@@ -302,8 +276,8 @@ static gboolean run_checks(gpointer data)
 	screenshot(GTK_WIDGET(win), "window-after.png");
 
 	/* Closing the window interrupts what runs. */
-	struct slow last = { 0 };
-	ss_session_submit(session, &slow_key, slow_run, slow_done, &last, NULL, NULL);
+	struct gui_slow last = { 0 };
+	ss_session_submit(session, &slow_key, gui_slow_run, slow_done, &last, NULL, NULL);
 	CHECK(wait_started(&last), "another slow query started");
 	gint64 t_close = g_get_monotonic_time();
 	gtk_window_destroy(GTK_WINDOW(win));
