@@ -21,6 +21,7 @@
 
 #include "ss_flame.h"
 #include "ss_panels.h"
+#include "ss_style.h"
 #include "sv_draw.h"
 #include "sv_flame.h"
 
@@ -39,17 +40,6 @@ struct _SsFlameView {
 G_DEFINE_FINAL_TYPE(SsFlameView, ss_flame_view, GTK_TYPE_WIDGET)
 
 #define LEGEND_H 26
-
-static bool is_dark(GtkWidget *w)
-{
-	GdkRGBA fg;
-#if GTK_CHECK_VERSION(4, 10, 0)
-	gtk_widget_get_color(w, &fg);
-#else
-	gtk_style_context_get_color(gtk_widget_get_style_context(w), &fg);
-#endif
-	return 0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5;
-}
 
 static void relayout(SsFlameView *self)
 {
@@ -93,7 +83,7 @@ static void snapshot(GtkWidget *w, GtkSnapshot *s)
 	if (!self->r)
 		return;
 	PangoContext *pc = gtk_widget_get_pango_context(w);
-	struct sv_draw_style st = { .dark = is_dark(w), .match = self->match, .hover = self->hover,
+	struct sv_draw_style st = { .dark = ss_style_widget_is_dark(w), .match = self->match, .hover = self->hover,
 				    .selected = self->zoom ? self->zoom : SV_NONE };
 	sv_draw_flame(s, pc, &self->r->tree, &self->layout, &st, 0);
 	sv_draw_legend(s, pc, &self->r->tree, &st, 6, (float)self->layout.rows * SV_ROW_H + 6);

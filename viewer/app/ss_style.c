@@ -99,3 +99,14 @@ void ss_style_install_css(void)
 	gtk_style_context_add_provider_for_display(d, GTK_STYLE_PROVIDER(p), GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
 	g_object_unref(p);
 }
+
+bool ss_style_widget_is_dark(GtkWidget *w)
+{
+	GdkRGBA fg;
+#if GTK_CHECK_VERSION(4, 10, 0)
+	gtk_widget_get_color(w, &fg);
+#else
+	gtk_style_context_get_color(gtk_widget_get_style_context(w), &fg);
+#endif
+	return 0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5;
+}

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ss_scene_fetch.h"
+#include "ss_style.h"
 #include "tl_query.h"
 #include "tl_render.h"
 #include "tl_ticks.h"
@@ -60,19 +61,6 @@ struct _SsTimeline {
 };
 
 G_DEFINE_FINAL_TYPE(SsTimeline, ss_timeline, GTK_TYPE_WIDGET)
-
-static bool widget_is_dark(GtkWidget *w)
-{
-	/* Dark when the theme's text colour is light: follows whatever theme and
-	 * colour scheme GTK resolved, with no setting of our own. */
-	GdkRGBA fg;
-#if GTK_CHECK_VERSION(4, 10, 0)
-	gtk_widget_get_color(w, &fg);
-#else
-	gtk_style_context_get_color(gtk_widget_get_style_context(w), &fg);
-#endif
-	return 0.2126 * fg.red + 0.7152 * fg.green + 0.0722 * fg.blue > 0.5;
-}
 
 static void clamp_scroll(SsTimeline *self)
 {
@@ -148,7 +136,7 @@ static void snapshot(GtkWidget *w, GtkSnapshot *s)
 	self->view.width = gtk_widget_get_width(w);
 	self->view.height = gtk_widget_get_height(w);
 	self->view.scale = gtk_widget_get_scale_factor(w);
-	self->view.dark = widget_is_dark(w);
+	self->view.dark = ss_style_widget_is_dark(w);
 	self->view.legend = true;
 	if (!self->db || self->view.width <= TL_LABEL_W || self->view.height <= TL_RULER_H)
 		return;
