@@ -109,8 +109,15 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--keep") == 0)
 			keep = true;
-		else
-			events = strtoull(argv[i], NULL, 10);
+		else {
+			char *end;
+			events = strtoull(argv[i], &end, 10);
+			if (end == argv[i] || *end || !events) {
+				fprintf(stderr, "usage: bench_import [EVENTS] [--keep]   (EVENTS a positive count, "
+						"default 20000000; --keep leaves the files)\n");
+				return 2;
+			}
+		}
 	}
 	per_thread = events / 2;
 	char dir[] = "/tmp/stallscope-bench-import-XXXXXX";
