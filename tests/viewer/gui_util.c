@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ss_app.h"
 #include "ss_source.h"
 
 bool gui_settle(SsWindow *win, int seconds)
@@ -142,4 +143,25 @@ bool gui_import_demo(const char *demo_dir, const char *outdir, const char *prefi
 		return false;
 	}
 	return true;
+}
+
+static void on_window_added(GtkApplication *app, GtkWindow *w, gpointer data)
+{
+	(void)w;
+	static bool once;
+	if (!once) {
+		once = true;
+		g_timeout_add(300, (GSourceFunc)data, app);
+	}
+}
+
+int gui_run_window(const char *argv0, const char *db, GSourceFunc checks)
+{
+	g_setenv("GTK_THEME", "Adwaita", TRUE);
+	GtkApplication *app = ss_app_new();
+	g_signal_connect(app, "window-added", G_CALLBACK(on_window_added), (gpointer)checks);
+	char *args[] = { (char *)argv0, (char *)db, NULL };
+	int rc = g_application_run(G_APPLICATION(app), 2, args);
+	g_object_unref(app);
+	return rc;
 }

@@ -32,6 +32,12 @@ bool gui_wait_paint(GtkWidget *w);
  * "gl" and GTK renders otherwise. */
 int gui_screenshot(GtkWidget *w, const char *outdir, const char *name, uint32_t count_rgb);
 
+/* Runs the application on db with the default light theme (whatever the
+ * developer's desktop uses); checks(app) runs once, 300 ms after the first
+ * window appears, and must quit the application. Returns
+ * g_application_run's status. */
+int gui_run_window(const char *argv0, const char *db, GSourceFunc checks);
+
 /* A query job (gui_slow_run) that runs until it is interrupted: its time
  * budget is 120 s, so only a cancellation stops it within a test's seconds.
  * started/finished are set atomically on the query thread, rc is the last

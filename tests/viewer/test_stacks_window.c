@@ -355,17 +355,6 @@ static gboolean run_checks(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-static void on_window_added(GtkApplication *app, GtkWindow *w, gpointer data)
-{
-	(void)w;
-	(void)data;
-	static bool once;
-	if (!once) {
-		once = true;
-		g_timeout_add(300, run_checks, app);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -384,12 +373,7 @@ int main(int argc, char **argv)
 	CHECK(imported, "import of the long-poll and steady demos");
 	if (!imported)
 		demo_db[0] = 0;
-	g_setenv("GTK_THEME", "Adwaita", TRUE);
-	GtkApplication *app = ss_app_new();
-	g_signal_connect(app, "window-added", G_CALLBACK(on_window_added), NULL);
-	char *args[] = { argv[0], dbp, NULL };
-	int rc = g_application_run(G_APPLICATION(app), 2, args);
-	g_object_unref(app);
+	int rc = gui_run_window(argv[0], dbp, run_checks);
 	if (rc != 0)
 		return rc;
 	if (failures) {

@@ -460,17 +460,6 @@ static gboolean run_checks(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-static void on_window_added(GtkApplication *app, GtkWindow *w, gpointer data)
-{
-	(void)w;
-	(void)data;
-	static bool once;
-	if (!once) {
-		once = true;
-		g_timeout_add(300, run_checks, app);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -499,14 +488,9 @@ int main(int argc, char **argv)
 		junk[i] = (char)g_random_int_range(0, 256);
 	if (!g_file_set_contents(random_db, junk, sizeof junk, NULL))
 		return 1;
-	g_setenv("GTK_THEME", "Adwaita", TRUE);
 	/* Recent files go to the test's directory, not the developer's. */
 	g_setenv("XDG_DATA_HOME", outdir, TRUE);
-	GtkApplication *app = ss_app_new();
-	g_signal_connect(app, "window-added", G_CALLBACK(on_window_added), NULL);
-	char *args[] = { argv[0], blocking_db, NULL };
-	int rc = g_application_run(G_APPLICATION(app), 2, args);
-	g_object_unref(app);
+	int rc = gui_run_window(argv[0], blocking_db, run_checks);
 	if (rc != 0)
 		return rc;
 	if (failures) {
