@@ -109,16 +109,20 @@ struct mdl_ghost {
 
 /* The ghosts in the order they ended (a ring), and an open-addressing index
  * from task number to the latest ghost of that number (grave.c; linear
- * probing, backward-shift deletion, at most half full). */
+ * probing, backward-shift deletion, at most half full). The index is built
+ * lazily: only the oldest `indexed` ghosts are in it, the rest are added at the
+ * next lookup (most recordings never look an ended task up, and every ended
+ * task passes through here). */
 struct mdl_grave {
 	struct mdl_ghost *ring;
 	size_t head, n, cap;   /* cap: a power of two or 0 */
-	uint64_t *index;
-	size_t index_cap;      /* 2 * cap */
+	uint64_t *index;       /* NULL until the first lookup */
+	size_t index_cap;      /* 2 * cap once allocated */
+	size_t indexed;        /* ghosts head .. head + indexed - 1 are in the index */
 };
 
 /* The latest ghost of task number `task`, or NULL. */
-struct mdl_ghost *mdl_grave_find(const struct mdl_grave *g, uint64_t task);
+struct mdl_ghost *mdl_grave_find(struct mdl_grave *g, uint64_t task);
 /* Appends a ghost (it becomes the latest of its number); -1 when memory ran out. */
 int mdl_grave_push(struct mdl_grave *g, const struct mdl_ghost *x);
 /* The oldest ghost, or NULL; mdl_grave_pop forgets it (not its `full`). */

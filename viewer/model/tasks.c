@@ -129,13 +129,24 @@ int mdl_bury(struct ss_model *m, struct mdl_task *k)
 	return 0;
 }
 
+/* The latest ghost of a number; a lookup the index could not be built for
+ * (memory ran out) stops the model rather than mistake an ended task for a new one. */
+static struct mdl_ghost *grave_find(struct ss_model *m, uint64_t task)
+{
+	struct mdl_grave *gy = &m->rec->grave;
+	struct mdl_ghost *g = mdl_grave_find(gy, task);
+	if (!g && gy->n && !gy->index)
+		mdl_fail(m);
+	return g;
+}
+
 struct mdl_task *mdl_task_at(struct ss_model *m, uint64_t task, uint64_t ts)
 {
 	struct mdl_task *live = mdl_task_find(m, task);
 	if (live && (!live->spawn_ts || live->spawn_ts <= ts))
 		return live;
 	/* Before its TERMINATE: an ended task's record that came late. */
-	struct mdl_ghost *g = mdl_grave_find(&m->rec->grave, task);
+	struct mdl_ghost *g = grave_find(m, task);
 	if (g && ts <= g->end_ts)
 		return ghost_task(m, g);
 	return live ? live : mdl_task_get(m, task);
@@ -145,7 +156,7 @@ int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts)
 {
 	struct mdl_task *k = mdl_task_find(m, task);
 	if (!k) {
-		const struct mdl_ghost *g = mdl_grave_find(&m->rec->grave, task);
+		const struct mdl_ghost *g = grave_find(m, task);
 		if (g && g->end_ts == ts)
 			return 0; /* the same end again (a re-sent record) */
 		if (!(k = mdl_task_get(m, task)))
