@@ -640,6 +640,67 @@ static void test_pipeline(void)
 	free(r1), free(r2), free(p), free(one), free(two);
 }
 
+/* Task numbers used again and again: number 7 ends and is spawned again 300
+ * times on thread 1 (and every tenth time spawned again without an end, the
+ * old task's end not being in the data), while thread 2 spawns and polls a
+ * task of another number each time (taking cache slots in between). Every poll
+ * and wake belongs to the task row alive at its time: a cached task never
+ * outlives its number (a cache that kept removed tasks fails here and in
+ * test_cross_thread_order). */
+static void test_task_reuse(void)
+{
+	struct sb_header h = { .session_id = 82, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	thread_def_open(&b, 1, 0, 0, 0);
+	thread_def_open(&b, 2, 0, 0, 0);
+	uint64_t t = 2000;
+	for (uint64_t r = 0; r < 300; r++) {
+		sb_thread(&b, 1, t);
+		sb_event(&b, SS_REC_SPAWN, t, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_BEGIN, t + 10, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_WAKE, t + 15, 1, (uint64_t)7);
+		sb_event(&b, SS_REC_POLL_END, t + 20, 0);
+		sb_event(&b, SS_REC_POLL_BEGIN, t + 30, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, t + 40, 0);
+		if (r % 10 != 9)
+			sb_event(&b, SS_REC_TERMINATE, t + 50, 1, (uint64_t)7);
+		/* thread 2: a task of another number */
+		sb_thread(&b, 2, t + 1);
+		sb_event(&b, SS_REC_SPAWN, t + 1, 2, 7 + 1024 * (r + 1), (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_BEGIN, t + 12, 2, 7 + 1024 * (r + 1), (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, t + 22, 0);
+		t += 100;
+	}
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char *p = path_in_tmp("reuse.0.bin"), *db = path_in_tmp("reuse.db");
+	spit(p, b.buf, b.len);
+	sb_free(&b);
+	struct ss_import_result res;
+	CHECK(import(db, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "reuse: import");
+	sqlite3 *d = opendb(db);
+	CHECK(q1(d, "SELECT count(*) FROM tasks WHERE task = 7") == 300, "reuse: %lld rows of task 7, want 300",
+	      (long long)q1(d, "SELECT count(*) FROM tasks WHERE task = 7"));
+	CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks k ON k.id = p.task_id WHERE k.task = 7 AND"
+		    " p.ts >= k.spawn_ts AND p.ts < k.spawn_ts + 100") == 600,
+	      "reuse: %lld of 600 polls of number 7 belong to the task alive then",
+	      (long long)q1(d, "SELECT count(*) FROM polls p JOIN tasks k ON k.id = p.task_id WHERE k.task = 7 AND"
+			       " p.ts >= k.spawn_ts AND p.ts < k.spawn_ts + 100"));
+	CHECK(q1(d, "SELECT count(*) FROM wakes w JOIN tasks k ON k.id = w.task_id WHERE k.task = 7 AND"
+		    " w.ts = k.spawn_ts + 15") == 300, "reuse: every wake belongs to the task alive then");
+	CHECK(q1(d, "SELECT count(*) FROM tasks WHERE task = 7 AND end_ts = spawn_ts + 50") == 270,
+	      "reuse: 270 of them ended in the data");
+	CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks k ON k.id = p.task_id WHERE k.task > 7 AND"
+		    " p.ts = k.spawn_ts + 11") == 300, "reuse: thread 2's polls belong to its tasks");
+	sqlite3_close(d);
+	printf("reuse: a task number used again gets a row of its own, and its polls and wakes follow it\n");
+	free(p), free(db);
+}
+
 /* ---- memory bounds ------------------------------------------------------------ */
 
 /* 50 worker threads with 6 polls each of its own never-ending tasks, imported
@@ -1110,6 +1171,7 @@ int main(int argc, char **argv)
 	test_stitch();
 	test_cross_thread_order();
 	test_pipeline();
+	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);
 	test_limits();
 	test_growth_every_cut(argv[1], "steady");

@@ -164,7 +164,7 @@ static int spawn(struct ss_model *m, struct mdl_thread *t, const struct ss_event
 		/* The number was reused: the old task's end is not in the data. */
 		if (mdl_task_flush(m, k, 0) != 0)
 			return -1;
-		ss_hmap_del(&m->rec->tasks, k->task, 0);
+		mdl_task_remove(m, k);
 		free(k);
 		k = NULL;
 	}

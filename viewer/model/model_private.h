@@ -30,6 +30,7 @@
  * late (the merge window), so that a poll or wake of it that arrives after its
  * TERMINATE, or across the cut between two imports, finds its own row. */
 #define MDL_GRAVE_NS SS_MERGE_WINDOW_NS
+#define MDL_KCACHE 1024 /* entries of mdl_recording.kcache (a power of two) */
 
 struct mdl_span {
 	uint64_t ts;
@@ -156,6 +157,10 @@ struct mdl_recording {
 	struct ss_hmap threads;  /* thread number -> struct mdl_thread * */
 	struct ss_hmap sampler_threads; /* tid -> struct mdl_thread * */
 	struct ss_hmap tasks;    /* task number -> struct mdl_task * */
+	/* The live tasks looked up last, direct-mapped by number (tasks.c): most
+	 * records name a task of the last few hundred, and a hit costs no probe
+	 * of the map; an entry goes with its task's removal from the map. */
+	struct { uint64_t task; struct mdl_task *k; } kcache[MDL_KCACHE];
 	struct ss_hmap by_id;    /* threads.id -> struct mdl_thread *, while resuming */
 	struct ss_hmap mappings; /* (hash of path+build id, start ^ pgoff) -> mappings.id */
 	bool needs_resume;       /* in the store already; state not loaded yet */
@@ -263,6 +268,8 @@ void mdl_free_threads(struct mdl_recording *rc);
 /* tasks.c */
 struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task);
 struct mdl_task *mdl_task_find(struct ss_model *m, uint64_t task);
+/* Takes k out of the live tasks (the caller frees or buries it). */
+void mdl_task_remove(struct ss_model *m, struct mdl_task *k);
 struct mdl_task *mdl_task_at(struct ss_model *m, uint64_t task, uint64_t ts);
 int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts);
 int mdl_task_flush(struct ss_model *m, struct mdl_task *k, uint64_t end_ts);
