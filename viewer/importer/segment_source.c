@@ -2,7 +2,9 @@
  * segment_source.c - stallscope's segments as a source of the model: every
  * record of an opened segment (viewer/reader/) turned into the model's
  * definitions and events. The segment's strings stay the reader's; the model
- * resolves them through ss_source while the segment is open.
+ * resolves them through ss_source while the segment is open. Where a second
+ * CPU is there, the reading (decoding and the time-order merge) runs on a
+ * thread of its own and hands the model's thread batches (model_pipe.h).
  */
 #include "segment_source.h"
 
