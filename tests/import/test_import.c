@@ -428,16 +428,24 @@ static void test_stitch(void)
  * of that task, which happened before the terminate, after it. Imported in time
  * order: one task row, its polls and its wake belong to it, the wake's delay
  * runs to the poll it led to. */
+/* A segment of a session begun, its first block open: the definitions and
+ * worker threads 1 and 2. */
+static void two_threads(struct sb *b, struct sb_header *h, uint64_t session)
+{
+	*h = (struct sb_header){ .session_id = session, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+				 .start_ts = 1000 };
+	sb_init(b, h);
+	sb_begin_block(b);
+	defs(b);
+	thread_def_open(b, 1, 0, 0, 0);
+	thread_def_open(b, 2, 0, 0, 0);
+}
+
 static void test_cross_thread_order(void)
 {
-	struct sb_header h = { .session_id = 78, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
-			       .start_ts = 1000 };
+	struct sb_header h;
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
-	thread_def_open(&b, 1, 0, 0, 0);
-	thread_def_open(&b, 2, 0, 0, 0);
+	two_threads(&b, &h, 78);
 	sb_thread(&b, 1, 1500);
 	sb_event(&b, SS_REC_SPAWN, 1500, 2, (uint64_t)9, (uint64_t)2);
 	sb_event(&b, SS_REC_WAKE, 2600, 1, (uint64_t)9);
@@ -649,14 +657,9 @@ static void test_pipeline(void)
  * test_cross_thread_order). */
 static void test_task_reuse(void)
 {
-	struct sb_header h = { .session_id = 82, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
-			       .start_ts = 1000 };
+	struct sb_header h;
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
-	thread_def_open(&b, 1, 0, 0, 0);
-	thread_def_open(&b, 2, 0, 0, 0);
+	two_threads(&b, &h, 82);
 	uint64_t t = 2000;
 	for (uint64_t r = 0; r < 300; r++) {
 		sb_thread(&b, 1, t);

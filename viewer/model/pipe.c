@@ -89,21 +89,27 @@ static void fail_oom(struct ss_model_pipe *p)
 	atomic_store(&p->stop, true);
 }
 
+/* The batch being filled joins the queue (p->mu held). */
+static void enqueue_cur(struct ss_model_pipe *p)
+{
+	if (!p->cur)
+		return;
+	p->cur->next = NULL;
+	if (p->qtail)
+		p->qtail->next = p->cur;
+	else
+		p->qhead = p->cur;
+	p->qtail = p->cur;
+	p->cur = NULL;
+	pthread_cond_signal(&p->ready);
+}
+
 /* Hands the filled batch over and takes an empty one (waits while every
  * batch is queued or being replayed). */
-static int hand_over(struct ss_model_pipe *p)
+static void hand_over(struct ss_model_pipe *p)
 {
 	pthread_mutex_lock(&p->mu);
-	if (p->cur) {
-		p->cur->next = NULL;
-		if (p->qtail)
-			p->qtail->next = p->cur;
-		else
-			p->qhead = p->cur;
-		p->qtail = p->cur;
-		p->cur = NULL;
-		pthread_cond_signal(&p->ready);
-	}
+	enqueue_cur(p);
 	while (!p->free)
 		pthread_cond_wait(&p->space, &p->mu);
 	p->cur = p->free;
@@ -111,7 +117,6 @@ static int hand_over(struct ss_model_pipe *p)
 	pthread_mutex_unlock(&p->mu);
 	p->cur->n = 0;
 	p->cur->blen = 0;
-	return 0;
 }
 
 static struct pcmd *cmd_new(struct ss_model_pipe *p, uint8_t kind)
@@ -297,15 +302,7 @@ static void *producer_main(void *arg)
 	if (!ss_model_pipe_stopped(p))
 		ss_merge_drain(&p->m->merge);
 	pthread_mutex_lock(&p->mu);
-	if (p->cur) {
-		p->cur->next = NULL;
-		if (p->qtail)
-			p->qtail->next = p->cur;
-		else
-			p->qhead = p->cur;
-		p->qtail = p->cur;
-		p->cur = NULL;
-	}
+	enqueue_cur(p);
 	p->closed = true;
 	pthread_cond_signal(&p->ready);
 	pthread_mutex_unlock(&p->mu);
