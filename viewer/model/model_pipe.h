@@ -14,7 +14,7 @@
  * touched by its own thread; bytes events point to (a thread's name, a stall's
  * reason, a stack's frames, a mapping's path) are copied.
  *
- * Memory is bounded: at most PIPE_DEPTH batches of PIPE_BATCH commands wait.
+ * Memory is bounded: at most 8 batches of 8192 commands (about 1 MB each) wait.
  * A store write that fails on the model's thread stops the producer at its
  * next call (ss_model_pipe_stopped); nothing is lost silently.
  */

@@ -12,7 +12,8 @@
 #include "model_private.h"
 
 #define PIPE_BATCH 8192u  /* commands a batch holds (about 1 MB) */
-#define PIPE_DEPTH 4      /* batches in all: one filling, the rest queued or replayed */
+#define PIPE_DEPTH 8      /* batches in all: one filling, the rest queued or replayed (a model thread
+                           * that waits for a CPU on a busy machine does not stall the reading at once) */
 
 enum { C_EVENT, C_LOCATION, C_THREAD_DEF, C_STACK, C_MAPPING, C_META, C_SKIP };
 
