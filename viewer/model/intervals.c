@@ -168,7 +168,7 @@ static int spawn(struct ss_model *m, struct mdl_thread *t, const struct ss_event
 		free(k);
 		k = NULL;
 	}
-	if (!k && !(k = mdl_task_get(m, e->u.spawn.task)))
+	if (!k && !(k = mdl_task_new(m, e->u.spawn.task)))
 		return -1;
 	k->spawn_ts = e->ts;
 	k->location_id = mdl_location(m, e->u.spawn.location);

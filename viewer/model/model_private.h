@@ -266,7 +266,8 @@ int mdl_make_worker(struct ss_model *m, struct mdl_thread *t, const char *runtim
 void mdl_free_threads(struct mdl_recording *rc);
 
 /* tasks.c */
-struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task);
+/* A new live task of a number the live tasks do not hold. */
+struct mdl_task *mdl_task_new(struct ss_model *m, uint64_t task);
 struct mdl_task *mdl_task_find(struct ss_model *m, uint64_t task);
 /* Takes k out of the live tasks (the caller frees or buries it). */
 void mdl_task_remove(struct ss_model *m, struct mdl_task *k);

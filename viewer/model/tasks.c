@@ -90,11 +90,11 @@ static int put_task(struct ss_model *m, struct mdl_task *k)
 	return 0;
 }
 
-struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task)
+/* Every caller has just found the number absent: a second probe of the map
+ * for it (a cache miss per spawn) is not made. */
+struct mdl_task *mdl_task_new(struct ss_model *m, uint64_t task)
 {
-	struct mdl_task *k = mdl_task_find(m, task);
-	if (k)
-		return k;
+	struct mdl_task *k;
 	if (m->rec->tasks.len >= m->max_live_tasks && evict_idle_tasks(m) != 0)
 		return NULL;
 	k = calloc(1, sizeof *k);
@@ -184,7 +184,7 @@ struct mdl_task *mdl_task_at(struct ss_model *m, uint64_t task, uint64_t ts)
 	struct mdl_ghost *g = grave_find(m, task);
 	if (g && ts <= g->end_ts)
 		return ghost_task(m, g);
-	return live ? live : mdl_task_get(m, task);
+	return live ? live : mdl_task_new(m, task);
 }
 
 int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts)
@@ -194,7 +194,7 @@ int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts)
 		const struct mdl_ghost *g = grave_find(m, task);
 		if (g && g->end_ts == ts)
 			return 0; /* the same end again (a re-sent record) */
-		if (!(k = mdl_task_get(m, task)))
+		if (!(k = mdl_task_new(m, task)))
 			return -1;
 	}
 	k->end_ts = ts ? ts : 1;
