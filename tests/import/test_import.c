@@ -576,8 +576,8 @@ static char *all_rows(const char *dbpath)
  * defined again in every block, and each block's marks, spans and a worker
  * lane name it. Blocks are 3 s apart, so the merge releases each block's
  * events while a later block is read: a name is resolved where its event is
- * delivered. Imported with the reader on a thread of its own and with
- * STALLSCOPE_IMPORT_PIPELINE=0 (one thread): the same rows, every table, with
+ * delivered. Imported with the reader on a thread of its own
+ * (STALLSCOPE_IMPORT_PIPELINE=1) and on one thread (=0): the same rows, every table, with
  * the names of many points of the reading, not only of its end. */
 static void test_pipeline(void)
 {
@@ -627,8 +627,9 @@ static void test_pipeline(void)
 	struct ss_import_result res;
 	setenv("STALLSCOPE_IMPORT_PIPELINE", "0", 1);
 	CHECK(import(one, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "pipeline: import on one thread");
-	unsetenv("STALLSCOPE_IMPORT_PIPELINE");
+	setenv("STALLSCOPE_IMPORT_PIPELINE", "1", 1);
 	CHECK(import(two, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "pipeline: import on two threads");
+	unsetenv("STALLSCOPE_IMPORT_PIPELINE");
 	CHECK(res.events > 90000, "pipeline: %llu events", (unsigned long long)res.events);
 	char *r1 = all_rows(one), *r2 = all_rows(two);
 	CHECK(strcmp(r1, r2) == 0, "pipeline: the two imports wrote different rows (%zu and %zu bytes of rows)",

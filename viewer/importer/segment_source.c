@@ -2,8 +2,8 @@
  * segment_source.c - stallscope's segments as a source of the model: every
  * record of an opened segment (viewer/reader/) turned into the model's
  * definitions and events. The segment's strings stay the reader's; the model
- * resolves them through ss_source while the segment is open. Where a second
- * CPU is there, the reading (decoding and the time-order merge) runs on a
+ * resolves them through ss_source while the segment is open. Where three
+ * CPUs are there, the reading (decoding and the time-order merge) runs on a
  * thread of its own and hands the model's thread batches (model_pipe.h).
  */
 #include "segment_source.h"
@@ -274,15 +274,19 @@ static int produce(void *ctx, struct ss_model_pipe *p)
 	return read_unit(u, &to);
 }
 
-/* Reading on a thread of its own pays where a second CPU can track meanwhile;
- * STALLSCOPE_IMPORT_PIPELINE=0 keeps one thread (and tests that path). */
+/* Reading on a thread of its own pays only where it gets a CPU of its own:
+ * the inserting thread keeps a second one busy, and on two CPUs the three
+ * threads together did more work (each event copied once more, and moved
+ * between caches) for no gain (interleaved, against one thread: bench_import's
+ * 20M events CPU 1.024, wall 0.950; a steady recording CPU 1.063, wall
+ * 1.055). STALLSCOPE_IMPORT_PIPELINE=1 or 0 decides it (the tests run both). */
 static bool pipeline_wanted(void)
 {
 	const char *v = getenv("STALLSCOPE_IMPORT_PIPELINE");
-	if (v && strcmp(v, "0") == 0)
-		return false;
+	if (v && *v)
+		return strcmp(v, "0") != 0;
 	cpu_set_t cs;
-	return sched_getaffinity(0, sizeof cs, &cs) != 0 || CPU_COUNT(&cs) > 1;
+	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
 int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
