@@ -53,6 +53,16 @@ static inline uint64_t ss_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time the calling thread has used, ns: the recorder accounts for its own
+ * cost with it (ss_counters.cpu_*). A system call: never on the hook path. */
+static inline uint64_t ss_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* 1 while hooks stamp with the TSC (clock.c decides per session, before any hook
  * of the session runs). */
 extern SS_INTERNAL int ss_clock_tsc_on;
@@ -268,6 +278,12 @@ struct ss_counters {
 	_Atomic uint64_t archive_shipped, archive_failed, archive_timeouts, archive_pending;
 	_Atomic uint64_t archive_last_success_s;     /* CLOCK_REALTIME seconds, 0: never */
 	_Atomic uint64_t segments_evicted_unshipped; /* deleted for the budget before shipping */
+	/* What the recorder itself costs (stallscope_recorder_cpu_seconds): CPU ns of
+	 * the last (or current) session's start and stop on the calling thread and
+	 * of its writer and watchdog threads (stored as each ends), and their
+	 * wake-ups so far (process totals). */
+	_Atomic uint64_t cpu_start_ns, cpu_stop_ns, cpu_writer_ns, cpu_watchdog_ns;
+	_Atomic uint64_t writer_wakeups, watchdog_wakeups;
 };
 extern SS_INTERNAL struct ss_counters ss_counters;
 
@@ -360,8 +376,11 @@ SS_INTERNAL void ss_archive_stop(void);
  * (the segment is being deleted). */
 SS_INTERNAL int ss_archive_is_shipped(const char *path);
 SS_INTERNAL void ss_archive_forget(const char *path);
-/* Drains everything, seals the last segment, joins the thread. */
+/* Drains everything, seals the last segment, joins the thread. The metrics file
+ * (if any) is left to ss_writer_final_metrics, so that it can hold stop's cost. */
 SS_INTERNAL int ss_writer_stop(void);
+/* After ss_writer_stop: the metrics file's last version, then its name freed. */
+SS_INTERNAL void ss_writer_final_metrics(void);
 /* Asks the writer to run a cycle soon (thread exit, buffers filling). */
 SS_INTERNAL void ss_writer_kick(void);
 /* Watchdog only: a ring is filling while the writer may be in a long sleep. */

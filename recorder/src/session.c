@@ -6,6 +6,7 @@
  * see only ss_state, which is the session number while recording and 0 otherwise.
  */
 #include "recorder-private.h"
+#include "clock.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -167,6 +168,7 @@ static uint64_t random_id(void)
 STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 {
 	char err[512] = "";
+	uint64_t cpu0 = ss_thread_cpu_ns();
 	pthread_mutex_lock(&session_mu);
 	atomic_store(&ss_counters.configured, 1u);
 	if (active_session) {
@@ -225,6 +227,7 @@ STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 		atexit_done = atexit(at_exit) == 0;
 	if (!atfork_done)
 		atfork_done = pthread_atfork(NULL, NULL, in_child) == 0;
+	atomic_store(&ss_counters.cpu_start_ns, ss_thread_cpu_ns() - cpu0 + ss_clock_start_cpu_ns());
 	pthread_mutex_unlock(&session_mu);
 	return 0;
 }
@@ -247,6 +250,7 @@ STALLSCOPE_API int stallscope_start_from_env(void)
 
 STALLSCOPE_API int stallscope_stop(void)
 {
+	uint64_t cpu0 = ss_thread_cpu_ns();
 	pthread_mutex_lock(&session_mu);
 	if (!active_session) {
 		pthread_mutex_unlock(&session_mu);
@@ -259,6 +263,8 @@ STALLSCOPE_API int stallscope_stop(void)
 	int rc = ss_writer_stop();
 	ss_pool_reset();
 	active_session = 0;
+	atomic_store(&ss_counters.cpu_stop_ns, ss_thread_cpu_ns() - cpu0);
+	ss_writer_final_metrics();
 	pthread_mutex_unlock(&session_mu);
 	if (rc != 0)
 		ss_set_error("the last segment could not be written completely");

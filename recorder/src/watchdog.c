@@ -260,6 +260,7 @@ static void *watchdog_main(void *arg)
 	pthread_mutex_lock(&D.mu);
 	while (D.running) {
 		pthread_mutex_unlock(&D.mu);
+		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
 		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(D.tick_ns);
 		for (uint32_t i = 0; i < D.pool->nslots; i++) {
 			struct ss_slot *s = &D.pool->slots[i];
@@ -286,6 +287,7 @@ static void *watchdog_main(void *arg)
 		pthread_cond_timedwait(&D.cv, &D.mu, &ts);
 	}
 	pthread_mutex_unlock(&D.mu);
+	atomic_store(&ss_counters.cpu_watchdog_ns, ss_thread_cpu_ns());
 	return NULL;
 }
 

@@ -314,6 +314,7 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&wr.mu);
 	while (wr.running) {
 		pthread_mutex_unlock(&wr.mu);
+		atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
 		uint64_t due = cycle(0);
 		pthread_mutex_lock(&wr.mu);
 		if (!wr.running)
@@ -350,8 +351,8 @@ static void *writer_main(void *arg)
 		begin_block_if_needed();
 	flush_block();
 	seal_segment(end);
-	if (wr.metrics_file)
-		ss_metrics_write_file(wr.metrics_file);
+	/* The metrics file is written once more by stop, after this. */
+	atomic_store(&ss_counters.cpu_writer_ns, ss_thread_cpu_ns());
 	return NULL;
 }
 
@@ -372,9 +373,16 @@ SS_INTERNAL void ss_writer_kick(void)
 	pthread_mutex_unlock(&wr.mu);
 }
 
+/* The metrics file's name between ss_writer_stop and ss_writer_final_metrics. */
+static char *final_metrics_file;
+
 SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen)
 {
 	memset(&wr, 0, sizeof wr);
+	/* This session's own cost from now on (start's is stored by the session). */
+	atomic_store(&ss_counters.cpu_stop_ns, 0);
+	atomic_store(&ss_counters.cpu_writer_ns, 0);
+	atomic_store(&ss_counters.cpu_watchdog_ns, 0);
 	wr.cfg = *cfg;
 	ss_pace_init(&wr.pace, cfg->flush_interval_ns, cfg->user->buffer_events);
 	pthread_condattr_t ca;
@@ -487,18 +495,25 @@ SS_INTERNAL int ss_writer_stop(void)
 	int healthy = !wr.failing;
 	atomic_store(&ss_counters.writer_healthy, 0u);
 	/* After the last seal: the last segment gets its chance to be shipped, and
-	 * the metrics file then says how that went. */
-	if (ss_archive_enabled()) {
+	 * the metrics file (ss_writer_final_metrics) then says how that went. */
+	if (ss_archive_enabled())
 		ss_archive_stop();
-		if (wr.metrics_file)
-			ss_metrics_write_file(wr.metrics_file);
-	}
 	ss_segments_close(wr.sg);
 	free(wr.raw);
 	ss_block_zstd_free(&wr.z);
-	free(wr.metrics_file);
+	free(final_metrics_file);
+	final_metrics_file = wr.metrics_file;
 	pthread_mutex_destroy(&wr.mu);
 	pthread_cond_destroy(&wr.cv);
 	memset(&wr, 0, sizeof wr);
 	return healthy ? 0 : -1;
+}
+
+SS_INTERNAL void ss_writer_final_metrics(void)
+{
+	if (!final_metrics_file)
+		return;
+	ss_metrics_write_file(final_metrics_file);
+	free(final_metrics_file);
+	final_metrics_file = NULL;
 }
