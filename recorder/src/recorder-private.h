@@ -160,6 +160,12 @@ struct ss_slot {
 struct ss_pool {
 	struct ss_slot *slots;
 	uint32_t nslots;
+	/* Slots [span, nslots) have never been claimed since the pool was made:
+	 * they are FREE, and loops over the slots (the writer's every cycle, the
+	 * watchdog's every look) stop at span. A claim raises it before it
+	 * publishes the slot OWNED; threads claim the lowest free slot, so span is
+	 * the most threads attached at once, not the pool's size. */
+	_Atomic uint32_t span;
 	uint32_t ring_entries;
 	void *ring_mem;
 	size_t ring_mem_size;
@@ -167,6 +173,12 @@ struct ss_pool {
 
 SS_INTERNAL int ss_pool_init(uint32_t nslots, uint32_t ring_entries);
 SS_INTERNAL struct ss_pool *ss_pool_get(void);
+/* How many leading slots a loop over the pool must visit (see ss_pool.span). */
+static inline uint32_t ss_pool_span(const struct ss_pool *p)
+{
+	uint32_t n = atomic_load_explicit(&p->span, memory_order_acquire);
+	return n < p->nslots ? n : p->nslots;
+}
 SS_INTERNAL struct ss_slot *ss_attach(uint32_t session);
 SS_INTERNAL void ss_slot_release(struct ss_slot *s);
 SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uint32_t runtime,

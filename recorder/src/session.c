@@ -335,7 +335,7 @@ STALLSCOPE_API void stallscope_get_stats(struct stallscope_stats *st)
 	for (int tries = 0;; tries++) {
 		uint64_t s0 = atomic_load_explicit(&ss_counters.stats_seq, memory_order_acquire);
 		buffered = dropped = 0;
-		for (uint32_t i = 0; i < p->nslots; i++) {
+		for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++) {
 			struct ss_slot *s = &p->slots[i];
 			uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
 			uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);

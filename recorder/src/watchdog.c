@@ -271,7 +271,7 @@ static void *watchdog_main(void *arg)
 	while (atomic_load(&D.running)) {
 		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
 		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(D.tick_ns);
-		for (uint32_t i = 0; i < D.pool->nslots; i++) {
+		for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
 			struct ss_slot *s = &D.pool->slots[i];
 			struct wd_slot *w = &D.ws[i];
 			if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
@@ -391,7 +391,7 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	ss_capture_fini();
 	/* Stalled polls that ended since the last tick get their STALL_END now. */
 	pthread_mutex_lock(&D.smu);
-	for (uint32_t i = 0; i < D.pool->nslots; i++)
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++)
 		if (D.ws[i].thread)
 			scan_slot(&D.pool->slots[i], &D.ws[i], ss_stamp());
 	D.started = 0;

@@ -155,7 +155,7 @@ static void drain_sampler(void)
 static void drain_all(uint64_t limit)
 {
 	struct ss_pool *p = ss_pool_get();
-	for (uint32_t i = 0; i < p->nslots; i++)
+	for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++)
 		drain_slot(&p->slots[i], limit);
 }
 
@@ -167,7 +167,7 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy, uint64_t *m
 	struct ss_pool *p = ss_pool_get();
 	uint64_t lim = end, oldest = UINT64_MAX;
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < p->nslots; i++) {
+	for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++) {
 		struct ss_slot *s = &p->slots[i];
 		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 		if ((state != SS_SLOT_OWNED && state != SS_SLOT_RETIRED) || s->session != wr.cfg.session)
@@ -341,7 +341,7 @@ static void *writer_main(void *arg)
 	/* Hooks are off now: the trailing drops of live threads, and process-wide
 	 * losses that no later block would carry, go into this last block. */
 	struct ss_pool *p = ss_pool_get();
-	for (uint32_t i = 0; i < p->nslots; i++) {
+	for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++) {
 		struct ss_slot *s = &p->slots[i];
 		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 		if ((state == SS_SLOT_OWNED || state == SS_SLOT_RETIRED) && s->session == wr.cfg.session)
