@@ -154,6 +154,8 @@ struct ss_slot {
 	uint64_t w_parked_since;   /* 0 when not parked */
 	uint64_t w_defined_seg;    /* segment sequence + 1 where THREAD_DEF was written */
 	uint64_t w_events;         /* events drained from this slot in this session */
+	uint64_t w_populated;      /* ring entries [0, this) faulted in by the writer */
+	uint64_t w_last_head;      /* head at the writer's last look, for its pace */
 	uint32_t w_sampled;        /* the sampler follows this thread */
 };
 

@@ -179,14 +179,14 @@ static void read_account(const char *path, struct account *a)
 }
 
 /* CPU ns one hook event costs with this bench's library, in a child: a worker
- * thread records 16 batches of 8192 events (poll begin and end) on a fresh
- * 65536-entry ring, the first 8 touching its pages for the first time (cold:
- * each new 4 KiB page of ring is a page fault, dear on a VM; a light run's
- * rings never wrap, so all its events are cold) and the next 8 on pages
- * already there (warm); and as many batches toggled off, what every hook costs
- * a plain run (a load and a branch), taken off both. Naps between batches let
- * the writer drain. Thread CPU time, so load does not count. cold/warm in ns
- * per event; returns 0, or -1. */
+ * thread fills a fresh 65536-entry ring once in 64 batches of 1024 events (poll
+ * begin and end) at about the light workload's pace (a batch every 10 ms; cold:
+ * each new 4 KiB page of ring is a page fault unless the writer faulted it in
+ * ahead, and a light run's rings never wrap, so all its events are cold), then
+ * 16 batches more on pages already there (warm); and as many batches toggled
+ * off, what every hook costs a plain run (a load and a branch), taken off both.
+ * Thread CPU time, so load does not count. cold/warm in ns per event; returns
+ * 0, or -1. */
 static int hook_ns_per_event(const char *dir, double *cold, double *warm)
 {
 	int p[2];
@@ -213,23 +213,23 @@ static int hook_ns_per_event(const char *dir, double *cold, double *warm)
 			stallscope_worker_begin("bench", 0);
 			uint32_t loc = stallscope_location("bench_overhead.c", 1, "hook_ns_per_event");
 			double t[3] = { 0, 0, 0 }; /* off, cold, warm */
-			for (int b = 0; b < 32; b++) {
-				int on = b % 2 == 0, which = !on ? 0 : b < 16 ? 1 : 2;
+			for (int b = 0; b < 160; b++) {
+				int on = b % 2 == 0, which = !on ? 0 : b < 128 ? 1 : 2;
 				stallscope_set_enabled(on);
 				double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-				for (uint64_t j = 0; j < 4096; j++) {
+				for (uint64_t j = 0; j < 512; j++) {
 					stallscope_poll_begin(j + 1, loc);
 					stallscope_poll_end();
 				}
 				t[which] += clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
-				usleep(15000);
+				usleep(10000);
 			}
 			stallscope_set_enabled(1);
 			stallscope_worker_end();
 			stallscope_stop();
-			/* 16 batches off, 8 cold, 8 warm */
-			r[0] = (t[1] - t[0] / 2) * 1e9 / (8.0 * 8192);
-			r[1] = (t[2] - t[0] / 2) * 1e9 / (8.0 * 8192);
+			/* 80 batches off, 64 cold, 16 warm, of 1024 events */
+			r[0] = (t[1] - t[0] * 64 / 80) * 1e9 / (64.0 * 1024);
+			r[1] = (t[2] - t[0] * 16 / 80) * 1e9 / (16.0 * 1024);
 		}
 		if (write(p[1], r, sizeof r) != sizeof r)
 			_exit(1);
