@@ -132,8 +132,9 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 	append(buf, len, &need, line, n);
 	n = snprintf(line, sizeof line, "# HELP stallscope_recorder_cpu_seconds CPU time the recorder "
 		     "itself used in the last session: stallscope_start and stallscope_stop on the "
-		     "calling thread (with their helpers), the writer and the watchdog threads (stored "
-		     "as each ends: 0 while they run).\n"
+		     "calling thread (with their helpers; the metrics file's last version is written "
+		     "before stop releases the sampler and the unwinder), the writer and the watchdog "
+		     "threads (stored as each ends: 0 while they run).\n"
 		     "# TYPE stallscope_recorder_cpu_seconds gauge\n"
 		     "stallscope_recorder_cpu_seconds{part=\"start\"} %.6f\n"
 		     "stallscope_recorder_cpu_seconds{part=\"stop\"} %.6f\n"

@@ -390,11 +390,10 @@ SS_INTERNAL void ss_archive_stop(void);
  * (the segment is being deleted). */
 SS_INTERNAL int ss_archive_is_shipped(const char *path);
 SS_INTERNAL void ss_archive_forget(const char *path);
-/* Drains everything, seals the last segment, joins the thread. The metrics file
- * (if any) is left to ss_writer_final_metrics, so that it can hold stop's cost. */
-SS_INTERNAL int ss_writer_stop(void);
-/* After ss_writer_stop: the metrics file's last version, then its name freed. */
-SS_INTERNAL void ss_writer_final_metrics(void);
+/* Drains everything, seals the last segment, joins the thread, and writes the
+ * metrics file's last version (if any) with stop's CPU since stop_cpu0 (the
+ * calling thread's CPU time when stop began, ss_thread_cpu_ns). */
+SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0);
 /* Asks the writer to run a cycle soon (thread exit, buffers filling). */
 SS_INTERNAL void ss_writer_kick(void);
 /* Watchdog only: a ring is filling while the writer may be in a long sleep. */

@@ -260,11 +260,10 @@ STALLSCOPE_API int stallscope_stop(void)
 	/* Before the writer's last cycle: the metrics file it writes at stop is the one
 	 * left behind, and must say the session is over (active 0, writer not healthy). */
 	atomic_store(&ss_counters.active, 0u);
-	int rc = ss_writer_stop();
+	int rc = ss_writer_stop(cpu0);
 	ss_pool_reset();
 	active_session = 0;
 	atomic_store(&ss_counters.cpu_stop_ns, ss_thread_cpu_ns() - cpu0);
-	ss_writer_final_metrics();
 	pthread_mutex_unlock(&session_mu);
 	if (rc != 0)
 		ss_set_error("the last segment could not be written completely");

@@ -408,7 +408,7 @@ static void *writer_main(void *arg)
 		begin_block_if_needed();
 	flush_block();
 	seal_segment(end);
-	/* The metrics file is written once more by stop, after this. */
+	/* The metrics file is written once more by stop (ss_writer_stop). */
 	atomic_store(&ss_counters.cpu_writer_ns, ss_thread_cpu_ns());
 	return NULL;
 }
@@ -429,9 +429,6 @@ SS_INTERNAL void ss_writer_kick(void)
 	pthread_cond_signal(&wr.cv);
 	pthread_mutex_unlock(&wr.mu);
 }
-
-/* The metrics file's name between ss_writer_stop and ss_writer_final_metrics. */
-static char *final_metrics_file;
 
 SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen)
 {
@@ -533,7 +530,7 @@ fail:
 	return -1;
 }
 
-SS_INTERNAL int ss_writer_stop(void)
+SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 {
 	/* Before the writer's last cycle, which writes what they left behind. */
 	ss_watchdog_stop();
@@ -545,32 +542,29 @@ SS_INTERNAL int ss_writer_stop(void)
 	pthread_join(wr.thread, NULL);
 	ss_watchdog_free();
 	ss_task_dump_free();
-	ss_sampler_stop();
-	ss_unwind_stop();
-	ss_clock_stop();
-	ss_stacks_free();
 	int healthy = !wr.failing;
 	atomic_store(&ss_counters.writer_healthy, 0u);
-	/* After the last seal: the last segment gets its chance to be shipped, and
-	 * the metrics file (ss_writer_final_metrics) then says how that went. */
+	/* After the last seal: the last segment gets its chance to be shipped. */
 	if (ss_archive_enabled())
 		ss_archive_stop();
 	ss_segments_close(wr.sg);
 	free(wr.raw);
 	ss_block_zstd_free(&wr.z);
-	free(final_metrics_file);
-	final_metrics_file = wr.metrics_file;
+	/* The metrics file's last version: after the last seal and shipping, with
+	 * stop's cost so far, and before the sampler and the unwinder are released,
+	 * so that it still says which modes the session used and what they did
+	 * (their release is then in the counters, not in the file). */
+	if (wr.metrics_file) {
+		atomic_store(&ss_counters.cpu_stop_ns, ss_thread_cpu_ns() - stop_cpu0);
+		ss_metrics_write_file(wr.metrics_file);
+	}
+	ss_sampler_stop();
+	ss_unwind_stop();
+	ss_clock_stop();
+	ss_stacks_free();
+	free(wr.metrics_file);
 	pthread_mutex_destroy(&wr.mu);
 	pthread_cond_destroy(&wr.cv);
 	memset(&wr, 0, sizeof wr);
 	return healthy ? 0 : -1;
-}
-
-SS_INTERNAL void ss_writer_final_metrics(void)
-{
-	if (!final_metrics_file)
-		return;
-	ss_metrics_write_file(final_metrics_file);
-	free(final_metrics_file);
-	final_metrics_file = NULL;
 }
