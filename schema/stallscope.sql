@@ -413,7 +413,9 @@ CREATE TABLE IF NOT EXISTS import_thread_state (
 -- Importer state, not for queries: tasks that ended in the last seconds before
 -- an import ended. A record of such a task that comes after its TERMINATE in
 -- the files (another thread's, written a moment later) still belongs to it,
--- also when the next import reads it.
+-- also when the next import reads it. Since schema version 5 only the oldest
+-- and the newest of those tasks have a row: the others are the tasks rows of
+-- the recording that ended between them, which the next import reads.
 CREATE TABLE IF NOT EXISTS import_ended_tasks (
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
   task INTEGER NOT NULL,            -- the runtime's task number

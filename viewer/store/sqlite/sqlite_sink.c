@@ -637,7 +637,7 @@ static int write_ended(struct ss_sqlite_store *s, const struct ss_ended_task *e)
  * tasks rows that ended from the oldest on (s_resume), and the model drops
  * again what ended too long before the newest. The same entries as a row each
  * took a byte per event on a busy recording. A stage (PostgreSQL) holds only
- * the tasks it imports, so it keeps every entry. */
+ * the tasks it imports: its seed puts the whole graveyard in (pg_import.c). */
 static int grave_write(struct ss_sqlite_store *s)
 {
 	if (!s->grave_pending)
@@ -651,8 +651,6 @@ static int grave_write(struct ss_sqlite_store *s)
 static int s_ended_task(void *ctx, const struct ss_ended_task *e)
 {
 	struct ss_sqlite_store *s = ctx;
-	if (s->stage)
-		return write_ended(s, e);
 	if (s->grave_pending && s->grave_first.recording_id != e->recording_id && grave_write(s) != 0)
 		return -1;
 	if (!s->grave_pending) {
