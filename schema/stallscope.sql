@@ -164,7 +164,8 @@ CREATE TABLE IF NOT EXISTS polls (
 -- of the table itself, so no index is needed (schema version 5 dropped
 -- parks_by_worker, and rebuilt the table of an older database this way). Rows
 -- have no rowid. A park equal in all four key columns to one already stored
--- (only a zero-length park repeated at the same instant can be) is stored once.
+-- (a zero-length park repeated at one instant, or damaged timestamps) is
+-- stored once.
 CREATE TABLE IF NOT EXISTS parks (
   worker_id INTEGER NOT NULL REFERENCES workers(id),
   ts INTEGER NOT NULL,              -- PARK, ns
