@@ -166,6 +166,21 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 {
 	if (ss_smp.started)
 		ss_sampler_stop();
+	if (cfg->mode == SS_SAMPLER_OFF) {
+		/* Nothing to sample: the thread table (most of this state, 246 KB)
+		 * stays as it is, never touched this session (thread_add refuses,
+		 * stop skips it), so a recording without sampling does not pay for
+		 * first-touching its pages; the next sampling session clears it. */
+		memset(&ss_smp, 0, offsetof(struct ss_sampler_state, threads));
+		ss_smp.started = 1;
+		ss_smp.enabled = 1;
+		ss_smp.mode = SS_SAMPLER_OFF;
+		ss_sampler_note("off: CPU sampling not asked for");
+		if (status && len)
+			snprintf(status, len, "%s", ss_smp.status);
+		atomic_store_explicit(&published_mode, (int)ss_smp.mode, memory_order_relaxed);
+		return;
+	}
 	memset(&ss_smp, 0, sizeof ss_smp);
 	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
 		ss_smp.threads[i].fd_clock = -1;
@@ -348,7 +363,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 
 void ss_sampler_thread_remove(uint32_t tid)
 {
-	if (!ss_smp.started)
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
 		return;
 	struct ss_sthread *t = find(tid);
 	if (!t)
@@ -430,7 +445,7 @@ void ss_sampler_watch_mappings(const struct ss_sample_sink *sink)
 
 void ss_sampler_reread_names(void)
 {
-	if (!ss_smp.started)
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
 		return;
 	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
@@ -488,7 +503,8 @@ void ss_sampler_stop(void)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	/* Off from the start: no thread was ever added (see ss_sampler_start). */
+	for (uint32_t i = 0; ss_smp.mode != SS_SAMPLER_OFF && i < SS_SAMPLER_MAX_THREADS; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE)
 			release(t);
