@@ -27,13 +27,30 @@
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
+ *   (e) the floor: what a 999 Hz cpu-clock sampler costs the sampled threads on
+ *       this machine whoever runs it, without the recorder: 2 CPU-bound threads
+ *       under perf_event_open events of their own process (per CPU, inherited,
+ *       as sampler_percpu.c opens them), rings drained every 10 ms, configurations
+ *       rotated round by round: no events; a bare sample (ip, tid, time); + the
+ *       kernel and user call chain; + the user registers and an 8 KiB stack copy
+ *       (the auto unwinder's); + a 1 KiB copy. Prints the threads' extra CPU per
+ *       sample and as a share of the work (the light target is 2%).
+ *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
- *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s)
+ *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
+ *        and (e)'s; (e) runs after (a)+(b), or alone with SECONDS -1)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
 
+#include <asm/perf_regs.h>
 #include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -424,6 +441,183 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	return 0;
 }
 
+
+/* ---- (e): the floor of a 999 Hz sampler --------------------------------------- */
+
+#define E_CONFS 5
+#define E_MAX_CPUS 64
+
+struct e_job {
+	uint64_t polls, iters, cpu;
+	pthread_barrier_t *go;
+};
+
+static void *e_worker(void *arg)
+{
+	struct e_job *j = arg;
+	pthread_barrier_wait(j->go);
+	uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (uint64_t p = 0; p < j->polls; p++)
+		sink_v += hash_work(j->iters, p);
+	j->cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	return NULL;
+}
+
+/* Per CPU, inherited by threads created afterwards; conf 1 bare, 2 + call chain,
+ * 3 + registers and 8 KiB of stack, 4 + registers and 1 KiB. Returns the number
+ * of CPUs opened (their fds and rings in fds/rings), -1 when perf refuses. */
+static int e_open(int conf, int *fds, void **rings, size_t *ring_len)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > E_MAX_CPUS)
+		ncpu = E_MAX_CPUS;
+	long pg = sysconf(_SC_PAGESIZE);
+	*ring_len = (size_t)(256 + 1) * (size_t)pg;
+	for (long c = 0; c < ncpu; c++) {
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_CPU_CLOCK;
+		a.sample_period = 1001001; /* 999 Hz, as the recorder */
+		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+		if (conf >= 2)
+			a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+		if (conf >= 3) {
+			a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+					     (1ull << PERF_REG_X86_IP);
+			a.sample_stack_user = conf == 3 ? 8192 : 1024;
+		}
+		a.disabled = 1;
+		a.inherit = 1;
+		a.inherit_thread = 1;
+		a.exclude_hv = 1;
+		a.use_clockid = 1;
+		a.clockid = CLOCK_MONOTONIC;
+		a.sample_id_all = 1;
+		int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			a.exclude_kernel = 1; /* unprivileged: user frames only */
+			fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		}
+		void *r = fd < 0 ? MAP_FAILED : mmap(NULL, *ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (r == MAP_FAILED) {
+			if (fd >= 0)
+				close(fd);
+			for (long k = 0; k < c; k++) {
+				munmap(rings[k], *ring_len);
+				close(fds[k]);
+			}
+			return -1;
+		}
+		fds[c] = fd;
+		rings[c] = r;
+	}
+	return (int)ncpu;
+}
+
+/* Counts the samples in each ring and frees the space, as a drain would. */
+static uint64_t e_drain(void **rings, int n, size_t ring_len)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t size = ring_len - (uint64_t)pg, samples = 0;
+	for (int c = 0; c < n; c++) {
+		struct perf_event_mmap_page *mp = rings[c];
+		const unsigned char *data = (const unsigned char *)rings[c] + pg;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
+		while (tail < head) {
+			const struct perf_event_header *h = (const void *)(data + tail % size);
+			if (h->size < sizeof *h)
+				break;
+			samples += h->type == PERF_RECORD_SAMPLE;
+			tail += h->size;
+		}
+		__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	}
+	return samples;
+}
+
+static _Atomic int e_done;
+
+static int part_e(uint64_t iters, int rounds)
+{
+	static const char *names[E_CONFS] = { "no events", "bare (ip, tid, time)", "+ call chain",
+					      "+ regs, 8 KiB stack copy", "+ regs, 1 KiB stack copy" };
+	double cpu[E_CONFS][50], per[E_CONFS][50];
+	uint64_t nsamp[E_CONFS] = { 0 };
+	const uint64_t polls = 1200;
+	char load[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (!fgets(load, sizeof load, f))
+			load[0] = 0;
+		fclose(f);
+		load[strcspn(load, "\n")] = 0;
+	}
+	printf("(e) the floor: 2 threads x %llu CPU-bound polls of ~0.5 ms under a 999 Hz cpu-clock "
+	       "event per CPU, no recorder; %d rounds, order rotated (load average at start: %s)\n",
+	       (unsigned long long)polls, rounds, load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < E_CONFS; i++) {
+			int conf = (i + r) % E_CONFS;
+			int fds[E_MAX_CPUS];
+			void *rings[E_MAX_CPUS];
+			size_t rl = 0;
+			int n = 0;
+			if (conf && (n = e_open(conf, fds, rings, &rl)) < 0) {
+				printf("  SKIP (e): perf_event_open or its ring refused: %s\n", strerror(errno));
+				return 0;
+			}
+			for (int c = 0; c < n; c++)
+				ioctl(fds[c], PERF_EVENT_IOC_ENABLE, 0);
+			pthread_barrier_t go;
+			pthread_barrier_init(&go, NULL, 3);
+			struct e_job jobs[2];
+			pthread_t th[2];
+			for (int k = 0; k < 2; k++) {
+				jobs[k] = (struct e_job){ .polls = polls, .iters = iters, .go = &go };
+				pthread_create(&th[k], NULL, e_worker, &jobs[k]);
+			}
+			pthread_barrier_wait(&go);
+			/* The drain, as the writer's 10 ms tick: the workers are joined
+			 * once both are done (their CPU is their own clock). */
+			uint64_t samples = 0;
+			atomic_store(&e_done, 0);
+			for (;;) {
+				struct timespec ts = { 0, 10000000L };
+				nanosleep(&ts, NULL);
+				if (n)
+					samples += e_drain(rings, n, rl);
+				if (jobs[0].cpu && jobs[1].cpu)
+					break;
+			}
+			for (int k = 0; k < 2; k++)
+				pthread_join(th[k], NULL);
+			if (n)
+				samples += e_drain(rings, n, rl);
+			for (int c = 0; c < n; c++) {
+				munmap(rings[c], rl);
+				close(fds[c]);
+			}
+			pthread_barrier_destroy(&go);
+			cpu[conf][r] = (double)(jobs[0].cpu + jobs[1].cpu) / 1e6;
+			per[conf][r] = (double)samples;
+			nsamp[conf] += samples;
+		}
+	}
+	double base = median(cpu[0], rounds);
+	for (int c = 0; c < E_CONFS; c++) {
+		double m = median(cpu[c], rounds), ms = median(per[c], rounds);
+		printf("  %-26s threads' CPU median %8.1f ms (%+6.2f%%)", names[c], m, 100 * (m / base - 1));
+		if (c)
+			printf(", %6.0f samples a run: %6.2f us per sample", ms,
+			       ms > 0 ? (m - base) * 1e3 / ms : 0.0);
+		printf("\n");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -440,6 +634,8 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < 0)
+		return part_e(iters, rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -486,6 +682,8 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
+	if (part_e(iters, rounds) != 0)
+		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	printf("(c) sustained: 4 workers, default settings, %.0f s (3 CPU-bound polls of ~0.5 ms, "
