@@ -24,6 +24,9 @@
  *         light:  2 workers, starvation at 750 tasks/s for 2 s, plain, full
  *                 recording and the same perf record (target: within 2%).
  *       Every run gets --drain 60, so plain and recorded runs do the same work.
+ *       Two more steady rows split full recording's cost: hooks only
+ *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
+ *       (STALLSCOPE_OFFCPU_STACKS=off).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -35,10 +38,17 @@
  *       kernel and user call chain; + the user registers and an 8 KiB stack copy
  *       (the auto unwinder's); + a 1 KiB copy. Prints the threads' extra CPU per
  *       sample and as a share of the work (the light target is 2%).
+ *   (f) the kernel's part of a switch: two threads pinned to one CPU hand a
+ *       futex back and forth (every hand-over a switch between them), under the
+ *       same kind of events: none; cpu-clock with switch records (what perf
+ *       --switch-events opens); + a context-switches event that never samples
+ *       (its presence); + a sample at every switch-out with the registers and
+ *       1 KiB of stack (the recorder's off-CPU stacks). Prints CPU per switch.
  *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
- *        and (e)'s; (e) runs after (a)+(b), or alone with SECONDS -1)
+ *        and (e)'s and (f)'s; (e) and (f) run after (a)+(b), or alone with
+ *        SECONDS -1)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -46,6 +56,9 @@
 #include <asm/perf_regs.h>
 #include <dirent.h>
 #include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdint.h>
 #include <linux/perf_event.h>
 #include <stdatomic.h>
 #include <sys/ioctl.h>
@@ -276,6 +289,7 @@ struct dconf {
 	int recorded;           /* STALLSCOPE_ENABLED=1, default settings */
 	int perf;               /* under perf record --switch-events */
 	int drain;              /* the runtime knows --drain (knows_drain) */
+	const char *env;        /* one more STALLSCOPE_ setting of a recorded run, or NULL */
 	double cpu[D_MAX_ROUNDS];
 	double med;
 };
@@ -327,6 +341,8 @@ static double child_cpu(const struct dconf *c, char *const wl[], const char *dir
 		if (c->recorded) {
 			putenv((char *)"STALLSCOPE_ENABLED=1");
 			putenv(outdir);
+			if (c->env)
+				putenv((char *)c->env);
 		}
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0) {
@@ -403,13 +419,19 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	char *steady[] = { (char *)"--workers", (char *)"16", (char *)"--scenario", (char *)"steady",
 			   (char *)"--rate", (char *)"20000", (char *)"--duration", (char *)"3",
 			   (char *)"--drain", (char *)"60", NULL };
-	struct dconf sc[4] = {
+	/* The two rows after perf's split full recording's cost: the hooks alone,
+	 * and sampling with switch records but no stack at each switch-out. */
+	struct dconf sc[6] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
+		{ .name = "hooks only (CPU_SAMPLING=0)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_CPU_SAMPLING=0" },
+		{ .name = "sampling, OFFCPU_STACKS=off", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 4 : 3;
+	int nsc = other ? 6 : 5;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -433,8 +455,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	double lo = 100 * (lc[1].med / lc[0].med - 1);
 	printf("  light: full recording overhead %+.2f%% (target <= 2%%: %s); perf --switch-events "
 	       "%+.2f%%\n", lo, lo <= 2.0 ? "met" : "NOT MET", 100 * (lc[2].med / lc[0].med - 1));
+	printf("  steady, split: hooks only add %.3f s, sampling without off-CPU stacks %.3f s, "
+	       "full %.3f s (off-CPU stacks %.3f s of it)\n", sc[3].med - sc[0].med,
+	       sc[4].med - sc[0].med, full, sc[1].med - sc[4].med);
 	if (other) {
-		double of = sc[3].med - sc[0].med;
+		double of = sc[5].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}
@@ -618,6 +643,127 @@ static int part_e(uint64_t iters, int rounds)
 	return 0;
 }
 
+/* ---- (f): the kernel's part of a switch --------------------------------------- */
+
+#define F_CONFS 4
+
+static _Atomic int f_turn;
+static int f_trips;
+
+static void *f_player(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	cpu_set_t cs;
+	CPU_ZERO(&cs);
+	CPU_SET(0, &cs);
+	pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+	for (int i = 0; i < f_trips; i++) {
+		while (atomic_load(&f_turn) != me)
+			syscall(SYS_futex, &f_turn, FUTEX_WAIT_PRIVATE, !me, NULL, NULL, 0);
+		atomic_store(&f_turn, !me);
+		syscall(SYS_futex, &f_turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	return NULL;
+}
+
+/* conf 1: cpu-clock + switch records; 2: + context-switches counting only;
+ * 3: + a sample at each switch-out with bp, sp, ip and 1 KiB of stack. */
+static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
+{
+	int n = e_open(2, fds, rings, rl); /* cpu-clock with call chains */
+	if (n < 0)
+		return -1;
+	*nfds = n;
+	/* e_open's events have no switch records: these ones do. */
+	for (int c = 0; c < n; c++) {
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_DUMMY;
+		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+		a.disabled = 1;
+		a.inherit = 1;
+		a.inherit_thread = 1;
+		a.use_clockid = 1;
+		a.clockid = CLOCK_MONOTONIC;
+		a.sample_id_all = 1;
+		a.context_switch = 1;
+		int fd = (int)syscall(SYS_perf_event_open, &a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, fds[c]) != 0)
+			return fd < 0 ? -1 : (close(fd), -1);
+		fds[(*nfds)++] = fd;
+		if (conf < 2)
+			continue;
+		a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		a.context_switch = 0;
+		a.sample_period = conf == 2 ? 1ull << 40 : 1;
+		if (conf == 3) {
+			a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+					     (1ull << PERF_REG_X86_IP);
+			a.sample_stack_user = 1024;
+		}
+		fd = (int)syscall(SYS_perf_event_open, &a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, fds[c]) != 0)
+			return fd < 0 ? -1 : (close(fd), -1);
+		fds[(*nfds)++] = fd;
+	}
+	return n;
+}
+
+static int part_f(int rounds)
+{
+	static const char *names[F_CONFS] = { "no events", "cpu-clock + switch records",
+					      "+ context-switches event, counting only",
+					      "+ sample per switch-out, regs + 1 KiB stack" };
+	double us[F_CONFS][50];
+	f_trips = 20000;
+	printf("(f) the kernel's part of a switch: 2 threads on CPU 0 hand a futex back and forth "
+	       "%d times, %d rounds, order rotated\n", f_trips, rounds);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < F_CONFS; i++) {
+			int conf = (i + r) % F_CONFS;
+			int fds[4 * E_MAX_CPUS], nfds = 0, n = 0;
+			void *rings[E_MAX_CPUS];
+			size_t rl = 0;
+			if (conf && (n = f_open(conf, fds, rings, &rl, &nfds)) < 0) {
+				printf("  SKIP (f): perf_event_open refused: %s\n", strerror(errno));
+				for (int k = 0; k < nfds; k++)
+					close(fds[k]);
+				return 0;
+			}
+			for (int k = 0; k < nfds; k++)
+				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
+			atomic_store(&f_turn, 0);
+			pthread_t th[2];
+			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			for (int k = 0; k < 2; k++)
+				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+			for (int done = 0; !done;) {
+				struct timespec ts = { 0, 10000000L };
+				nanosleep(&ts, NULL);
+				if (n)
+					e_drain(rings, n, rl);
+				done = pthread_tryjoin_np(th[0], NULL) == 0;
+			}
+			pthread_join(th[1], NULL);
+			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			for (int k = 0; k < n; k++)
+				munmap(rings[k], rl);
+			for (int k = 0; k < nfds; k++)
+				close(fds[k]);
+			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * f_trips);
+		}
+	}
+	double base = median(us[0], rounds);
+	for (int c = 0; c < F_CONFS; c++) {
+		double m = median(us[c], rounds);
+		printf("  %-44s %6.2f us CPU per switch (%+5.2f)\n", names[c], m, m - base);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -635,7 +781,7 @@ int main(int argc, char **argv)
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
 	if (seconds < 0)
-		return part_e(iters, rounds) != 0;
+		return part_e(iters, rounds) != 0 || part_f(rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -682,7 +828,7 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
-	if (part_e(iters, rounds) != 0)
+	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0)
 		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
