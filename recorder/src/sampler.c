@@ -237,7 +237,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 
 static struct ss_sthread *find(uint32_t tid)
 {
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE && !t->closing && t->tid == tid)
 			return t;
@@ -282,6 +282,8 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 		ss_smp.stats.threads_refused++;
 		return -1;
 	}
+	if (index >= ss_smp.nthreads)
+		ss_smp.nthreads = index + 1;
 	uint32_t gen = t->gen + 1;
 	/* armed and inflight stay as they are: a stray signal for the previous
 	 * occupant may be counting itself in inflight right now. */
@@ -389,7 +391,7 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_FREE)
 			continue;
@@ -409,7 +411,7 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 	if (!ss_smp.percpu)
 		return;
 	ss_percpu_drain(sink);
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_PERCPU && t->closing)
 			release(t);
@@ -432,7 +434,7 @@ void ss_sampler_reread_names(void)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE && !t->closing) {
 			char old[16];
@@ -451,7 +453,7 @@ void ss_sampler_set_enabled(int on)
 	ss_smp.enabled = !!on;
 	if (ss_smp.percpu)
 		ss_percpu_enable(on);
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_FREE || t->kind == SS_ST_PERCPU || t->closing)
 			continue;
@@ -466,7 +468,7 @@ void ss_sampler_after_fork(void)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_PERF) {
 			if (t->fd_cs >= 0)
@@ -488,7 +490,7 @@ void ss_sampler_stop(void)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE)
 			release(t);
