@@ -955,6 +955,18 @@ int main(void)
 		printf("  per-CPU events: %s\n", ss_sampler_per_cpu() ? "yes" : "no");
 		CHECK(ss_sampler_per_cpu() || strstr(status, "per-CPU events refused"),
 		      "neither per-CPU events nor a reason: %s", status);
+		/* Every switch-out of every thread puts a stack copy in its CPU's ring:
+		 * where the mlock budget does not bind (root), 4 MiB a CPU, at most
+		 * 64 MiB for all of them. */
+		long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+		if (ss_sampler_per_cpu() && ss_sampler_offcpu_stacks() && geteuid() == 0 &&
+		    ncpu > 0 && ncpu <= 16) {
+			printf("  per-CPU rings: %s\n", strstr(ss_sampler_status(), "ring") ?
+			       strrchr(ss_sampler_status(), ',') + 1 : "?");
+			CHECK(strstr(ss_sampler_status(), "ring 1024+1 pages per CPU") != NULL,
+			      "per-CPU rings with off-CPU stacks as root not 4 MiB: %s",
+			      ss_sampler_status());
+		}
 		ss_sampler_stop();
 
 		printf("perf mode, events per thread (forced)\n");
