@@ -281,6 +281,19 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 
 /* ---- (d): the example runtime against perf ---- */
 
+/* /proc/loadavg's line, printed beside each part's figures. */
+static void read_load(char *buf, size_t len)
+{
+	buf[0] = 0;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
 #define D_MAX_ROUNDS 25
 
 struct dconf {
@@ -373,14 +386,8 @@ static int measure_d(const char *what, char *const wl[], struct dconf *c, int nc
 		perror("mkdtemp");
 		return -1;
 	}
-	char load[128] = "";
-	FILE *f = fopen("/proc/loadavg", "r");
-	if (f) {
-		if (!fgets(load, sizeof load, f))
-			load[0] = 0;
-		fclose(f);
-		load[strcspn(load, "\n")] = 0;
-	}
+	char load[128];
+	read_load(load, sizeof load);
 	printf("  %s (load average at start: %s)\n", what, load);
 	for (int i = 0; i < nc; i++) {
 		c[i].drain = knows_drain(c[i].runtime);
@@ -571,16 +578,9 @@ static int part_e(uint64_t iters, int rounds)
 	static const char *names[E_CONFS] = { "no events", "bare (ip, tid, time)", "+ call chain",
 					      "+ regs, 8 KiB stack copy", "+ regs, 1 KiB stack copy" };
 	double cpu[E_CONFS][50], per[E_CONFS][50];
-	uint64_t nsamp[E_CONFS] = { 0 };
 	const uint64_t polls = 1200;
-	char load[128] = "";
-	FILE *f = fopen("/proc/loadavg", "r");
-	if (f) {
-		if (!fgets(load, sizeof load, f))
-			load[0] = 0;
-		fclose(f);
-		load[strcspn(load, "\n")] = 0;
-	}
+	char load[128];
+	read_load(load, sizeof load);
 	printf("(e) the floor: 2 threads x %llu CPU-bound polls of ~0.5 ms under a 999 Hz cpu-clock "
 	       "event per CPU, no recorder; %d rounds, order rotated (load average at start: %s)\n",
 	       (unsigned long long)polls, rounds, load);
@@ -629,7 +629,6 @@ static int part_e(uint64_t iters, int rounds)
 			pthread_barrier_destroy(&go);
 			cpu[conf][r] = (double)(jobs[0].cpu + jobs[1].cpu) / 1e6;
 			per[conf][r] = (double)samples;
-			nsamp[conf] += samples;
 		}
 	}
 	double base = median(cpu[0], rounds);
@@ -720,8 +719,11 @@ static int part_f(int rounds)
 					      "+ sample per switch-out, regs + 1 KiB stack" };
 	double us[F_CONFS][50];
 	f_trips = 20000;
+	char load[128];
+	read_load(load, sizeof load);
 	printf("(f) the kernel's part of a switch: 2 threads on CPU 0 hand a futex back and forth "
-	       "%d times, %d rounds, order rotated\n", f_trips, rounds);
+	       "%d times, %d rounds, order rotated (load average at start: %s)\n", f_trips, rounds,
+	       load);
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < F_CONFS; i++) {
 			int conf = (i + r) % F_CONFS;
