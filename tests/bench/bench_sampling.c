@@ -496,6 +496,23 @@ static void *e_worker(void *arg)
 	return NULL;
 }
 
+/* A software event of this process, disabled, inherited by the threads created
+ * afterwards, stamped on CLOCK_MONOTONIC as the recorder's are. */
+static void e_attr(struct perf_event_attr *a, uint64_t config)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = config;
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a->disabled = 1;
+	a->inherit = 1;
+	a->inherit_thread = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->sample_id_all = 1;
+}
+
 /* Per CPU, inherited by threads created afterwards; conf 1 bare, 2 + call chain,
  * 3 + registers and 8 KiB of stack, 4 + registers and 1 KiB. Returns the number
  * of CPUs opened (their fds and rings in fds/rings), -1 when perf refuses. */
@@ -508,12 +525,10 @@ static int e_open(int conf, int *fds, void **rings, size_t *ring_len)
 	*ring_len = (size_t)(256 + 1) * (size_t)pg;
 	for (long c = 0; c < ncpu; c++) {
 		struct perf_event_attr a;
-		memset(&a, 0, sizeof a);
-		a.size = sizeof a;
-		a.type = PERF_TYPE_SOFTWARE;
-		a.config = PERF_COUNT_SW_CPU_CLOCK;
+		e_attr(&a, PERF_COUNT_SW_CPU_CLOCK);
 		a.sample_period = 1001001; /* 999 Hz, as the recorder */
-		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+		a.sample_type |= PERF_SAMPLE_IP;
+		a.exclude_hv = 1;
 		if (conf >= 2)
 			a.sample_type |= PERF_SAMPLE_CALLCHAIN;
 		if (conf >= 3) {
@@ -522,13 +537,6 @@ static int e_open(int conf, int *fds, void **rings, size_t *ring_len)
 					     (1ull << PERF_REG_X86_IP);
 			a.sample_stack_user = conf == 3 ? 8192 : 1024;
 		}
-		a.disabled = 1;
-		a.inherit = 1;
-		a.inherit_thread = 1;
-		a.exclude_hv = 1;
-		a.use_clockid = 1;
-		a.clockid = CLOCK_MONOTONIC;
-		a.sample_id_all = 1;
 		int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
 			a.exclude_kernel = 1; /* unprivileged: user frames only */
@@ -677,17 +685,7 @@ static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 	/* e_open's events have no switch records: these ones do. */
 	for (int c = 0; c < n; c++) {
 		struct perf_event_attr a;
-		memset(&a, 0, sizeof a);
-		a.size = sizeof a;
-		a.type = PERF_TYPE_SOFTWARE;
-		a.config = PERF_COUNT_SW_DUMMY;
-		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-		a.disabled = 1;
-		a.inherit = 1;
-		a.inherit_thread = 1;
-		a.use_clockid = 1;
-		a.clockid = CLOCK_MONOTONIC;
-		a.sample_id_all = 1;
+		e_attr(&a, PERF_COUNT_SW_DUMMY);
 		a.context_switch = 1;
 		int fd = (int)syscall(SYS_perf_event_open, &a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, fds[c]) != 0)
