@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 4 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 5 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -159,6 +159,13 @@ CREATE TABLE IF NOT EXISTS polls (
 );
 
 -- Parks: a worker sleeping for lack of work, PARK to UNPARK.
+-- Stored in (worker_id, ts) order (a table without rowid, whose key is
+-- worker_id, ts, dur, incomplete): a worker's parks in a time range are a range
+-- of the table itself, so no index is needed (schema version 5 dropped
+-- parks_by_worker, and rebuilt the table of an older database this way). Rows
+-- have no rowid. A park equal in all four key columns to one already stored
+-- (a zero-length park repeated at one instant, or damaged timestamps) is
+-- stored once.
 CREATE TABLE IF NOT EXISTS parks (
   worker_id INTEGER NOT NULL REFERENCES workers(id),
   ts INTEGER NOT NULL,              -- PARK, ns
@@ -172,8 +179,9 @@ CREATE TABLE IF NOT EXISTS parks (
   -- between park and unpark, from the kernel's schedstat.
   cpu_begin_ns INTEGER,
   cpu_end_ns INTEGER,
-  sched_wait_ns INTEGER
-);
+  sched_wait_ns INTEGER,
+  PRIMARY KEY (worker_id, ts, dur, incomplete)
+) WITHOUT ROWID;
 
 -- Wakes: a thread (usually while polling a task) made a task runnable.
 -- Rows with a poll_id are stored in increasing poll_id order (rowid order), so a
@@ -406,7 +414,9 @@ CREATE TABLE IF NOT EXISTS import_thread_state (
 -- Importer state, not for queries: tasks that ended in the last seconds before
 -- an import ended. A record of such a task that comes after its TERMINATE in
 -- the files (another thread's, written a moment later) still belongs to it,
--- also when the next import reads it.
+-- also when the next import reads it. Since schema version 5 only the oldest
+-- and the newest of those tasks have a row: the others are the tasks rows of
+-- the recording that ended between them, which the next import reads.
 CREATE TABLE IF NOT EXISTS import_ended_tasks (
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
   task INTEGER NOT NULL,            -- the runtime's task number
@@ -547,12 +557,11 @@ SELECT s.rowid AS sample_id, s.ts, s.kind, s.thread_id, th.name AS thread, s.wor
 
 -- @indexes: the importer runs the statements below this line after bulk loading,
 -- because building an index once is much cheaper than maintaining it per row.
--- They serve the viewer's lanes (a worker's polls and parks in a time range) and
--- a thread's samples and CPU states. Joins through ids (wakes.poll_id, poll_id,
+-- They serve the viewer's lanes (a worker's polls in a time range; parks are
+-- stored in that order and need none) and a thread's samples and CPU states. Joins through ids (wakes.poll_id, poll_id,
 -- task_id = tasks.id ...) use the rowid and need none. Add your own for other
 -- access paths, e.g. CREATE INDEX polls_by_task ON polls(task_id).
 CREATE INDEX IF NOT EXISTS polls_by_worker ON polls(worker_id, ts);
-CREATE INDEX IF NOT EXISTS parks_by_worker ON parks(worker_id, ts);
 CREATE INDEX IF NOT EXISTS samples_by_thread ON samples(thread_id, ts);
 CREATE INDEX IF NOT EXISTS cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
 CREATE INDEX IF NOT EXISTS callsites_by_parent ON callsites(parent_id);

@@ -179,6 +179,7 @@ struct cpu_check {
 	int worst_cpu;
 	int64_t worst_ns;
 	uint64_t tsc0, ns0, tsc1, ns1; /* readings before and after the tour */
+	uint64_t cpu_ns;               /* the tour thread's CPU time */
 	char why[160];
 };
 
@@ -238,7 +239,16 @@ static void *cpu_tour(void *arg)
 		if ((uint64_t)mag > SKEW_NS + wns)
 			k->ok = 0;
 	}
+	k->cpu_ns = ss_thread_cpu_ns();
 	return NULL;
+}
+
+/* The last start's tour thread CPU: part of what starting costs. */
+static uint64_t tour_cpu_ns;
+
+SS_INTERNAL uint64_t ss_clock_start_cpu_ns(void)
+{
+	return tour_cpu_ns;
 }
 
 static int check_cpus(struct cpu_check *k)
@@ -251,6 +261,7 @@ static int check_cpus(struct cpu_check *k)
 		return -1;
 	}
 	pthread_join(th, NULL);
+	tour_cpu_ns = k->cpu_ns;
 	return k->ok;
 }
 
@@ -357,6 +368,7 @@ SS_INTERNAL uint64_t ss_clock_ns(uint64_t s)
 SS_INTERNAL void ss_clock_start(int32_t want, char *status, size_t len)
 {
 	memset(&C, 0, sizeof C);
+	tour_cpu_ns = 0;
 	ss_clock_tsc_on = 0;
 	atomic_store_explicit(&rate_mult, 1ull << 32, memory_order_relaxed);
 	if (want == STALLSCOPE_CLOCK_VDSO) {

@@ -29,6 +29,8 @@
  * which clock, and for vdso why the TSC was not used. */
 SS_INTERNAL void ss_clock_start(int32_t want, char *status, size_t len);
 SS_INTERNAL void ss_clock_stop(void);
+/* CPU ns the last ss_clock_start spent on its helper thread (the CPU tour). */
+SS_INTERNAL uint64_t ss_clock_start_cpu_ns(void);
 /* 1 when the hooks read the TSC. */
 SS_INTERNAL int ss_clock_is_tsc(void);
 

@@ -130,6 +130,28 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		     (unsigned long long)us.trunc_copy, (unsigned long long)us.trunc_cfi,
 		     (unsigned long long)us.trunc_invalid, (unsigned long long)us.trunc_depth);
 	append(buf, len, &need, line, n);
+	n = snprintf(line, sizeof line, "# HELP stallscope_recorder_cpu_seconds CPU time the recorder "
+		     "itself used in the last session: stallscope_start and stallscope_stop on the "
+		     "calling thread (with their helpers; the metrics file's last version is written "
+		     "before stop releases the sampler and the unwinder), the writer and the watchdog "
+		     "threads (stored as each ends: 0 while they run).\n"
+		     "# TYPE stallscope_recorder_cpu_seconds gauge\n"
+		     "stallscope_recorder_cpu_seconds{part=\"start\"} %.6f\n"
+		     "stallscope_recorder_cpu_seconds{part=\"stop\"} %.6f\n"
+		     "stallscope_recorder_cpu_seconds{part=\"writer\"} %.6f\n"
+		     "stallscope_recorder_cpu_seconds{part=\"watchdog\"} %.6f\n"
+		     "# HELP stallscope_recorder_wakeups_total Times the recorder's threads woke up to "
+		     "work (writer cycles, watchdog looks).\n"
+		     "# TYPE stallscope_recorder_wakeups_total counter\n"
+		     "stallscope_recorder_wakeups_total{thread=\"writer\"} %llu\n"
+		     "stallscope_recorder_wakeups_total{thread=\"watchdog\"} %llu\n",
+		     (double)atomic_load(&ss_counters.cpu_start_ns) / 1e9,
+		     (double)atomic_load(&ss_counters.cpu_stop_ns) / 1e9,
+		     (double)atomic_load(&ss_counters.cpu_writer_ns) / 1e9,
+		     (double)atomic_load(&ss_counters.cpu_watchdog_ns) / 1e9,
+		     (unsigned long long)atomic_load(&ss_counters.writer_wakeups),
+		     (unsigned long long)atomic_load(&ss_counters.watchdog_wakeups));
+	append(buf, len, &need, line, n);
 	if (buf && len)
 		buf[need < len ? need : len - 1] = 0;
 	return need;

@@ -53,6 +53,16 @@ static inline uint64_t ss_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time the calling thread has used, ns: the recorder accounts for its own
+ * cost with it (ss_counters.cpu_*). A system call: never on the hook path. */
+static inline uint64_t ss_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* 1 while hooks stamp with the TSC (clock.c decides per session, before any hook
  * of the session runs). */
 extern SS_INTERNAL int ss_clock_tsc_on;
@@ -144,12 +154,20 @@ struct ss_slot {
 	uint64_t w_parked_since;   /* 0 when not parked */
 	uint64_t w_defined_seg;    /* segment sequence + 1 where THREAD_DEF was written */
 	uint64_t w_events;         /* events drained from this slot in this session */
+	uint64_t w_populated;      /* ring entries [0, this) faulted in by the writer */
+	uint64_t w_last_head;      /* head at the writer's last look, for its pace */
 	uint32_t w_sampled;        /* the sampler follows this thread */
 };
 
 struct ss_pool {
 	struct ss_slot *slots;
 	uint32_t nslots;
+	/* Slots [span, nslots) have never been claimed since the pool was made:
+	 * they are FREE, and loops over the slots (the writer's every cycle, the
+	 * watchdog's every look) stop at span. A claim raises it before it
+	 * publishes the slot OWNED; threads claim the lowest free slot, so span is
+	 * the most threads attached at once, not the pool's size. */
+	_Atomic uint32_t span;
 	uint32_t ring_entries;
 	void *ring_mem;
 	size_t ring_mem_size;
@@ -157,6 +175,12 @@ struct ss_pool {
 
 SS_INTERNAL int ss_pool_init(uint32_t nslots, uint32_t ring_entries);
 SS_INTERNAL struct ss_pool *ss_pool_get(void);
+/* How many leading slots a loop over the pool must visit (see ss_pool.span). */
+static inline uint32_t ss_pool_span(const struct ss_pool *p)
+{
+	uint32_t n = atomic_load_explicit(&p->span, memory_order_acquire);
+	return n < p->nslots ? n : p->nslots;
+}
 SS_INTERNAL struct ss_slot *ss_attach(uint32_t session);
 SS_INTERNAL void ss_slot_release(struct ss_slot *s);
 SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uint32_t runtime,
@@ -268,6 +292,12 @@ struct ss_counters {
 	_Atomic uint64_t archive_shipped, archive_failed, archive_timeouts, archive_pending;
 	_Atomic uint64_t archive_last_success_s;     /* CLOCK_REALTIME seconds, 0: never */
 	_Atomic uint64_t segments_evicted_unshipped; /* deleted for the budget before shipping */
+	/* What the recorder itself costs (stallscope_recorder_cpu_seconds): CPU ns of
+	 * the last (or current) session's start and stop on the calling thread and
+	 * of its writer and watchdog threads (stored as each ends), and their
+	 * wake-ups so far (process totals). */
+	_Atomic uint64_t cpu_start_ns, cpu_stop_ns, cpu_writer_ns, cpu_watchdog_ns;
+	_Atomic uint64_t writer_wakeups, watchdog_wakeups;
 };
 extern SS_INTERNAL struct ss_counters ss_counters;
 
@@ -360,8 +390,10 @@ SS_INTERNAL void ss_archive_stop(void);
  * (the segment is being deleted). */
 SS_INTERNAL int ss_archive_is_shipped(const char *path);
 SS_INTERNAL void ss_archive_forget(const char *path);
-/* Drains everything, seals the last segment, joins the thread. */
-SS_INTERNAL int ss_writer_stop(void);
+/* Drains everything, seals the last segment, joins the thread, and writes the
+ * metrics file's last version (if any) with stop's CPU since stop_cpu0 (the
+ * calling thread's CPU time when stop began, ss_thread_cpu_ns). */
+SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0);
 /* Asks the writer to run a cycle soon (thread exit, buffers filling). */
 SS_INTERNAL void ss_writer_kick(void);
 /* Watchdog only: a ring is filling while the writer may be in a long sleep. */

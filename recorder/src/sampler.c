@@ -151,6 +151,20 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	uint32_t floor = cfg->perf_pages ? 16 : ss_perf_mlock_unlimited() ? 128 : 64;
 	if (ss_smp.perf_pages < floor)
 		ss_smp.perf_pages = floor;
+	/* With off-CPU stacks every switch-out of every thread puts ~1.1 KiB in the
+	 * ring of its CPU: the 16-worker steady run at 20k tasks/s writes 15-30 MB/s
+	 * per CPU, so a 1 MiB ring is 35-70 ms, less than a writer held up on a busy
+	 * machine takes (157k records lost in one 3 s run at load 7). Where the mlock
+	 * budget does not bind, 4 MiB per CPU, at most 64 MiB for all of them. */
+	if (!cfg->perf_pages && ss_smp.offcpu && ss_perf_mlock_unlimited()) {
+		long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+		uint64_t cap = ncpu > 0 ? (64ull << 20) / 4096 / (uint64_t)ncpu : 1024;
+		uint32_t want = 1024;
+		while (want > ss_smp.perf_pages && want > cap)
+			want /= 2;
+		if (want > ss_smp.perf_pages)
+			ss_smp.perf_pages = want;
+	}
 	char why[300];
 	int r = ss_percpu_open(why, sizeof why);
 	if (r == 0) {
@@ -166,6 +180,21 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 {
 	if (ss_smp.started)
 		ss_sampler_stop();
+	if (cfg->mode == SS_SAMPLER_OFF) {
+		/* Nothing to sample: the thread table (most of this state, 246 KB)
+		 * stays as it is, never touched this session (thread_add refuses,
+		 * stop skips it), so a recording without sampling does not pay for
+		 * first-touching its pages; the next sampling session clears it. */
+		memset(&ss_smp, 0, offsetof(struct ss_sampler_state, threads));
+		ss_smp.started = 1;
+		ss_smp.enabled = 1;
+		ss_smp.mode = SS_SAMPLER_OFF;
+		ss_sampler_note("off: CPU sampling not asked for");
+		if (status && len)
+			snprintf(status, len, "%s", ss_smp.status);
+		atomic_store_explicit(&published_mode, (int)ss_smp.mode, memory_order_relaxed);
+		return;
+	}
 	memset(&ss_smp, 0, sizeof ss_smp);
 	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
 		ss_smp.threads[i].fd_clock = -1;
@@ -237,7 +266,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 
 static struct ss_sthread *find(uint32_t tid)
 {
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE && !t->closing && t->tid == tid)
 			return t;
@@ -282,6 +311,8 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 		ss_smp.stats.threads_refused++;
 		return -1;
 	}
+	if (index >= ss_smp.nthreads)
+		ss_smp.nthreads = index + 1;
 	uint32_t gen = t->gen + 1;
 	/* armed and inflight stay as they are: a stray signal for the previous
 	 * occupant may be counting itself in inflight right now. */
@@ -348,7 +379,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 
 void ss_sampler_thread_remove(uint32_t tid)
 {
-	if (!ss_smp.started)
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
 		return;
 	struct ss_sthread *t = find(tid);
 	if (!t)
@@ -389,7 +420,7 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_FREE)
 			continue;
@@ -409,7 +440,7 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 	if (!ss_smp.percpu)
 		return;
 	ss_percpu_drain(sink);
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_PERCPU && t->closing)
 			release(t);
@@ -430,9 +461,9 @@ void ss_sampler_watch_mappings(const struct ss_sample_sink *sink)
 
 void ss_sampler_reread_names(void)
 {
-	if (!ss_smp.started)
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE && !t->closing) {
 			char old[16];
@@ -451,7 +482,7 @@ void ss_sampler_set_enabled(int on)
 	ss_smp.enabled = !!on;
 	if (ss_smp.percpu)
 		ss_percpu_enable(on);
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_FREE || t->kind == SS_ST_PERCPU || t->closing)
 			continue;
@@ -466,7 +497,7 @@ void ss_sampler_after_fork(void)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_PERF) {
 			if (t->fd_cs >= 0)
@@ -488,7 +519,8 @@ void ss_sampler_stop(void)
 {
 	if (!ss_smp.started)
 		return;
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	/* Off from the start: no thread was ever added (see ss_sampler_start). */
+	for (uint32_t i = 0; ss_smp.mode != SS_SAMPLER_OFF && i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE)
 			release(t);

@@ -57,7 +57,7 @@ static uint32_t hash_tid(uint32_t tid)
 static void hash_rebuild(void)
 {
 	memset(ss_smp.pc_hash, 0, sizeof ss_smp.pc_hash);
-	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		const struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_PERCPU)
 			continue;

@@ -6,6 +6,7 @@
  * see only ss_state, which is the session number while recording and 0 otherwise.
  */
 #include "recorder-private.h"
+#include "clock.h"
 #include "sampler.h"
 
 #include <errno.h>
@@ -167,6 +168,7 @@ static uint64_t random_id(void)
 STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 {
 	char err[512] = "";
+	uint64_t cpu0 = ss_thread_cpu_ns();
 	pthread_mutex_lock(&session_mu);
 	atomic_store(&ss_counters.configured, 1u);
 	if (active_session) {
@@ -225,6 +227,7 @@ STALLSCOPE_API int stallscope_start(const struct stallscope_config *cfg)
 		atexit_done = atexit(at_exit) == 0;
 	if (!atfork_done)
 		atfork_done = pthread_atfork(NULL, NULL, in_child) == 0;
+	atomic_store(&ss_counters.cpu_start_ns, ss_thread_cpu_ns() - cpu0 + ss_clock_start_cpu_ns());
 	pthread_mutex_unlock(&session_mu);
 	return 0;
 }
@@ -247,6 +250,7 @@ STALLSCOPE_API int stallscope_start_from_env(void)
 
 STALLSCOPE_API int stallscope_stop(void)
 {
+	uint64_t cpu0 = ss_thread_cpu_ns();
 	pthread_mutex_lock(&session_mu);
 	if (!active_session) {
 		pthread_mutex_unlock(&session_mu);
@@ -256,9 +260,10 @@ STALLSCOPE_API int stallscope_stop(void)
 	/* Before the writer's last cycle: the metrics file it writes at stop is the one
 	 * left behind, and must say the session is over (active 0, writer not healthy). */
 	atomic_store(&ss_counters.active, 0u);
-	int rc = ss_writer_stop();
+	int rc = ss_writer_stop(cpu0);
 	ss_pool_reset();
 	active_session = 0;
+	atomic_store(&ss_counters.cpu_stop_ns, ss_thread_cpu_ns() - cpu0);
 	pthread_mutex_unlock(&session_mu);
 	if (rc != 0)
 		ss_set_error("the last segment could not be written completely");
@@ -329,7 +334,7 @@ STALLSCOPE_API void stallscope_get_stats(struct stallscope_stats *st)
 	for (int tries = 0;; tries++) {
 		uint64_t s0 = atomic_load_explicit(&ss_counters.stats_seq, memory_order_acquire);
 		buffered = dropped = 0;
-		for (uint32_t i = 0; i < p->nslots; i++) {
+		for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++) {
 			struct ss_slot *s = &p->slots[i];
 			uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
 			uint64_t t = atomic_load_explicit(&s->tail, memory_order_relaxed);

@@ -28,7 +28,6 @@ static pthread_key_t slot_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Atomic uint32_t next_thread_id;
 static _Atomic uint32_t owned;        /* slots not FREE: a full pool fails fast */
-static _Atomic uint32_t claim_hint;
 
 /* Threads refused a slot: counted here, reported by the writer as process loss. */
 static _Atomic uint64_t no_slot_pending, no_slot_first, no_slot_last, no_slot_total;
@@ -103,8 +102,20 @@ SS_INTERNAL int ss_pool_init(uint32_t nslots, uint32_t ring_entries)
 	pool.ring_entries = ring_entries;
 	pool.ring_mem = mem;
 	pool.ring_mem_size = total;
+	atomic_store(&pool.span, 0u);
 	atomic_store(&owned, 0);
 	return 0;
+}
+
+/* Slot i is being claimed: span covers it before anyone can see it OWNED. At
+ * most nslots tries, since every failure means span grew. */
+static void cover(uint32_t i)
+{
+	uint32_t cur = atomic_load_explicit(&pool.span, memory_order_relaxed);
+	while (cur < i + 1 &&
+	       !atomic_compare_exchange_weak_explicit(&pool.span, &cur, i + 1, memory_order_release,
+						      memory_order_relaxed))
+		;
 }
 
 SS_INTERNAL struct ss_pool *ss_pool_get(void)
@@ -150,14 +161,16 @@ SS_INTERNAL struct ss_slot *ss_attach(uint32_t session)
 		ss_pool_no_slot_drop(ss_now());
 		return NULL;
 	}
-	uint32_t start = atomic_fetch_add_explicit(&claim_hint, 1, memory_order_relaxed);
+	/* The lowest free slot: loops over the pool stop at span (ss_pool.span),
+	 * and a reused slot's ring pages are already there (no page faults). */
 	for (uint32_t k = 0; k < pool.nslots; k++) {
-		struct ss_slot *s = &pool.slots[(start + k) % pool.nslots];
+		struct ss_slot *s = &pool.slots[k];
 		uint32_t expect = SS_SLOT_FREE;
 		if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, SS_SLOT_CLAIMING,
 							     memory_order_acquire,
 							     memory_order_relaxed))
 			continue;
+		cover(k);
 		atomic_fetch_add_explicit(&owned, 1, memory_order_relaxed);
 		s->session = session;
 		s->thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed) + 1;
@@ -198,6 +211,7 @@ SS_INTERNAL struct ss_slot *ss_attach_foreign(uint32_t session, int32_t tid, uin
 							     memory_order_acquire,
 							     memory_order_relaxed))
 			continue;
+		cover(k);
 		atomic_fetch_add_explicit(&owned, 1, memory_order_relaxed);
 		s->session = session;
 		s->thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed) + 1;
@@ -252,7 +266,7 @@ SS_INTERNAL void ss_slot_release(struct ss_slot *s)
 /* After stop has drained everything: every slot back to the pool. */
 SS_INTERNAL void ss_pool_reset(void)
 {
-	for (uint32_t i = 0; i < pool.nslots; i++) {
+	for (uint32_t i = 0, span = ss_pool_span(&pool); i < span; i++) {
 		struct ss_slot *s = &pool.slots[i];
 		if (atomic_load_explicit(&s->state, memory_order_acquire) != SS_SLOT_FREE) {
 			if (atomic_load_explicit(&s->state, memory_order_relaxed) == SS_SLOT_CLAIMING)

@@ -28,7 +28,7 @@ static void forget_definitions(void)
 {
 	struct ss_pool *p = ss_pool_get();
 	wr.defs_emitted = 0;
-	for (uint32_t i = 0; i < p->nslots; i++)
+	for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++)
 		p->slots[i].w_defined_seg = 0;
 	ss_stacks_forget();
 }

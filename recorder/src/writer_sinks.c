@@ -21,7 +21,7 @@ static uint32_t thread_of_tid(uint32_t tid)
 	if (tid == last_tid && last_thread)
 		return last_thread;
 	struct ss_pool *p = ss_pool_get();
-	for (uint32_t i = 0; i < p->nslots; i++) {
+	for (uint32_t i = 0, span = ss_pool_span(p); i < span; i++) {
 		struct ss_slot *s = &p->slots[i];
 		uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
 		if ((st == SS_SLOT_OWNED || st == SS_SLOT_RETIRED) && s->session == wr.cfg.session &&

@@ -24,16 +24,46 @@
  *         light:  2 workers, starvation at 750 tasks/s for 2 s, plain, full
  *                 recording and the same perf record (target: within 2%).
  *       Every run gets --drain 60, so plain and recorded runs do the same work.
+ *       Two more steady rows split full recording's cost: hooks only
+ *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
+ *       (STALLSCOPE_OFFCPU_STACKS=off).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
+ *   (e) the floor: what a 999 Hz cpu-clock sampler costs the sampled threads on
+ *       this machine whoever runs it, without the recorder: 2 CPU-bound threads
+ *       under perf_event_open events of their own process (per CPU, inherited,
+ *       as sampler_percpu.c opens them), rings drained every 10 ms, configurations
+ *       rotated round by round: no events; a bare sample (ip, tid, time); + the
+ *       kernel and user call chain; + the user registers and an 8 KiB stack copy
+ *       (the auto unwinder's); + a 1 KiB copy. Prints the threads' extra CPU per
+ *       sample and as a share of the work (the light target is 2%).
+ *   (f) the kernel's part of a switch: two threads pinned to one CPU hand a
+ *       futex back and forth (every hand-over a switch between them), under the
+ *       same kind of events: none; cpu-clock with switch records (what perf
+ *       --switch-events opens); + a context-switches event that never samples
+ *       (its presence); + a sample at every switch-out with the registers and
+ *       1 KiB of stack (the recorder's off-CPU stacks). Prints CPU per switch.
+ *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
- *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s)
+ *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
+ *        and (e)'s and (f)'s; (e) and (f) run after (a)+(b), or alone with
+ *        SECONDS -1)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
 
+#include <asm/perf_regs.h>
 #include <dirent.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdint.h>
+#include <linux/perf_event.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -251,6 +281,19 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 
 /* ---- (d): the example runtime against perf ---- */
 
+/* /proc/loadavg's line, printed beside each part's figures. */
+static void read_load(char *buf, size_t len)
+{
+	buf[0] = 0;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+}
+
 #define D_MAX_ROUNDS 25
 
 struct dconf {
@@ -259,6 +302,7 @@ struct dconf {
 	int recorded;           /* STALLSCOPE_ENABLED=1, default settings */
 	int perf;               /* under perf record --switch-events */
 	int drain;              /* the runtime knows --drain (knows_drain) */
+	const char *env;        /* one more STALLSCOPE_ setting of a recorded run, or NULL */
 	double cpu[D_MAX_ROUNDS];
 	double med;
 };
@@ -310,6 +354,8 @@ static double child_cpu(const struct dconf *c, char *const wl[], const char *dir
 		if (c->recorded) {
 			putenv((char *)"STALLSCOPE_ENABLED=1");
 			putenv(outdir);
+			if (c->env)
+				putenv((char *)c->env);
 		}
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0) {
@@ -340,14 +386,8 @@ static int measure_d(const char *what, char *const wl[], struct dconf *c, int nc
 		perror("mkdtemp");
 		return -1;
 	}
-	char load[128] = "";
-	FILE *f = fopen("/proc/loadavg", "r");
-	if (f) {
-		if (!fgets(load, sizeof load, f))
-			load[0] = 0;
-		fclose(f);
-		load[strcspn(load, "\n")] = 0;
-	}
+	char load[128];
+	read_load(load, sizeof load);
 	printf("  %s (load average at start: %s)\n", what, load);
 	for (int i = 0; i < nc; i++) {
 		c[i].drain = knows_drain(c[i].runtime);
@@ -386,13 +426,19 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	char *steady[] = { (char *)"--workers", (char *)"16", (char *)"--scenario", (char *)"steady",
 			   (char *)"--rate", (char *)"20000", (char *)"--duration", (char *)"3",
 			   (char *)"--drain", (char *)"60", NULL };
-	struct dconf sc[4] = {
+	/* The two rows after perf's split full recording's cost: the hooks alone,
+	 * and sampling with switch records but no stack at each switch-out. */
+	struct dconf sc[6] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
+		{ .name = "hooks only (CPU_SAMPLING=0)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_CPU_SAMPLING=0" },
+		{ .name = "sampling, OFFCPU_STACKS=off", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 4 : 3;
+	int nsc = other ? 6 : 5;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -412,14 +458,309 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	double full = sc[1].med - sc[0].med, perf = sc[2].med - sc[0].med;
 	printf("  steady: full recording adds %.3f s, perf --switch-events adds %.3f s: full / perf "
 	       "%.4f (target <= 0.5000: %s)\n", full, perf, perf > 0 ? full / perf : 0.0,
-	       perf > 0 && full / perf <= 0.5 ? "met" : "NOT MET");
+	       full < 0 || perf <= 0 ? "NOISE: a recorded run's median below plain's, no verdict"
+	       : full / perf <= 0.5 ? "met" : "NOT MET");
 	double lo = 100 * (lc[1].med / lc[0].med - 1);
 	printf("  light: full recording overhead %+.2f%% (target <= 2%%: %s); perf --switch-events "
 	       "%+.2f%%\n", lo, lo <= 2.0 ? "met" : "NOT MET", 100 * (lc[2].med / lc[0].med - 1));
+	printf("  steady, split: hooks only add %.3f s, sampling without off-CPU stacks %.3f s, "
+	       "full %.3f s (off-CPU stacks %.3f s of it)\n", sc[3].med - sc[0].med,
+	       sc[4].med - sc[0].med, full, sc[1].med - sc[4].med);
 	if (other) {
-		double of = sc[3].med - sc[0].med;
+		double of = sc[5].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
+	}
+	return 0;
+}
+
+
+/* ---- (e): the floor of a 999 Hz sampler --------------------------------------- */
+
+#define E_CONFS 5
+#define E_MAX_CPUS 64
+
+struct e_job {
+	uint64_t polls, iters, cpu;
+	pthread_barrier_t *go;
+};
+
+static void *e_worker(void *arg)
+{
+	struct e_job *j = arg;
+	pthread_barrier_wait(j->go);
+	uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	for (uint64_t p = 0; p < j->polls; p++)
+		sink_v += hash_work(j->iters, p);
+	j->cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	return NULL;
+}
+
+/* A software event of this process, disabled, inherited by the threads created
+ * afterwards, stamped on CLOCK_MONOTONIC as the recorder's are. */
+static void e_attr(struct perf_event_attr *a, uint64_t config)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = config;
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a->disabled = 1;
+	a->inherit = 1;
+	a->inherit_thread = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->sample_id_all = 1;
+}
+
+/* Per CPU, inherited by threads created afterwards; conf 1 bare, 2 + call chain,
+ * 3 + registers and 8 KiB of stack, 4 + registers and 1 KiB. Returns the number
+ * of CPUs opened (their fds and rings in fds/rings), -1 when perf refuses. */
+static int e_open(int conf, int *fds, void **rings, size_t *ring_len)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > E_MAX_CPUS)
+		ncpu = E_MAX_CPUS;
+	long pg = sysconf(_SC_PAGESIZE);
+	*ring_len = (size_t)(256 + 1) * (size_t)pg;
+	for (long c = 0; c < ncpu; c++) {
+		struct perf_event_attr a;
+		e_attr(&a, PERF_COUNT_SW_CPU_CLOCK);
+		a.sample_period = 1001001; /* 999 Hz, as the recorder */
+		a.sample_type |= PERF_SAMPLE_IP;
+		a.exclude_hv = 1;
+		if (conf >= 2)
+			a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+		if (conf >= 3) {
+			a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+					     (1ull << PERF_REG_X86_IP);
+			a.sample_stack_user = conf == 3 ? 8192 : 1024;
+		}
+		int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			a.exclude_kernel = 1; /* unprivileged: user frames only */
+			fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		}
+		void *r = fd < 0 ? MAP_FAILED : mmap(NULL, *ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (r == MAP_FAILED) {
+			if (fd >= 0)
+				close(fd);
+			for (long k = 0; k < c; k++) {
+				munmap(rings[k], *ring_len);
+				close(fds[k]);
+			}
+			return -1;
+		}
+		fds[c] = fd;
+		rings[c] = r;
+	}
+	return (int)ncpu;
+}
+
+/* Counts the samples in each ring and frees the space, as a drain would. */
+static uint64_t e_drain(void **rings, int n, size_t ring_len)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t size = ring_len - (uint64_t)pg, samples = 0;
+	for (int c = 0; c < n; c++) {
+		struct perf_event_mmap_page *mp = rings[c];
+		const unsigned char *data = (const unsigned char *)rings[c] + pg;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
+		while (tail < head) {
+			const struct perf_event_header *h = (const void *)(data + tail % size);
+			if (h->size < sizeof *h)
+				break;
+			samples += h->type == PERF_RECORD_SAMPLE;
+			tail += h->size;
+		}
+		__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	}
+	return samples;
+}
+
+static _Atomic int e_done;
+
+static int part_e(uint64_t iters, int rounds)
+{
+	static const char *names[E_CONFS] = { "no events", "bare (ip, tid, time)", "+ call chain",
+					      "+ regs, 8 KiB stack copy", "+ regs, 1 KiB stack copy" };
+	double cpu[E_CONFS][50], per[E_CONFS][50];
+	const uint64_t polls = 1200;
+	char load[128];
+	read_load(load, sizeof load);
+	printf("(e) the floor: 2 threads x %llu CPU-bound polls of ~0.5 ms under a 999 Hz cpu-clock "
+	       "event per CPU, no recorder; %d rounds, order rotated (load average at start: %s)\n",
+	       (unsigned long long)polls, rounds, load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < E_CONFS; i++) {
+			int conf = (i + r) % E_CONFS;
+			int fds[E_MAX_CPUS];
+			void *rings[E_MAX_CPUS];
+			size_t rl = 0;
+			int n = 0;
+			if (conf && (n = e_open(conf, fds, rings, &rl)) < 0) {
+				printf("  SKIP (e): perf_event_open or its ring refused: %s\n", strerror(errno));
+				return 0;
+			}
+			for (int c = 0; c < n; c++)
+				ioctl(fds[c], PERF_EVENT_IOC_ENABLE, 0);
+			pthread_barrier_t go;
+			pthread_barrier_init(&go, NULL, 3);
+			struct e_job jobs[2];
+			pthread_t th[2];
+			for (int k = 0; k < 2; k++) {
+				jobs[k] = (struct e_job){ .polls = polls, .iters = iters, .go = &go };
+				pthread_create(&th[k], NULL, e_worker, &jobs[k]);
+			}
+			pthread_barrier_wait(&go);
+			/* The drain, as the writer's 10 ms tick: the workers are joined
+			 * once both are done (their CPU is their own clock). */
+			uint64_t samples = 0;
+			atomic_store(&e_done, 0);
+			for (;;) {
+				struct timespec ts = { 0, 10000000L };
+				nanosleep(&ts, NULL);
+				if (n)
+					samples += e_drain(rings, n, rl);
+				if (jobs[0].cpu && jobs[1].cpu)
+					break;
+			}
+			for (int k = 0; k < 2; k++)
+				pthread_join(th[k], NULL);
+			if (n)
+				samples += e_drain(rings, n, rl);
+			for (int c = 0; c < n; c++) {
+				munmap(rings[c], rl);
+				close(fds[c]);
+			}
+			pthread_barrier_destroy(&go);
+			cpu[conf][r] = (double)(jobs[0].cpu + jobs[1].cpu) / 1e6;
+			per[conf][r] = (double)samples;
+		}
+	}
+	double base = median(cpu[0], rounds);
+	for (int c = 0; c < E_CONFS; c++) {
+		double m = median(cpu[c], rounds), ms = median(per[c], rounds);
+		printf("  %-26s threads' CPU median %8.1f ms (%+6.2f%%)", names[c], m, 100 * (m / base - 1));
+		if (c)
+			printf(", %6.0f samples a run: %6.2f us per sample", ms,
+			       ms > 0 ? (m - base) * 1e3 / ms : 0.0);
+		printf("\n");
+	}
+	return 0;
+}
+
+/* ---- (f): the kernel's part of a switch --------------------------------------- */
+
+#define F_CONFS 4
+
+static _Atomic int f_turn;
+static int f_trips;
+
+static void *f_player(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	cpu_set_t cs;
+	CPU_ZERO(&cs);
+	CPU_SET(0, &cs);
+	pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+	for (int i = 0; i < f_trips; i++) {
+		while (atomic_load(&f_turn) != me)
+			syscall(SYS_futex, &f_turn, FUTEX_WAIT_PRIVATE, !me, NULL, NULL, 0);
+		atomic_store(&f_turn, !me);
+		syscall(SYS_futex, &f_turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	return NULL;
+}
+
+/* conf 1: cpu-clock + switch records; 2: + context-switches counting only;
+ * 3: + a sample at each switch-out with bp, sp, ip and 1 KiB of stack. */
+static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
+{
+	int n = e_open(2, fds, rings, rl); /* cpu-clock with call chains */
+	if (n < 0)
+		return -1;
+	*nfds = n;
+	/* e_open's events have no switch records: these ones do. */
+	for (int c = 0; c < n; c++) {
+		struct perf_event_attr a;
+		e_attr(&a, PERF_COUNT_SW_DUMMY);
+		a.context_switch = 1;
+		int fd = (int)syscall(SYS_perf_event_open, &a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, fds[c]) != 0)
+			return fd < 0 ? -1 : (close(fd), -1);
+		fds[(*nfds)++] = fd;
+		if (conf < 2)
+			continue;
+		a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		a.context_switch = 0;
+		a.sample_period = conf == 2 ? 1ull << 40 : 1;
+		if (conf == 3) {
+			a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+					     (1ull << PERF_REG_X86_IP);
+			a.sample_stack_user = 1024;
+		}
+		fd = (int)syscall(SYS_perf_event_open, &a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, fds[c]) != 0)
+			return fd < 0 ? -1 : (close(fd), -1);
+		fds[(*nfds)++] = fd;
+	}
+	return n;
+}
+
+static int part_f(int rounds)
+{
+	static const char *names[F_CONFS] = { "no events", "cpu-clock + switch records",
+					      "+ context-switches event, counting only",
+					      "+ sample per switch-out, regs + 1 KiB stack" };
+	double us[F_CONFS][50];
+	f_trips = 20000;
+	char load[128];
+	read_load(load, sizeof load);
+	printf("(f) the kernel's part of a switch: 2 threads on CPU 0 hand a futex back and forth "
+	       "%d times, %d rounds, order rotated (load average at start: %s)\n", f_trips, rounds,
+	       load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < F_CONFS; i++) {
+			int conf = (i + r) % F_CONFS;
+			int fds[4 * E_MAX_CPUS], nfds = 0, n = 0;
+			void *rings[E_MAX_CPUS];
+			size_t rl = 0;
+			if (conf && (n = f_open(conf, fds, rings, &rl, &nfds)) < 0) {
+				printf("  SKIP (f): perf_event_open refused: %s\n", strerror(errno));
+				for (int k = 0; k < nfds; k++)
+					close(fds[k]);
+				return 0;
+			}
+			for (int k = 0; k < nfds; k++)
+				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
+			atomic_store(&f_turn, 0);
+			pthread_t th[2];
+			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			for (int k = 0; k < 2; k++)
+				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+			for (int done = 0; !done;) {
+				struct timespec ts = { 0, 10000000L };
+				nanosleep(&ts, NULL);
+				if (n)
+					e_drain(rings, n, rl);
+				done = pthread_tryjoin_np(th[0], NULL) == 0;
+			}
+			pthread_join(th[1], NULL);
+			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			for (int k = 0; k < n; k++)
+				munmap(rings[k], rl);
+			for (int k = 0; k < nfds; k++)
+				close(fds[k]);
+			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * f_trips);
+		}
+	}
+	double base = median(us[0], rounds);
+	for (int c = 0; c < F_CONFS; c++) {
+		double m = median(us[c], rounds);
+		printf("  %-44s %6.2f us CPU per switch (%+5.2f)\n", names[c], m, m - base);
 	}
 	return 0;
 }
@@ -440,6 +781,8 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < 0)
+		return part_e(iters, rounds) != 0 || part_f(rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -486,6 +829,8 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
+	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0)
+		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	printf("(c) sustained: 4 workers, default settings, %.0f s (3 CPU-bound polls of ~0.5 ms, "

@@ -326,6 +326,7 @@ struct worker {
 	uint64_t stack_lo, stack_hi;
 	_Atomic int go, done;
 	uint64_t t0, t1; /* the work's window */
+	uint64_t followed_from, followed_to; /* thread_add .. thread_remove (run_worker) */
 	uint64_t cpu;    /* CPU time the thread spent in it: the machine is shared */
 };
 
@@ -425,6 +426,7 @@ static size_t cpu_samples_of(uint32_t tid)
 /* want: CPU samples a spinning worker must have given before it may stop. */
 static int run_worker_want(struct worker *w, unsigned drain_ms, size_t want)
 {
+	w->followed_from = now_ns();
 	int r = ss_sampler_thread_add(w->tid, w->stack_lo, w->stack_hi);
 	atomic_store(&spin_enough, want == 0);
 	atomic_store(&w->go, 1);
@@ -437,6 +439,7 @@ static int run_worker_want(struct worker *w, unsigned drain_ms, size_t want)
 	}
 	pthread_join(w->th, NULL);
 	ss_sampler_thread_remove(w->tid);
+	w->followed_to = now_ns();
 	ss_sampler_drain(&SINK);
 	return r;
 }
@@ -766,7 +769,11 @@ static void part_tiny(int perf)
 			continue;
 		}
 		n++;
-		if (s->ts + 2000000 < w.t0 || s->ts > w.t1 + 2000000)
+		/* Followed from thread_add to thread_remove: the thread runs before t0
+		 * (waiting for go) and after t1, and a preemption between a sample
+		 * and its reading of the clock can put that sample well outside
+		 * [t0, t1] on a loaded machine, but never outside what was followed. */
+		if (s->ts < w.followed_from || s->ts > w.followed_to)
 			bad_ts++;
 	}
 	uint64_t lost = C.lost[perf ? SS_SLOSS_KERNEL : SS_SLOSS_FALLBACK];
@@ -955,6 +962,18 @@ int main(void)
 		printf("  per-CPU events: %s\n", ss_sampler_per_cpu() ? "yes" : "no");
 		CHECK(ss_sampler_per_cpu() || strstr(status, "per-CPU events refused"),
 		      "neither per-CPU events nor a reason: %s", status);
+		/* Every switch-out of every thread puts a stack copy in its CPU's ring:
+		 * where the mlock budget does not bind (root), 4 MiB a CPU, at most
+		 * 64 MiB for all of them. */
+		long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+		if (ss_sampler_per_cpu() && ss_sampler_offcpu_stacks() && geteuid() == 0 &&
+		    ncpu > 0 && ncpu <= 16) {
+			printf("  per-CPU rings: %s\n", strstr(ss_sampler_status(), "ring") ?
+			       strrchr(ss_sampler_status(), ',') + 1 : "?");
+			CHECK(strstr(ss_sampler_status(), "ring 1024+1 pages per CPU") != NULL,
+			      "per-CPU rings with off-CPU stacks as root not 4 MiB: %s",
+			      ss_sampler_status());
+		}
 		ss_sampler_stop();
 
 		printf("perf mode, events per thread (forced)\n");

@@ -189,7 +189,7 @@ def main():
                 sqlite_import([f], arch)
         check_same(cl, "archived", arch, "segments shipped by the import --db archive command")
 
-        # ---- a database of schema version 3 (before dial9's columns) is upgraded -------
+        # ---- a database of schema version 3 (before dial9's columns) is upgraded to 5 --
         url_up = cl.createdb("upgrade")
         pg_import([a], url_up)
         cl.psql("upgrade", "ALTER TABLE parks DROP COLUMN cpu_begin_ns, DROP COLUMN cpu_end_ns,"
@@ -199,7 +199,7 @@ def main():
                 " DELETE FROM schema_info; INSERT INTO schema_info VALUES (3)")
         pg_import([b], url_up)
         check_same(cl, "upgrade", ab, "a version 3 database upgraded by an import")
-        if cl.psql("upgrade", "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_info").strip() != "3,4":
+        if cl.psql("upgrade", "SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_info").strip() != "3,5":
             fail("the upgraded database's schema_info: %s" % cl.psql("upgrade", "SELECT * FROM schema_info"))
 
         # ---- a dial9 trace (spans with fields, parks with CPU clocks, other_events) ----

@@ -140,7 +140,12 @@ struct seed {
 #define MP "(SELECT id FROM mappings WHERE recording_id = {R})"
 
 static const struct seed seeds[] = {
-	{ "import_ended_tasks", "DELETE FROM import_ended_tasks WHERE recording_id = {R} RETURNING {COLS}" },
+	/* The graveyard is kept as its oldest and newest entries (sqlite_sink.c):
+	 * the stage gets the tasks rows that ended since the oldest, whole (the
+	 * stage holds no ended tasks to take them from); seed_recording then
+	 * deletes the two. */
+	{ "import_ended_tasks", "SELECT recording_id, task, id, end_ts FROM tasks WHERE recording_id = {R} AND end_ts >="
+				" (SELECT min(end_ts) FROM import_ended_tasks WHERE recording_id = {R}) ORDER BY end_ts, id" },
 	{ "spans", "DELETE FROM spans s USING import_open_spans o WHERE s.incomplete <> 0 AND o.thread_id IN " TH
 		   " AND o.thread_id = s.thread_id AND o.ts = s.ts AND o.depth = s.depth RETURNING {COLS}" },
 	{ "import_thread_state", "DELETE FROM import_thread_state WHERE thread_id IN " TH " RETURNING {COLS}" },
@@ -218,6 +223,11 @@ static int seed_recording(struct pgi *g, sqlite3 *db, int64_t rid)
 		cols_of(t, del && strstr(seeds[i].sql, " s USING") ? "s." : "", cols, sizeof cols);
 		sql = fill(seeds[i].sql, r, since, cols);
 		rc = stage_rows(g, db, t->name, sql);
+		free(sql);
+	}
+	if (!rc) {
+		sql = ss_pg_fmt("DELETE FROM import_ended_tasks WHERE recording_id = %lld", r);
+		rc = sql ? ss_pg_exec(&g->pg, g->pg.main, sql) : -1;
 		free(sql);
 	}
 	return rc;

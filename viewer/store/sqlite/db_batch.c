@@ -26,6 +26,13 @@
 #include "db_pipe.h"
 
 #define BATCH_ROWS 2048
+/* Rows with importer ids are sorted within a batch; a row whose id is below
+ * the largest id already inserted (a poll written when it ends, after polls
+ * begun later) goes into the middle of the table, which splits a full page
+ * into emptier ones that no later row fills. A larger batch keeps more of
+ * them in order: on the steady scenario's recording polls were 8.7% free
+ * space with 2048 rows a batch. */
+#define ORDERED_BATCH_ROWS 32768
 #define MAX_COLS 16
 
 /* Value types, as in the chunk format. */
@@ -36,6 +43,7 @@ struct ss_batch {
 	sqlite3_stmt *max_id;  /* SELECT max(rowid): only when ordered_ids */
 	int ncols;
 	bool ordered_ids;      /* column 0 is the rowid, assigned by the importer */
+	int cap;               /* rows a full batch holds */
 	int n;                 /* rows held */
 	int64_t *v;            /* n * ncols values; a text is offset << 32 | length */
 	uint8_t *ty;           /* n * ncols types */
@@ -246,11 +254,12 @@ int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const cha
 		return -1;
 	}
 	b->ncols = ncols;
-	b->v = malloc(sizeof *b->v * (size_t)ncols * BATCH_ROWS);
-	b->ty = malloc((size_t)ncols * BATCH_ROWS);
 	b->ordered_ids = strstr(sql, "(id,") != NULL;
+	b->cap = b->ordered_ids ? ORDERED_BATCH_ROWS : BATCH_ROWS;
+	b->v = malloc(sizeof *b->v * (size_t)ncols * (size_t)b->cap);
+	b->ty = malloc((size_t)ncols * (size_t)b->cap);
 	if (b->ordered_ids)
-		b->order = malloc(sizeof *b->order * BATCH_ROWS);
+		b->order = malloc(sizeof *b->order * (size_t)b->cap);
 	int rc = b->v && b->ty && (!b->ordered_ids || b->order) ? 0 : -1;
 	if (rc == 0 && sqlite3_prepare_v3(d->db, sel, -1, SQLITE_PREPARE_PERSISTENT, &b->insert, NULL)
 	    != SQLITE_OK)
@@ -290,7 +299,7 @@ int64_t *ss_batch_row(struct ss_batch *b, uint8_t **types)
 
 int ss_batch_ncols(const struct ss_batch *b) { return b->ncols; }
 
-bool ss_batch_full(const struct ss_batch *b) { return b->n == BATCH_ROWS; }
+bool ss_batch_full(const struct ss_batch *b) { return b->n == b->cap; }
 
 int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out)
 {

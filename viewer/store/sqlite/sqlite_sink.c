@@ -21,6 +21,10 @@ struct ss_sqlite_store {
 	/* the statements of the state written where an import ends */
 	sqlite3_stmt *st_wake, *st_pending, *st_thread_state, *st_span, *st_summary, *st_ended;
 	const struct ss_sqlite_stage *stage; /* NULL: this file is the database */
+	/* The graveyard of the recording being handed over (s_ended_task): its
+	 * oldest and newest entries, written when it is complete. */
+	struct ss_ended_task grave_first, grave_last;
+	bool grave_pending;
 };
 
 const char *ss_sqlite_error(struct ss_sqlite_store *s)
@@ -616,9 +620,8 @@ static int s_open_summary(void *ctx, const struct ss_open_summary *o)
 	return done(s, s->st_summary);
 }
 
-static int s_ended_task(void *ctx, const struct ss_ended_task *e)
+static int write_ended(struct ss_sqlite_store *s, const struct ss_ended_task *e)
 {
-	struct ss_sqlite_store *s = ctx;
 	if (prep(s, &s->st_ended, "INSERT INTO import_ended_tasks(recording_id, task, task_id, end_ts)"
 				  " VALUES(?,?,?,?)") != 0)
 		return -1;
@@ -627,6 +630,38 @@ static int s_ended_task(void *ctx, const struct ss_ended_task *e)
 	sqlite3_bind_int64(s->st_ended, 3, e->task_id);
 	sqlite3_bind_int64(s->st_ended, 4, e->end_ts);
 	return done(s, s->st_ended);
+}
+
+/* The graveyard's entries are tasks rows already (task, id, end_ts), so a
+ * database keeps only its oldest and newest entry: the next import takes the
+ * tasks rows that ended from the oldest on (s_resume), and the model drops
+ * again what ended too long before the newest. The same entries as a row each
+ * took a byte per event on a busy recording. A stage (PostgreSQL) holds only
+ * the tasks it imports: its seed puts the whole graveyard in (pg_import.c). */
+static int grave_write(struct ss_sqlite_store *s)
+{
+	if (!s->grave_pending)
+		return 0;
+	s->grave_pending = false;
+	if (write_ended(s, &s->grave_first) != 0)
+		return -1;
+	return s->grave_last.task_id == s->grave_first.task_id ? 0 : write_ended(s, &s->grave_last);
+}
+
+static int s_ended_task(void *ctx, const struct ss_ended_task *e)
+{
+	struct ss_sqlite_store *s = ctx;
+	if (s->grave_pending && s->grave_first.recording_id != e->recording_id && grave_write(s) != 0)
+		return -1;
+	if (!s->grave_pending) {
+		s->grave_first = s->grave_last = *e;
+		s->grave_pending = true;
+	} else if (e->end_ts < s->grave_first.end_ts) {
+		s->grave_first = *e;
+	} else if (e->end_ts >= s->grave_last.end_ts) {
+		s->grave_last = *e;
+	}
+	return 0;
 }
 
 /* ---- what the store holds ------------------------------------------------------------ */
@@ -868,8 +903,12 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 		rc = each_row(s, "SELECT id, task, location_id, parent_task_id, spawn_ts, spawn_thread_id"
 			      " FROM tasks WHERE recording_id = ?1 AND end_ts IS NULL", rid, row_task, m);
 	if (!rc)
-		rc = each_row(s, "SELECT task, task_id, end_ts FROM import_ended_tasks WHERE recording_id = ?1"
-			      " ORDER BY end_ts", rid, row_ended, m);
+		rc = each_row(s, s->stage ? "SELECT task, task_id, end_ts FROM import_ended_tasks WHERE recording_id = ?1"
+					    " ORDER BY end_ts"
+					  : "SELECT task, id, end_ts FROM tasks WHERE recording_id = ?1 AND end_ts >="
+					    " (SELECT min(end_ts) FROM import_ended_tasks WHERE recording_id = ?1)"
+					    " ORDER BY end_ts, id",
+			      rid, row_ended, m);
 	/* Wakes that were waiting for a poll where the previous import ended. */
 	if (!rc)
 		rc = each_row(s, "SELECT p.wake_rowid, t.task, t.id, w.ts, w.waker_thread_id, w.waker_task_id,"
@@ -1109,7 +1148,7 @@ failed:
 int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const char *what), void *ctx, bool timing,
 		     FILE *log)
 {
-	if (ss_db_flush(&s->db) != 0)
+	if (grave_write(s) != 0 || ss_db_flush(&s->db) != 0)
 		return -1;
 	double t0 = now_s();
 	if (phase)
