@@ -5,7 +5,10 @@ and per import: CPU seconds (user + system of the import process and its
 threads), wall seconds, the import's own max RSS, events per wall second and per
 CPU second, and database bytes per event; then the median of each per build and
 the ratios new/old. CPU time is the figure to compare on a shared machine: wall
-time moves with the load (the load average is printed beside every run).
+time moves with the load (the load average is printed beside every run). The
+first import of each build is also checked for the same rows: every table both
+databases have with the same columns, hashed in rowid order, must be equal
+(a table whose layout differs between the builds is named, not compared).
 
 A DIR may be `steady:RUNTIME`: the example runtime RUNTIME records its steady
 scenario (4 workers, 60000 tasks/s, 8 s, about 5.7M events) into a temporary
@@ -20,11 +23,13 @@ change (here main at 2e4ccb0):
         build/viewer/cli/stallscope /tmp/stallscope-bench-import-XXXXXX \\
         steady:build/recorder/examples/stallscope-example-runtime 3
 """
+import hashlib
 import os
 import re
 import shutil
 import statistics
 import subprocess
+import sqlite3
 import sys
 import tempfile
 
@@ -61,6 +66,43 @@ def run_import(cli, src, db):
     return (ru.ru_utime + ru.ru_stime, wall, ru.ru_maxrss / 1024.0, int(m.group(1)), os.path.getsize(db))
 
 
+def table_sums(db):
+    """{table: (columns, sha1 of its rows in rowid order)} of a database."""
+    con = sqlite3.connect(db)
+    try:
+        out = {}
+        for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                   " AND name NOT LIKE 'sqlite_%' ORDER BY name"):
+            cols = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
+            h = hashlib.sha1()
+            try:
+                rows = con.execute(f'SELECT * FROM "{name}" ORDER BY rowid')
+            except sqlite3.OperationalError:  # WITHOUT ROWID: its key orders it
+                rows = con.execute(f'SELECT * FROM "{name}"')
+            for r in rows:
+                h.update(repr(r).encode())
+            out[name] = (cols, h.hexdigest())
+        return out
+    finally:
+        con.close()
+
+
+def compare_tables(old, new):
+    same, differ, layout = [], [], []
+    for name in sorted(set(old) & set(new)):
+        if old[name][0] != new[name][0]:
+            layout.append(name)
+        elif old[name][1] == new[name][1]:
+            same.append(name)
+        else:
+            differ.append(name)
+    print(f'rows: {len(same)} tables identical'
+          + (f'; DIFFERENT: {", ".join(differ)}' if differ else '')
+          + (f'; layout differs (not compared): {", ".join(layout)}' if layout else '')
+          + (f'; only one build has: {", ".join(sorted(set(old) ^ set(new)))}' if set(old) ^ set(new) else ''))
+    return not differ
+
+
 def record_steady(runtime, tmp):
     rec = os.path.join(tmp, 'steady')
     r = subprocess.run([runtime, '--workers', '4', '--rate', '60000', '--duration', '8', '--record', rec],
@@ -84,6 +126,7 @@ def main():
         if not os.access(cli, os.X_OK):
             sys.exit(f'{cli}: not an executable')
     tmp = tempfile.mkdtemp(prefix='stallscope-import-builds.')
+    failed = False
     try:
         dirs = []
         for i, src in enumerate(srcs):
@@ -100,6 +143,7 @@ def main():
         db = os.path.join(tmp, 'trace.db')
         for name, seg in dirs:
             runs = {old: [], new: []}
+            sums = {}
             print(f'\nimport of {name}, {rounds} rounds, interleaved')
             print(f'{"round":>5} {"build":>5} {"cpu s":>7} {"wall s":>7} {"maxRSS MB":>9} {"Mev/s":>6}'
                   f' {"Mev/cpu-s":>9} {"B/event":>7} {"load":>5}')
@@ -107,9 +151,12 @@ def main():
                 for cli in ((old, new) if i % 2 == 0 else (new, old)):
                     cpu, wall, rss, ev, size = run_import(cli, seg, db)
                     runs[cli].append((cpu, wall, rss, ev, size))
+                    if cli not in sums:
+                        sums[cli] = table_sums(db)
                     print(f'{i + 1:>5} {"old" if cli == old else "new":>5} {cpu:7.2f} {wall:7.2f} {rss:9.1f}'
                           f' {ev / wall / 1e6:6.2f} {ev / cpu / 1e6:9.2f} {size / ev:7.2f} {load():>5}',
                           flush=True)
+            identical = compare_tables(sums[old], sums[new])
             med = {cli: [statistics.median(r[k] for r in runs[cli]) for k in range(5)] for cli in (old, new)}
             for cli, label in ((old, 'old'), (new, 'new')):
                 cpu, wall, rss, ev, size = med[cli]
@@ -119,8 +166,12 @@ def main():
             o, n = med[old], med[new]
             print(f'new/old: CPU {n[0] / o[0]:.3f}, wall {n[1] / o[1]:.3f}, max RSS {n[2] / o[2]:.3f},'
                   f' bytes/event {(n[4] / n[3]) / (o[4] / o[3]):.3f}; load average at the end: {load()}')
+            if not identical:
+                failed = True
     finally:
         shutil.rmtree(tmp)
+    if failed:
+        sys.exit('the two builds wrote different rows (see "rows:" above)')
 
 
 if __name__ == '__main__':

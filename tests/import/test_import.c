@@ -428,16 +428,24 @@ static void test_stitch(void)
  * of that task, which happened before the terminate, after it. Imported in time
  * order: one task row, its polls and its wake belong to it, the wake's delay
  * runs to the poll it led to. */
+/* A segment of a session begun, its first block open: the definitions and
+ * worker threads 1 and 2. */
+static void two_threads(struct sb *b, struct sb_header *h, uint64_t session)
+{
+	*h = (struct sb_header){ .session_id = session, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+				 .start_ts = 1000 };
+	sb_init(b, h);
+	sb_begin_block(b);
+	defs(b);
+	thread_def_open(b, 1, 0, 0, 0);
+	thread_def_open(b, 2, 0, 0, 0);
+}
+
 static void test_cross_thread_order(void)
 {
-	struct sb_header h = { .session_id = 78, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
-			       .start_ts = 1000 };
+	struct sb_header h;
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
-	thread_def_open(&b, 1, 0, 0, 0);
-	thread_def_open(&b, 2, 0, 0, 0);
+	two_threads(&b, &h, 78);
 	sb_thread(&b, 1, 1500);
 	sb_event(&b, SS_REC_SPAWN, 1500, 2, (uint64_t)9, (uint64_t)2);
 	sb_event(&b, SS_REC_WAKE, 2600, 1, (uint64_t)9);
@@ -519,6 +527,182 @@ static void test_cross_thread_order(void)
 	}
 	printf("order: per-thread runs are imported in time order across threads; late records find their ended task\n");
 	free(p), free(db), free(q0), free(q1p);
+}
+
+/* ---- reading on one thread, tracking on another ------------------------------- */
+
+/* Every table's rows, in rowid order, as one text per table: two imports that
+ * give the same text wrote the same rows, ids included. */
+static char *all_rows(const char *dbpath)
+{
+	sqlite3 *d = opendb(dbpath);
+	size_t cap = 1 << 20, len = 0;
+	char *out = malloc(cap);
+	sqlite3_stmt *t;
+	sqlite3_prepare_v2(d, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+			      " ORDER BY name", -1, &t, NULL);
+	while (sqlite3_step(t) == SQLITE_ROW) {
+		char sql[256];
+		snprintf(sql, sizeof sql, "SELECT * FROM \"%s\" ORDER BY rowid", (const char *)sqlite3_column_text(t, 0));
+		sqlite3_stmt *r;
+		if (sqlite3_prepare_v2(d, sql, -1, &r, NULL) != SQLITE_OK) {
+			snprintf(sql, sizeof sql, "SELECT * FROM \"%s\"", (const char *)sqlite3_column_text(t, 0));
+			sqlite3_prepare_v2(d, sql, -1, &r, NULL);
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s\n", (const char *)sqlite3_column_text(t, 0));
+		while (sqlite3_step(r) == SQLITE_ROW) {
+			for (int c = 0; c < sqlite3_column_count(r); c++) {
+				const char *v = (const char *)sqlite3_column_text(r, c);
+				size_t need = (v ? strlen(v) : 1) + 2;
+				if (len + need + 64 > cap) {
+					cap *= 2;
+					out = realloc(out, cap);
+				}
+				len += (size_t)snprintf(out + len, cap - len, "%s|", v ? v : "N");
+			}
+			out[len++] = '\n';
+			out[len] = 0;
+		}
+		sqlite3_finalize(r);
+	}
+	sqlite3_finalize(t);
+	sqlite3_close(d);
+	return out;
+}
+
+/* A segment whose records make the reading thread hand over many batches
+ * (three threads, 40 blocks of about 2,000 events, more than the pipe holds at
+ * once) and whose strings change under the events that name them: string 7 is
+ * defined again in every block, and each block's marks, spans and a worker
+ * lane name it. Blocks are 3 s apart, so the merge releases each block's
+ * events while a later block is read: a name is resolved where its event is
+ * delivered. Imported with the reader on a thread of its own
+ * (STALLSCOPE_IMPORT_PIPELINE=1) and on one thread (=0): the same rows, every table, with
+ * the names of many points of the reading, not only of its end. */
+static void test_pipeline(void)
+{
+	struct sb_header h = { .session_id = 81, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	uint64_t task = 1, ts = 2000;
+	for (int blk = 0; blk < 40; blk++) {
+		sb_begin_block(&b);
+		if (blk == 0) {
+			defs(&b);
+			sb_meta(&b, "arch", "x86_64");
+			for (uint64_t th = 1; th <= 3; th++)
+				thread_def_open(&b, th, 0, 0, 0);
+		}
+		char name[32];
+		snprintf(name, sizeof name, "name-%d", blk);
+		sb_string(&b, 7, name);
+		for (uint64_t th = 1; th <= 3; th++) {
+			uint64_t t = ts + th * 7;
+			sb_thread(&b, th, t);
+			if (blk % 10 == 0)
+				sb_event(&b, SS_REC_WORKER_BEGIN, t, 2, (uint64_t)7, th);
+			for (int i = 0; i < 70; i++, task++) {
+				sb_event(&b, SS_REC_SPAWN, t += 3, 2, task, (uint64_t)2);
+				sb_event(&b, SS_REC_POLL_BEGIN, t += 5, 2, task, (uint64_t)2);
+				sb_event(&b, SS_REC_SPAN_BEGIN, t += 1, 1, (uint64_t)7);
+				sb_event(&b, SS_REC_MARK, t += 1, 2, (uint64_t)7, (uint64_t)(2 * i));
+				sb_event(&b, SS_REC_SPAN_END, t += 1, 1, (uint64_t)7);
+				/* a wake of a task of the thread before: across threads */
+				sb_event(&b, SS_REC_WAKE, t += 2, 1, task > 70 ? task - 70 : task);
+				sb_event(&b, SS_REC_POLL_END, t += 4, 0);
+				sb_event(&b, SS_REC_QUEUE, t += 1, 2, (uint64_t)(i & 3), (uint64_t)1);
+				sb_event(&b, SS_REC_TERMINATE, t += 2, 1, task);
+				sb_event(&b, SS_REC_PARK, t += 1, 0);
+				sb_event(&b, SS_REC_UNPARK, t += 9, 0);
+			}
+		}
+		ts += 3000000000ull;
+		sb_end_block(&b, blk % 2 == 0);
+	}
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char *p = path_in_tmp("pipe.0.bin"), *one = path_in_tmp("pipe-one.db"), *two = path_in_tmp("pipe-two.db");
+	spit(p, b.buf, b.len);
+	sb_free(&b);
+	struct ss_import_result res;
+	setenv("STALLSCOPE_IMPORT_PIPELINE", "0", 1);
+	CHECK(import(one, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "pipeline: import on one thread");
+	setenv("STALLSCOPE_IMPORT_PIPELINE", "1", 1);
+	CHECK(import(two, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "pipeline: import on two threads");
+	unsetenv("STALLSCOPE_IMPORT_PIPELINE");
+	CHECK(res.events > 90000, "pipeline: %llu events", (unsigned long long)res.events);
+	char *r1 = all_rows(one), *r2 = all_rows(two);
+	CHECK(strcmp(r1, r2) == 0, "pipeline: the two imports wrote different rows (%zu and %zu bytes of rows)",
+	      strlen(r1), strlen(r2));
+	sqlite3 *d = opendb(two);
+	CHECK(q1(d, "SELECT count(*) FROM marks") == 40 * 3 * 70, "pipeline: %lld marks",
+	      (long long)q1(d, "SELECT count(*) FROM marks"));
+	CHECK(q1(d, "SELECT count(DISTINCT name) FROM marks") >= 39, "pipeline: %lld names of marks",
+	      (long long)q1(d, "SELECT count(DISTINCT name) FROM marks"));
+	CHECK(q1(d, "SELECT count(DISTINCT name) FROM spans") >= 39, "pipeline: %lld names of spans",
+	      (long long)q1(d, "SELECT count(DISTINCT name) FROM spans"));
+	CHECK(q1(d, "SELECT count(DISTINCT runtime) FROM workers") == 1 &&
+	      q1(d, "SELECT count(*) FROM workers WHERE runtime = 'name-31'") == 3, "pipeline: the lanes' runtime, as string 7 read when block 30's WORKER_BEGIN was delivered");
+	sqlite3_close(d);
+	printf("pipeline: %llu events read on one thread and tracked on another give the rows of one thread\n",
+	       (unsigned long long)res.events);
+	free(r1), free(r2), free(p), free(one), free(two);
+}
+
+/* Task numbers used again and again: number 7 ends and is spawned again 300
+ * times on thread 1 (and every tenth time spawned again without an end, the
+ * old task's end not being in the data), while thread 2 spawns and polls a
+ * task of another number each time (taking cache slots in between). Every poll
+ * and wake belongs to the task row alive at its time: a cached task never
+ * outlives its number (a cache that kept removed tasks fails here and in
+ * test_cross_thread_order). */
+static void test_task_reuse(void)
+{
+	struct sb_header h;
+	struct sb b;
+	two_threads(&b, &h, 82);
+	uint64_t t = 2000;
+	for (uint64_t r = 0; r < 300; r++) {
+		sb_thread(&b, 1, t);
+		sb_event(&b, SS_REC_SPAWN, t, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_BEGIN, t + 10, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_WAKE, t + 15, 1, (uint64_t)7);
+		sb_event(&b, SS_REC_POLL_END, t + 20, 0);
+		sb_event(&b, SS_REC_POLL_BEGIN, t + 30, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, t + 40, 0);
+		if (r % 10 != 9)
+			sb_event(&b, SS_REC_TERMINATE, t + 50, 1, (uint64_t)7);
+		/* thread 2: a task of another number */
+		sb_thread(&b, 2, t + 1);
+		sb_event(&b, SS_REC_SPAWN, t + 1, 2, 7 + 1024 * (r + 1), (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_BEGIN, t + 12, 2, 7 + 1024 * (r + 1), (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, t + 22, 0);
+		t += 100;
+	}
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char *p = path_in_tmp("reuse.0.bin"), *db = path_in_tmp("reuse.db");
+	spit(p, b.buf, b.len);
+	sb_free(&b);
+	struct ss_import_result res;
+	CHECK(import(db, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "reuse: import");
+	sqlite3 *d = opendb(db);
+	CHECK(q1(d, "SELECT count(*) FROM tasks WHERE task = 7") == 300, "reuse: %lld rows of task 7, want 300",
+	      (long long)q1(d, "SELECT count(*) FROM tasks WHERE task = 7"));
+	CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks k ON k.id = p.task_id WHERE k.task = 7 AND"
+		    " p.ts >= k.spawn_ts AND p.ts < k.spawn_ts + 100") == 600,
+	      "reuse: %lld of 600 polls of number 7 belong to the task alive then",
+	      (long long)q1(d, "SELECT count(*) FROM polls p JOIN tasks k ON k.id = p.task_id WHERE k.task = 7 AND"
+			       " p.ts >= k.spawn_ts AND p.ts < k.spawn_ts + 100"));
+	CHECK(q1(d, "SELECT count(*) FROM wakes w JOIN tasks k ON k.id = w.task_id WHERE k.task = 7 AND"
+		    " w.ts = k.spawn_ts + 15") == 300, "reuse: every wake belongs to the task alive then");
+	CHECK(q1(d, "SELECT count(*) FROM tasks WHERE task = 7 AND end_ts = spawn_ts + 50") == 270,
+	      "reuse: 270 of them ended in the data");
+	CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks k ON k.id = p.task_id WHERE k.task > 7 AND"
+		    " p.ts = k.spawn_ts + 11") == 300, "reuse: thread 2's polls belong to its tasks");
+	sqlite3_close(d);
+	printf("reuse: a task number used again gets a row of its own, and its polls and wakes follow it\n");
+	free(p), free(db);
 }
 
 /* ---- memory bounds ------------------------------------------------------------ */
@@ -990,6 +1174,8 @@ int main(int argc, char **argv)
 	test_sql(demo_db);
 	test_stitch();
 	test_cross_thread_order();
+	test_pipeline();
+	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);
 	test_limits();
 	test_growth_every_cut(argv[1], "steady");

@@ -11,7 +11,10 @@
  *   - every record type comes back with all its fields, strings included (a
  *     park's CPU clock, an explicit waker, a span's id, parent, fields and
  *     location too);
- *   - a delivery error stops the release and is returned.
+ *   - a delivery error stops the release and is returned;
+ *   - streams far longer than a chunk of entries, with the watchdog's records
+ *     placed by time across chunk boundaries, come out in (time, arrival) order,
+ *     and a small buffer that fills and empties many times reuses its chunks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +265,115 @@ static void test_error(void)
 	ss_merge_free(&m);
 }
 
+/* ---- many records: chunks --------------------------------------------------- */
+
+#define BIG 60000
+
+struct rec {
+	uint64_t key, ts;
+	uint32_t seq;
+	uint64_t thread, task;
+};
+static struct rec big_in[BIG], big_out[BIG];
+static size_t big_n;
+
+static int collect_big(void *ctx, const struct ss_event *r)
+{
+	(void)ctx;
+	if (big_n < BIG)
+		big_out[big_n] = (struct rec){ 0, r->ts, 0, r->thread, r->type == SS_EV_STALL_END ? r->u.stall_end.task
+											      : r->u.poll_begin.task };
+	big_n++;
+	return 0;
+}
+
+static int by_key_seq(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void test_chunks(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect_big, NULL);
+	m.window_ns = UINT64_MAX / 2; /* nothing leaves before the drain */
+	m.max_buffered = BIG + 1;
+	big_n = 0;
+	/* Three threads in long runs of 700 (several chunks each by the end), a
+	 * watchdog stream whose records arrive up to 1000 ns late (placed by
+	 * time, across chunk boundaries), timestamps that step back now and then
+	 * on thread 2 (file order kept). */
+	uint64_t seed = 12345, clock[4] = { 0 }, maxk[4] = { 0 };
+	size_t n = 0;
+	uint32_t seq = 0;
+	while (n < BIG) {
+		for (uint64_t th = 1; th <= 3 && n < BIG; th++) {
+			for (int i = 0; i < 700 && n < BIG; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				clock[th] += 1 + (seed >> 60);
+				uint64_t ts = clock[th];
+				if (th == 2 && (seed >> 50 & 63) == 0 && ts > 40)
+					ts -= 40;
+				struct ss_event r = ev(SS_EV_POLL_BEGIN, th, ts, n);
+				CHECK(ss_merge_push(&m, &r) == 0, "push");
+				if (ts > maxk[th])
+					maxk[th] = ts;
+				big_in[n] = (struct rec){ maxk[th], ts, seq++, th, n };
+				n++;
+				if ((seed >> 40 & 15) == 0 && n < BIG) {
+					uint64_t st = clock[th] > 1000 ? clock[th] - (seed >> 20 & 1023) : clock[th];
+					struct ss_event w = ev(SS_EV_STALL_END, 9, st, 0);
+					w.tid = 9;
+					w.u.stall_end.task = n;
+					CHECK(ss_merge_push(&m, &w) == 0, "push");
+					big_in[n] = (struct rec){ st, st, seq++, 9, n };
+					n++;
+				}
+			}
+		}
+	}
+	CHECK(ss_merge_drain(&m) == 0, "drain");
+	qsort(big_in, BIG, sizeof *big_in, by_key_seq);
+	CHECK(big_n == BIG, "%zu delivered of %d", big_n, BIG);
+	size_t bad = 0;
+	for (size_t i = 0; i < BIG && i < big_n; i++)
+		if (big_out[i].task != big_in[i].task || big_out[i].ts != big_in[i].ts)
+			bad++;
+	CHECK(bad == 0, "%zu of %d records out of (time, arrival) order", bad, BIG);
+	CHECK(m.late == 0, "%llu late", (unsigned long long)m.late);
+
+	/* A buffer of 3000 filled and emptied again and again: records in time
+	 * order come out in time order, and the chunks come back for reuse (the
+	 * pool never holds more than the buffer needs). */
+	ss_merge_free(&m);
+	ss_merge_init(&m, collect_big, NULL);
+	m.max_buffered = 3000;
+	big_n = 0;
+	size_t most = 0;
+	for (uint64_t t = 1; t <= BIG; t++) {
+		struct ss_event r = ev(SS_EV_POLL_BEGIN, 1 + t % 4, t, t);
+		CHECK(ss_merge_push(&m, &r) == 0, "push");
+		if (t % 5000 == 0) {
+			CHECK(ss_merge_drain(&m) == 0, "drain");
+			if (m.npool > most)
+				most = m.npool;
+		}
+	}
+	CHECK(ss_merge_drain(&m) == 0, "drain");
+	bad = 0;
+	for (size_t i = 0; i < BIG && i < big_n; i++)
+		if (big_out[i].ts != i + 1)
+			bad++;
+	CHECK(big_n == BIG && bad == 0, "%zu delivered, %zu out of order", big_n, bad);
+	CHECK(most <= 3000 / 1024 + 1 + 4, "the pool held %zu chunks for a buffer of 3000", most);
+	ss_merge_trim(&m);
+	CHECK(m.npool == 0, "trimmed: %zu chunks kept", m.npool);
+	ss_merge_free(&m);
+}
+
 int main(void)
 {
 	test_order();
@@ -269,6 +381,7 @@ int main(void)
 	test_window_late_cap();
 	test_fields();
 	test_error();
+	test_chunks();
 	if (failures)
 		fprintf(stderr, "%d checks failed\n", failures);
 	else

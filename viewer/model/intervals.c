@@ -164,11 +164,11 @@ static int spawn(struct ss_model *m, struct mdl_thread *t, const struct ss_event
 		/* The number was reused: the old task's end is not in the data. */
 		if (mdl_task_flush(m, k, 0) != 0)
 			return -1;
-		ss_hmap_del(&m->rec->tasks, k->task, 0);
+		mdl_task_remove(m, k);
 		free(k);
 		k = NULL;
 	}
-	if (!k && !(k = mdl_task_get(m, e->u.spawn.task)))
+	if (!k && !(k = mdl_task_new(m, e->u.spawn.task)))
 		return -1;
 	k->spawn_ts = e->ts;
 	k->location_id = mdl_location(m, e->u.spawn.location);

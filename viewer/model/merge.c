@@ -1,7 +1,13 @@
 /*
  * merge.c - see merge.h. Streams are FIFOs of fixed-size entries; a binary heap
  * over the streams' first entries picks the earliest, so a release costs
- * O(log streams) per record, not O(log records).
+ * O(log streams) per record, not O(log records). A stream's entries live in
+ * chunks of MERGE_CHUNK from one pool shared by all streams: what the merge
+ * holds is about what is buffered, whichever stream holds it (a ring per
+ * stream, doubled as it fills, held up to twice the buffer in each of the
+ * streams that took turns filling it: 128 MB for two threads of a dense
+ * trace), and a chunk given back is used again while it is still in memory
+ * (fresh pages cost a fault each).
  */
 #include "merge.h"
 
@@ -18,13 +24,50 @@ struct ss_merge_entry {
 	uint8_t pad[3];
 };
 
+#define MERGE_CHUNK 1024u /* entries (64 KiB) */
+
 struct ss_merge_stream {
 	uint64_t thread, tid;
-	struct ss_merge_entry *e;  /* ring of cap entries (a power of two) */
-	size_t head, n, cap;
+	struct ss_merge_entry **cv; /* its chunks, oldest first */
+	size_t ncv, capcv;
+	size_t head, n;            /* the first entry is cv[0][head] */
 	uint64_t max_key;
 	size_t heap_pos;           /* index in m->heap + 1, 0 when not in it */
 };
+
+/* The k-th entry of a stream (0: its head). */
+static inline struct ss_merge_entry *entry_at(const struct ss_merge_stream *s, size_t k)
+{
+	size_t i = s->head + k;
+	return &s->cv[i / MERGE_CHUNK][i % MERGE_CHUNK];
+}
+
+/* A chunk back to the pool (kept: the next one a stream needs). */
+static int chunk_put(struct ss_merge *m, struct ss_merge_entry *c)
+{
+	if (m->npool == m->cappool) {
+		size_t nc = m->cappool ? m->cappool * 2 : 16;
+		struct ss_merge_entry **np = realloc(m->pool, nc * sizeof *np);
+		if (!np) {
+			free(c);
+			return -1;
+		}
+		m->pool = np;
+		m->cappool = nc;
+	}
+	m->pool[m->npool++] = c;
+	return 0;
+}
+
+/* Gives a stream's chunks to the pool (an empty stream keeps none). */
+static void stream_release_chunks(struct ss_merge *m, struct ss_merge_stream *s)
+{
+	for (size_t i = 0; i < s->ncv; i++)
+		chunk_put(m, s->cv[i]);
+	free(s->cv);
+	s->cv = NULL;
+	s->ncv = s->capcv = s->head = 0;
+}
 
 enum { CLASS_HOOKS = 0, CLASS_SAMPLER = 1, CLASS_STALLS = 2 };
 
@@ -39,8 +82,14 @@ void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss
 
 void ss_merge_free(struct ss_merge *m)
 {
-	for (size_t i = 0; i < m->n_streams; i++)
-		free(m->streams[i].e);
+	for (size_t i = 0; i < m->n_streams; i++) {
+		for (size_t j = 0; j < m->streams[i].ncv; j++)
+			free(m->streams[i].cv[j]);
+		free(m->streams[i].cv);
+	}
+	for (size_t i = 0; i < m->npool; i++)
+		free(m->pool[i]);
+	free(m->pool);
 	free(m->streams);
 	free(m->heap);
 	free(m->arena);
@@ -55,7 +104,7 @@ void ss_merge_free(struct ss_merge *m)
 static bool earlier(const struct ss_merge *m, uint32_t a, uint32_t b)
 {
 	const struct ss_merge_stream *x = &m->streams[a], *y = &m->streams[b];
-	const struct ss_merge_entry *ex = &x->e[x->head], *ey = &y->e[y->head];
+	const struct ss_merge_entry *ex = entry_at(x, 0), *ey = entry_at(y, 0);
 	if (ex->key != ey->key)
 		return ex->key < ey->key;
 	return (int32_t)(ex->seq - ey->seq) < 0;
@@ -137,23 +186,35 @@ static int stream_of(struct ss_merge *m, unsigned cls, uint64_t thread, uint64_t
 	return 0;
 }
 
-static struct ss_merge_entry *stream_append(struct ss_merge_stream *s)
+static struct ss_merge_entry *stream_append(struct ss_merge *m, struct ss_merge_stream *s)
 {
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		/* realloc: a large ring is moved by remapping its pages, not by
-		 * copying them into fresh ones (a dense trace grows two rings to
-		 * 64 MB, and every fresh page is a page fault). Then the part before
-		 * the head moves up behind the old end, so the ring is contiguous. */
-		struct ss_merge_entry *ne = realloc(s->e, nc * sizeof *ne);
-		if (!ne)
+	if (s->head + s->n == s->ncv * MERGE_CHUNK) {
+		if (s->ncv == s->capcv) {
+			size_t nc = s->capcv ? s->capcv * 2 : 4;
+			struct ss_merge_entry **ncv = realloc(s->cv, nc * sizeof *ncv);
+			if (!ncv)
+				return NULL;
+			s->cv = ncv;
+			s->capcv = nc;
+		}
+		struct ss_merge_entry *c = m->npool ? m->pool[--m->npool] : malloc(MERGE_CHUNK * sizeof *c);
+		if (!c)
 			return NULL;
-		if (s->head)
-			memcpy(ne + s->cap, ne, s->head * sizeof *ne);
-		s->e = ne;
-		s->cap = nc;
+		s->cv[s->ncv++] = c;
 	}
-	return &s->e[(s->head + s->n++) & (s->cap - 1)];
+	return entry_at(s, s->n++);
+}
+
+/* Drops a stream's head; a chunk emptied goes back to the pool. */
+static void stream_pop(struct ss_merge *m, struct ss_merge_stream *s)
+{
+	s->n--;
+	if (++s->head < MERGE_CHUNK)
+		return;
+	chunk_put(m, s->cv[0]);
+	memmove(s->cv, s->cv + 1, (s->ncv - 1) * sizeof *s->cv);
+	s->ncv--;
+	s->head = 0;
 }
 
 /* ---- copies of what records point to ---------------------------------------- */
@@ -395,9 +456,8 @@ static int release_one(struct ss_merge *m)
 {
 	uint32_t si = m->heap[0];
 	struct ss_merge_stream *s = &m->streams[si];
-	struct ss_merge_entry e = s->e[s->head];
-	s->head = (s->head + 1) & (s->cap - 1);
-	s->n--;
+	struct ss_merge_entry e = *entry_at(s, 0);
+	stream_pop(m, s);
 	m->buffered--;
 	if (s->n) {
 		sift_down(m, 0);
@@ -434,9 +494,9 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 		 * its place (within a bound: hostile input cannot make this
 		 * quadratic). */
 		for (size_t k = 0; at > 0 && k < 4096; k++, at--)
-			if (s->e[(s->head + at - 1) & (s->cap - 1)].key <= e.key)
+			if (entry_at(s, at - 1)->key <= e.key)
 				break;
-		if (at > 0 && s->e[(s->head + at - 1) & (s->cap - 1)].key > e.key) {
+		if (at > 0 && entry_at(s, at - 1)->key > e.key) {
 			at = s->n;
 			e.key = s->max_key;
 		}
@@ -451,11 +511,11 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	if (e.key > m->max_key)
 		m->max_key = e.key;
 	e.seq = m->seq++;
-	if (!stream_append(s))
+	if (!stream_append(m, s))
 		return -1;
 	for (size_t k = s->n - 1; k > at; k--)
-		s->e[(s->head + k) & (s->cap - 1)] = s->e[(s->head + k - 1) & (s->cap - 1)];
-	s->e[(s->head + at) & (s->cap - 1)] = e;
+		*entry_at(s, k) = *entry_at(s, k - 1);
+	*entry_at(s, at) = e;
 	m->buffered++;
 	if (!s->heap_pos) {
 		heap_set(m, m->n_heap++, si);
@@ -476,7 +536,7 @@ int ss_merge_release(struct ss_merge *m)
 	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
 	while (m->n_heap) {
 		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
-		if (s->e[s->head].key > mark)
+		if (entry_at(s, 0)->key > mark)
 			break;
 		int rc = release_one(m);
 		if (rc)
@@ -504,14 +564,14 @@ int ss_merge_drain(struct ss_merge *m)
 
 void ss_merge_trim(struct ss_merge *m)
 {
-	for (size_t i = 0; i < m->n_streams; i++) {
-		struct ss_merge_stream *s = &m->streams[i];
-		if (!s->n) {
-			free(s->e);
-			s->e = NULL;
-			s->head = s->cap = 0;
-		}
-	}
+	for (size_t i = 0; i < m->n_streams; i++)
+		if (!m->streams[i].n)
+			stream_release_chunks(m, &m->streams[i]);
+	for (size_t i = 0; i < m->npool; i++)
+		free(m->pool[i]);
+	free(m->pool);
+	m->pool = NULL;
+	m->npool = m->cappool = 0;
 	if (!m->buffered) {
 		free(m->arena);
 		m->arena = NULL;

@@ -61,6 +61,8 @@ struct ss_merge {
 	uint64_t late;          /* records that arrived after later ones were released */
 	uint64_t cached_key;    /* the last stream looked up */
 	uint32_t cached_idx;
+	struct ss_merge_entry **pool; /* chunks no stream uses (merge.c) */
+	size_t npool, cappool;
 };
 
 /* Defaults: 2 s of trace time, 1M records (about 48 MB). */
@@ -81,9 +83,9 @@ int ss_merge_release(struct ss_merge *m);
  * next (the next segment) may be earlier. */
 int ss_merge_drain(struct ss_merge *m);
 
-/* Gives back the memory of the streams that are empty (a dense trace fills
- * them to max_buffered records, about 64 MB): where a recording ends, before
- * the store builds its indexes. */
+/* Gives back the memory of the streams that are empty and of the chunks no
+ * stream uses (a dense trace fills them to max_buffered records, about 64 MB):
+ * where a recording ends, before the store builds its indexes. */
 void ss_merge_trim(struct ss_merge *m);
 
 #endif /* STALLSCOPE_MERGE_H */

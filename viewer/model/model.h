@@ -6,7 +6,8 @@
  *
  * viewer/model/ holds the trackers, the time-order merge in front of them and
  * the interfaces on either side: sources (a trace format's reader) call the
- * functions below; rows go to a sink (sink.h). Nothing here includes sqlite3.h
+ * functions below, or read on a thread of their own through model_pipe.h;
+ * rows go to a sink (sink.h). Nothing here includes sqlite3.h
  * or knows a trace format's bytes. It may depend on schema/ (constants), on
  * viewer/symbolize/ (frames get their names here) and on libc.
  *

@@ -30,6 +30,7 @@
  * late (the merge window), so that a poll or wake of it that arrives after its
  * TERMINATE, or across the cut between two imports, finds its own row. */
 #define MDL_GRAVE_NS SS_MERGE_WINDOW_NS
+#define MDL_KCACHE 1024 /* entries of mdl_recording.kcache (a power of two) */
 
 struct mdl_span {
 	uint64_t ts;
@@ -109,16 +110,20 @@ struct mdl_ghost {
 
 /* The ghosts in the order they ended (a ring), and an open-addressing index
  * from task number to the latest ghost of that number (grave.c; linear
- * probing, backward-shift deletion, at most half full). */
+ * probing, backward-shift deletion, at most half full). The index is built
+ * lazily: only the oldest `indexed` ghosts are in it, the rest are added at the
+ * next lookup (most recordings never look an ended task up, and every ended
+ * task passes through here). */
 struct mdl_grave {
 	struct mdl_ghost *ring;
 	size_t head, n, cap;   /* cap: a power of two or 0 */
-	uint64_t *index;
-	size_t index_cap;      /* 2 * cap */
+	uint64_t *index;       /* NULL until the first lookup */
+	size_t index_cap;      /* 2 * cap once allocated */
+	size_t indexed;        /* ghosts head .. head + indexed - 1 are in the index */
 };
 
 /* The latest ghost of task number `task`, or NULL. */
-struct mdl_ghost *mdl_grave_find(const struct mdl_grave *g, uint64_t task);
+struct mdl_ghost *mdl_grave_find(struct mdl_grave *g, uint64_t task);
 /* Appends a ghost (it becomes the latest of its number); -1 when memory ran out. */
 int mdl_grave_push(struct mdl_grave *g, const struct mdl_ghost *x);
 /* The oldest ghost, or NULL; mdl_grave_pop forgets it (not its `full`). */
@@ -152,6 +157,10 @@ struct mdl_recording {
 	struct ss_hmap threads;  /* thread number -> struct mdl_thread * */
 	struct ss_hmap sampler_threads; /* tid -> struct mdl_thread * */
 	struct ss_hmap tasks;    /* task number -> struct mdl_task * */
+	/* The live tasks looked up last, direct-mapped by number (tasks.c): most
+	 * records name a task of the last few hundred, and a hit costs no probe
+	 * of the map; an entry goes with its task's removal from the map. */
+	struct { uint64_t task; struct mdl_task *k; } kcache[MDL_KCACHE];
 	struct ss_hmap by_id;    /* threads.id -> struct mdl_thread *, while resuming */
 	struct ss_hmap mappings; /* (hash of path+build id, start ^ pgoff) -> mappings.id */
 	bool needs_resume;       /* in the store already; state not loaded yet */
@@ -257,8 +266,11 @@ int mdl_make_worker(struct ss_model *m, struct mdl_thread *t, const char *runtim
 void mdl_free_threads(struct mdl_recording *rc);
 
 /* tasks.c */
-struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task);
+/* A new live task of a number the live tasks do not hold. */
+struct mdl_task *mdl_task_new(struct ss_model *m, uint64_t task);
 struct mdl_task *mdl_task_find(struct ss_model *m, uint64_t task);
+/* Takes k out of the live tasks (the caller frees or buries it). */
+void mdl_task_remove(struct ss_model *m, struct mdl_task *k);
 struct mdl_task *mdl_task_at(struct ss_model *m, uint64_t task, uint64_t ts);
 int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts);
 int mdl_task_flush(struct ss_model *m, struct mdl_task *k, uint64_t end_ts);

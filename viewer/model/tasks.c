@@ -42,24 +42,59 @@ static int evict_idle_tasks(struct ss_model *m)
 			continue;
 		struct mdl_task *k = (struct mdl_task *)(uintptr_t)v;
 		rc = mdl_task_flush(m, k, 0);
-		ss_hmap_del(map, c.keys[i], 0);
+		mdl_task_remove(m, k);
 		free(k);
 	}
 	free(c.keys);
 	return rc;
 }
 
-struct mdl_task *mdl_task_find(struct ss_model *m, uint64_t task)
+static inline size_t kcache_slot(uint64_t task)
 {
-	uint64_t v;
-	return ss_hmap_get(&m->rec->tasks, task, 0, &v) ? (struct mdl_task *)(uintptr_t)v : NULL;
+	return (size_t)((task * 0x9E3779B97F4A7C15ull) >> 32) & (MDL_KCACHE - 1);
 }
 
-struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task)
+struct mdl_task *mdl_task_find(struct ss_model *m, uint64_t task)
 {
-	struct mdl_task *k = mdl_task_find(m, task);
-	if (k)
-		return k;
+	struct mdl_recording *rc = m->rec;
+	size_t i = kcache_slot(task);
+	if (rc->kcache[i].k && rc->kcache[i].task == task)
+		return rc->kcache[i].k;
+	uint64_t v;
+	if (!ss_hmap_get(&rc->tasks, task, 0, &v))
+		return NULL;
+	rc->kcache[i].task = task;
+	rc->kcache[i].k = (struct mdl_task *)(uintptr_t)v;
+	return rc->kcache[i].k;
+}
+
+/* Every change of the map goes through here or put_task: the cache holds
+ * only what the map holds. */
+void mdl_task_remove(struct ss_model *m, struct mdl_task *k)
+{
+	struct mdl_recording *rc = m->rec;
+	size_t i = kcache_slot(k->task);
+	if (rc->kcache[i].k && rc->kcache[i].task == k->task)
+		rc->kcache[i].k = NULL;
+	ss_hmap_del(&rc->tasks, k->task, 0);
+}
+
+static int put_task(struct ss_model *m, struct mdl_task *k)
+{
+	struct mdl_recording *rc = m->rec;
+	size_t i = kcache_slot(k->task);
+	if (ss_hmap_put(&rc->tasks, k->task, 0, (uint64_t)(uintptr_t)k) != 0)
+		return -1;
+	rc->kcache[i].task = k->task;
+	rc->kcache[i].k = k;
+	return 0;
+}
+
+/* Every caller has just found the number absent: a second probe of the map
+ * for it (a cache miss per spawn) is not made. */
+struct mdl_task *mdl_task_new(struct ss_model *m, uint64_t task)
+{
+	struct mdl_task *k;
 	if (m->rec->tasks.len >= m->max_live_tasks && evict_idle_tasks(m) != 0)
 		return NULL;
 	k = calloc(1, sizeof *k);
@@ -69,7 +104,7 @@ struct mdl_task *mdl_task_get(struct ss_model *m, uint64_t task)
 	}
 	k->id = mdl_new_id(m, ID_TASK);
 	k->task = task;
-	if (ss_hmap_put(&m->rec->tasks, task, 0, (uint64_t)(uintptr_t)k) != 0) {
+	if (put_task(m, k) != 0) {
 		free(k);
 		mdl_fail(m);
 		return NULL;
@@ -129,31 +164,42 @@ int mdl_bury(struct ss_model *m, struct mdl_task *k)
 	return 0;
 }
 
+/* The latest ghost of a number; a lookup the index could not be built for
+ * (memory ran out) stops the model rather than mistake an ended task for a new one. */
+static struct mdl_ghost *grave_find(struct ss_model *m, uint64_t task)
+{
+	struct mdl_grave *gy = &m->rec->grave;
+	struct mdl_ghost *g = mdl_grave_find(gy, task);
+	if (!g && gy->n && !gy->index)
+		mdl_fail(m);
+	return g;
+}
+
 struct mdl_task *mdl_task_at(struct ss_model *m, uint64_t task, uint64_t ts)
 {
 	struct mdl_task *live = mdl_task_find(m, task);
 	if (live && (!live->spawn_ts || live->spawn_ts <= ts))
 		return live;
 	/* Before its TERMINATE: an ended task's record that came late. */
-	struct mdl_ghost *g = mdl_grave_find(&m->rec->grave, task);
+	struct mdl_ghost *g = grave_find(m, task);
 	if (g && ts <= g->end_ts)
 		return ghost_task(m, g);
-	return live ? live : mdl_task_get(m, task);
+	return live ? live : mdl_task_new(m, task);
 }
 
 int mdl_task_end(struct ss_model *m, uint64_t task, uint64_t ts)
 {
 	struct mdl_task *k = mdl_task_find(m, task);
 	if (!k) {
-		const struct mdl_ghost *g = mdl_grave_find(&m->rec->grave, task);
+		const struct mdl_ghost *g = grave_find(m, task);
 		if (g && g->end_ts == ts)
 			return 0; /* the same end again (a re-sent record) */
-		if (!(k = mdl_task_get(m, task)))
+		if (!(k = mdl_task_new(m, task)))
 			return -1;
 	}
 	k->end_ts = ts ? ts : 1;
 	int rc = mdl_task_flush(m, k, k->end_ts);
-	ss_hmap_del(&m->rec->tasks, k->task, 0);
+	mdl_task_remove(m, k);
 	if (rc != 0) {
 		free(k);
 		return rc;
@@ -288,6 +334,7 @@ int mdl_tasks_end(struct ss_model *m)
 		ss_hmap_foreach(&m->rec->tasks, pending_wake_cb, &c);
 	ss_hmap_foreach(&m->rec->tasks, flush_task_cb, &c);
 	ss_hmap_free(&m->rec->tasks);
+	memset(m->rec->kcache, 0, sizeof m->rec->kcache);
 	if (bury_end(m) != 0)
 		c.rc = -1;
 	return c.rc;
@@ -309,7 +356,7 @@ int ss_model_restore_task(struct ss_model *m, const struct ss_task_row *t)
 	k->persisted = true;
 	struct mdl_task *old = mdl_task_find(m, k->task);
 	free(old);
-	if (ss_hmap_put(&m->rec->tasks, k->task, 0, (uint64_t)(uintptr_t)k) != 0) {
+	if (put_task(m, k) != 0) {
 		free(k);
 		return mdl_fail(m);
 	}
