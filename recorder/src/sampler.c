@@ -233,9 +233,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	ss_smp.force_per_thread = cfg->per_thread;
 
 	switch (cfg->mode) {
-	case SS_SAMPLER_OFF:
-		ss_smp.mode = SS_SAMPLER_OFF;
-		ss_sampler_note("off: CPU sampling not asked for");
+	case SS_SAMPLER_OFF: /* returned above */
 		break;
 	case SS_SAMPLER_TIMER:
 		start_timer_mode("perf not tried: timer mode asked for");
@@ -519,8 +517,8 @@ void ss_sampler_stop(void)
 {
 	if (!ss_smp.started)
 		return;
-	/* Off from the start: no thread was ever added (see ss_sampler_start). */
-	for (uint32_t i = 0; ss_smp.mode != SS_SAMPLER_OFF && i < ss_smp.nthreads; i++) {
+	/* Off from the start: nthreads is 0 (see ss_sampler_start). */
+	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind != SS_ST_FREE)
 			release(t);
