@@ -63,7 +63,7 @@ struct writer {
 	uint64_t block_first_ts, block_last_ts, block_opened_ns;
 	uint32_t cur_thread;   /* THREAD context in the block, 0 = none yet */
 	uint64_t cur_ts;
-	struct ss_block_zstd z; /* compresses blocks when cfg.compress (else empty) */
+	size_t zstd_max_raw;    /* raw bytes a compressed block may have (writer_blocks.c) */
 
 	/* active segment */
 	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */

@@ -455,9 +455,10 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	wr.metrics_file = cfg->metrics_file ? strdup(cfg->metrics_file) : NULL;
 	wr.cfg.metrics_file = wr.metrics_file;
 	/* Room for the raw buffer grown fourfold; a block that outgrows even that is
-	 * stored uncompressed. */
-	int zrc = cfg->compress ? ss_block_zstd_init(&wr.z, wr.raw_cap * 4, 1) : 0;
-	if (!wr.raw || zrc != 0) {
+	 * stored uncompressed. The compressor is made at the first block that needs
+	 * it (writer_blocks.c). */
+	wr.zstd_max_raw = wr.raw_cap * 4;
+	if (!wr.raw) {
 		snprintf(err, errlen, "out of memory for the writer's buffers");
 		goto fail;
 	}
@@ -524,7 +525,6 @@ fail:
 		ss_segments_close(wr.sg);
 	}
 	free(wr.raw);
-	ss_block_zstd_free(&wr.z);
 	free(wr.metrics_file);
 	memset(&wr, 0, sizeof wr);
 	return -1;
@@ -549,7 +549,6 @@ SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 		ss_archive_stop();
 	ss_segments_close(wr.sg);
 	free(wr.raw);
-	ss_block_zstd_free(&wr.z);
 	/* The metrics file's last version: after the last seal and shipping, with
 	 * stop's cost so far, and before the sampler and the unwinder are released,
 	 * so that it still says which modes the session used and what they did
