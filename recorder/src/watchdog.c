@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,6 +77,7 @@ static struct {
 	uint64_t threshold_ns, tick_ns, slack_ns;
 	struct ss_pool *pool;
 	struct wd_slot *ws;
+	size_t ws_len;
 
 	/* Guards ws: the writer scans a slot it is about to release (below). */
 	pthread_mutex_t smu;
@@ -360,10 +362,16 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	D.pool = ss_pool_get();
 	D.copy = ss_unwind_copy_bytes();
 	D.msg_size = (ss_stall_msg_size(D.copy) + 7) & ~(size_t)7;
-	D.ws = calloc(D.pool->nslots, sizeof *D.ws);
+	/* Zeroed by the kernel page by page as the slots in use reach them (a
+	 * calloc cleared all 256 slots' state, 24 KB, at every start), and the two
+	 * message buffers are written before they are read: their pages are
+	 * touched at the first capture, if any. */
+	D.ws_len = sizeof *D.ws * D.pool->nslots;
+	void *ws = mmap(NULL, D.ws_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	D.ws = ws == MAP_FAILED ? NULL : ws;
 	D.q = calloc(QUEUE_LEN, D.msg_size);
-	D.cap_msg = calloc(1, D.msg_size);
-	D.drain_msg = calloc(1, D.msg_size);
+	D.cap_msg = malloc(D.msg_size);
+	D.drain_msg = malloc(D.msg_size);
 	char why[200] = "";
 	if (!D.ws || !D.q || !D.cap_msg || !D.drain_msg) {
 		snprintf(status, len, "off: out of memory");
@@ -391,7 +399,8 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		 D.copy ? "; registers and stack copies unwound by the writer (see unwind)" : "");
 	return;
 fail:
-	free(D.ws);
+	if (D.ws)
+		munmap(D.ws, D.ws_len);
 	free(D.q);
 	free(D.cap_msg);
 	free(D.drain_msg);
@@ -431,7 +440,7 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	if (D.qdropped)
 		ss_log("%llu stall captures dropped: the writer fell behind",
 		       (unsigned long long)D.qdropped);
-	free(D.ws);
+	munmap(D.ws, D.ws_len);
 	D.ws = NULL;
 	free(D.cap_msg);
 	D.cap_msg = NULL;
