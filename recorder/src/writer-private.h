@@ -45,10 +45,12 @@ SS_INTERNAL int ss_pace_flush_now(const struct ss_pace *p, uint64_t oldest_ns, u
 
 struct writer {
 	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int running;
-	int kicked;
+	/* The writer sleeps in one futex wait on this word with an absolute time;
+	 * a kick or stop bumps it and wakes it. (A condition variable's wait
+	 * re-takes its mutex as contended, so its unlock was a second system call
+	 * every cycle.) */
+	_Atomic uint32_t wake_seq;
+	_Atomic int running;
 	struct ss_pace pace;
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
