@@ -7,6 +7,8 @@
  */
 #include "sampler-private.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -64,6 +66,7 @@ const char *ss_sampler_mode_name(enum ss_sampler_mode m)
 	case SS_SAMPLER_PERF: return "perf";
 	case SS_SAMPLER_TIMER: return "timer";
 	case SS_SAMPLER_OFF: return "off";
+	case SS_SAMPLER_CPU: return "cpu";
 	}
 	return "?";
 }
@@ -85,7 +88,7 @@ int ss_sampler_offcpu_stacks(void)
 
 int ss_sampler_per_cpu(void)
 {
-	return ss_smp.started && ss_smp.percpu;
+	return !ss_smp.started || !ss_smp.percpu ? 0 : ss_smp.cpu_wide ? 2 : 1;
 }
 
 const char *ss_sampler_status(void)
@@ -146,8 +149,9 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	/* A CPU's ring takes every thread that runs there, but only one at a time: it
 	 * needs the room of one thread's ring for samples, more for switches. */
 	uint32_t thread_pages = ss_smp.perf_pages;
-	/* Every thread of the process writes there, followed or not: even a ring
-	 * asked to be tiny (tests provoking losses) keeps room for some of each. */
+	/* Every thread of the process (of the machine, cpu_wide) writes there,
+	 * followed or not: even a ring asked to be tiny (tests provoking losses)
+	 * keeps room for some of each. */
 	uint32_t floor = cfg->perf_pages ? 16 : ss_perf_mlock_unlimited() ? 128 : 64;
 	if (ss_smp.perf_pages < floor)
 		ss_smp.perf_pages = floor;
@@ -166,6 +170,17 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 			ss_smp.perf_pages = want;
 	}
 	char why[300];
+	/* Per CPU for every process first where permitted: no event of ours is
+	 * switched with our threads (sampler_percpu.c). */
+	if (cfg->mode == SS_SAMPLER_CPU || cfg->mode == SS_SAMPLER_AUTO) {
+		int w = ss_percpu_open_wide(why, sizeof why);
+		if (w == 0) {
+			ss_sampler_note("events per CPU for every process, this one's kept (%s), ring "
+					"%u+1 pages per CPU", why, ss_smp.perf_pages);
+			return;
+		}
+		ss_sampler_note("per-CPU events of every process refused: %s", why);
+	}
 	int r = ss_percpu_open(why, sizeof why);
 	if (r == 0) {
 		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
@@ -239,6 +254,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		start_timer_mode("perf not tried: timer mode asked for");
 		break;
 	case SS_SAMPLER_AUTO:
+	case SS_SAMPLER_CPU:
 	case SS_SAMPLER_PERF: {
 		char why[300];
 		if (ss_perf_probe(cfg->offcpu, why, sizeof why) == 0) {
@@ -246,7 +262,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 			/* why holds the details of what perf granted */
 			ss_sampler_note("perf: %s", why);
 			start_percpu(cfg);
-		} else if (cfg->mode == SS_SAMPLER_AUTO) {
+		} else if (cfg->mode == SS_SAMPLER_AUTO || cfg->mode == SS_SAMPLER_CPU) {
 			char w2[340];
 			snprintf(w2, sizeof w2, "perf refused: %s", why);
 			start_timer_mode(w2);
@@ -523,6 +539,9 @@ void ss_sampler_stop(void)
 		if (t->kind != SS_ST_FREE)
 			release(t);
 	}
+	if (ss_smp.cpu_wide && ss_smp.stats.foreign)
+		ss_log("sampler: %llu samples and switch records of other processes dropped",
+		       (unsigned long long)ss_smp.stats.foreign);
 	ss_percpu_close();
 	ss_timer_fini();
 	ss_build_id_cache_clear();

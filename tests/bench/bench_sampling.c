@@ -579,6 +579,37 @@ static uint64_t e_drain(void **rings, int n, size_t ring_len)
 	return samples;
 }
 
+/* As e_drain, counting records of this process (recs[0]) and of others (recs[1]):
+ * samples by their pid, CPU-wide switch records by the task switching. */
+static void f_drain(void **rings, int n, size_t ring_len, uint64_t recs[2])
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t size = ring_len - (uint64_t)pg;
+	uint32_t me = (uint32_t)getpid();
+	for (int c = 0; c < n; c++) {
+		struct perf_event_mmap_page *mp = rings[c];
+		const unsigned char *data = (const unsigned char *)rings[c] + pg;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
+		while (tail < head) {
+			struct perf_event_header h;
+			uint32_t pid = 0;
+			uint64_t off = tail % size;
+			memcpy(&h, data + off, sizeof h); /* 8-aligned: never split */
+			if (h.size < sizeof h)
+				break;
+			uint64_t at = h.type == PERF_RECORD_SAMPLE ? 16 :
+				      h.type == PERF_RECORD_SWITCH_CPU_WIDE ? 8 : UINT64_MAX;
+			if (at != UINT64_MAX && h.size >= sizeof h + at + 4) {
+				uint64_t p = (off + sizeof h + at) % size;
+				memcpy(&pid, data + p, 4);
+				recs[pid != me]++;
+			}
+			tail += h.size;
+		}
+		__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	}
+}
+
 static _Atomic int e_done;
 
 static int part_e(uint64_t iters, int rounds)
@@ -653,7 +684,7 @@ static int part_e(uint64_t iters, int rounds)
 
 /* ---- (f): the kernel's part of a switch --------------------------------------- */
 
-#define F_CONFS 4
+#define F_CONFS 7
 
 static _Atomic int f_turn;
 static int f_trips;
@@ -674,16 +705,75 @@ static void *f_player(void *arg)
 	return NULL;
 }
 
+/* Per CPU for every process (pid -1, cpu N: the events live in the CPU's context
+ * and are never scheduled in or out at a switch), cpu-clock at 999 Hz with call
+ * chains and CPU-wide switch records (PERF_RECORD_SWITCH_CPU_WIDE, next/prev
+ * pid/tid) in one event; with stacks, a context-switches event sampling every
+ * switch-out with bp, sp, ip and 1 KiB of stack. What `perf record -a` opens. */
+static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *nfds)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > E_MAX_CPUS)
+		ncpu = E_MAX_CPUS;
+	long pg = sysconf(_SC_PAGESIZE);
+	*rl = (size_t)(256 + 1) * (size_t)pg;
+	*nfds = 0;
+	for (long c = 0; c < ncpu; c++) {
+		struct perf_event_attr a;
+		e_attr(&a, PERF_COUNT_SW_CPU_CLOCK);
+		a.inherit = a.inherit_thread = 0;
+		a.sample_period = 1001001;
+		a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
+		a.exclude_hv = 1;
+		a.context_switch = 1;
+		int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		void *r = fd < 0 ? MAP_FAILED : mmap(NULL, *rl, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (r == MAP_FAILED) {
+			if (fd >= 0)
+				close(fd);
+			for (long k = 0; k < c; k++)
+				munmap(rings[k], *rl);
+			return -1;
+		}
+		rings[c] = r;
+		fds[(*nfds)++] = fd;
+		if (!stacks)
+			continue;
+		a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		a.context_switch = 0;
+		a.sample_period = 1;
+		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+				PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+				     (1ull << PERF_REG_X86_IP);
+		a.sample_stack_user = 1024;
+		int fd2 = (int)syscall(SYS_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd2 < 0 || ioctl(fd2, PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
+			if (fd2 >= 0)
+				close(fd2);
+			for (long k = 0; k <= c; k++)
+				munmap(rings[k], *rl);
+			return -1;
+		}
+		fds[(*nfds)++] = fd2;
+	}
+	return (int)ncpu;
+}
+
 /* conf 1: cpu-clock + switch records; 2: + context-switches counting only;
- * 3: + a sample at each switch-out with bp, sp, ip and 1 KiB of stack. */
+ * 3: + a sample at each switch-out with bp, sp, ip and 1 KiB of stack;
+ * 4: cpu-clock alone (the share of the switch records in 1); 5 and 6: per CPU
+ * for every process, as 1 and 3. */
 static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 {
+	if (conf >= 5)
+		return f_open_cpu_wide(conf == 6, fds, rings, rl, nfds);
 	int n = e_open(2, fds, rings, rl); /* cpu-clock with call chains */
 	if (n < 0)
 		return -1;
 	*nfds = n;
 	/* e_open's events have no switch records: these ones do. */
-	for (int c = 0; c < n; c++) {
+	for (int c = 0; c < n && conf != 4; c++) {
 		struct perf_event_attr a;
 		e_attr(&a, PERF_COUNT_SW_DUMMY);
 		a.context_switch = 1;
@@ -714,8 +804,11 @@ static int part_f(int rounds)
 {
 	static const char *names[F_CONFS] = { "no events", "cpu-clock + switch records",
 					      "+ context-switches event, counting only",
-					      "+ sample per switch-out, regs + 1 KiB stack" };
-	double us[F_CONFS][50];
+					      "+ sample per switch-out, regs + 1 KiB stack",
+					      "cpu-clock alone, no switch records",
+					      "per CPU, all processes: cpu-clock + switches",
+					      "per CPU, all processes: + switch-out samples" };
+	double us[F_CONFS][50], other[F_CONFS][50];
 	f_trips = 20000;
 	char load[128];
 	read_load(load, sizeof load);
@@ -726,6 +819,7 @@ static int part_f(int rounds)
 		for (int i = 0; i < F_CONFS; i++) {
 			int conf = (i + r) % F_CONFS;
 			int fds[4 * E_MAX_CPUS], nfds = 0, n = 0;
+			uint64_t recs[2] = { 0, 0 };
 			void *rings[E_MAX_CPUS];
 			size_t rl = 0;
 			if (conf && (n = f_open(conf, fds, rings, &rl, &nfds)) < 0) {
@@ -738,18 +832,21 @@ static int part_f(int rounds)
 				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
 			atomic_store(&f_turn, 0);
 			pthread_t th[2];
-			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
 			for (int k = 0; k < 2; k++)
 				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
 			for (int done = 0; !done;) {
 				struct timespec ts = { 0, 10000000L };
 				nanosleep(&ts, NULL);
 				if (n)
-					e_drain(rings, n, rl);
+					f_drain(rings, n, rl, recs);
 				done = pthread_tryjoin_np(th[0], NULL) == 0;
 			}
 			pthread_join(th[1], NULL);
 			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			if (n)
+				f_drain(rings, n, rl, recs);
+			other[conf][r] = (double)recs[1] / ((double)(now_ns() - w0) / 1e9);
 			for (int k = 0; k < n; k++)
 				munmap(rings[k], rl);
 			for (int k = 0; k < nfds; k++)
@@ -760,7 +857,11 @@ static int part_f(int rounds)
 	double base = median(us[0], rounds);
 	for (int c = 0; c < F_CONFS; c++) {
 		double m = median(us[c], rounds);
-		printf("  %-44s %6.2f us CPU per switch (%+5.2f)\n", names[c], m, m - base);
+		printf("  %-44s %6.2f us CPU per switch (%+5.2f)", names[c], m, m - base);
+		if (c >= 5)
+			printf(", other processes' records %.0f a second",
+			       median(other[c], rounds));
+		printf("\n");
 	}
 	return 0;
 }
