@@ -281,7 +281,8 @@ SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 		ss_percpu_close();
 		return rc;
 	}
-	qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
+	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
+		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
 	ss_smp.percpu = 1;
 	ss_smp.pc_hash_dirty = 1;
 	if (ss_smp.enabled)
@@ -354,7 +355,8 @@ SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
 		ss_percpu_close();
 		return rc;
 	}
-	qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
+	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
+		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
 	ss_smp.percpu = 1;
 	ss_smp.cpu_wide = 1;
 	ss_smp.pc_hash_dirty = 1;
