@@ -246,6 +246,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	ss_smp.offcpu_copy = 0; /* the registers' layout is known for x86-64 only */
 #endif
 	ss_smp.force_per_thread = cfg->per_thread;
+	ss_smp.no_bpf_filter = cfg->no_bpf_filter;
 
 	switch (cfg->mode) {
 	case SS_SAMPLER_OFF: /* returned above */

@@ -72,6 +72,9 @@ struct ss_sampler_config {
 	/* Events of each thread's own instead of the process's per-CPU ones (the
 	 * fallback, forced: tests, comparisons). */
 	int per_thread;
+	/* Per-CPU events of every process without the kernel-side pid filter (the
+	 * fallback where BPF is refused, forced: tests). */
+	int no_bpf_filter;
 };
 
 #define SS_OFFCPU_COPY_DEFAULT 1024

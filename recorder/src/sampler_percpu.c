@@ -292,21 +292,36 @@ SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 	return 0;
 }
 
+/* The filter on the event opened last; a refusal leaves it unfiltered (the
+ * drain drops by pid either way) and is said once. */
+static void filter_last(int prog, uint32_t *filtered)
+{
+	if (prog < 0)
+		return;
+	int r = ss_bpf_attach(ss_smp.pc_fds[ss_smp.pc_nfds - 1], prog);
+	if (r == 0)
+		(*filtered)++;
+}
+
 /* One CPU of the machine-wide set: cpu-clock with CPU-wide switch records, and
  * the switch-out sampler where off-CPU stacks are on, both into the CPU's ring. */
-static int open_cpu_wide(uint32_t cpu, char *why, size_t len)
+static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, size_t len)
 {
 	struct perf_event_attr a;
 	uint64_t id;
 	ss_perf_attr_clock(&a);
 	a.mmap = a.mmap2 = a.comm = 0;
 	int r = open_one(&a, UINT32_MAX, cpu, &id, why, len);
-	if (r != 0 || !ss_smp.offcpu)
+	if (r != 0)
 		return r;
+	filter_last(prog, filtered);
+	if (!ss_smp.offcpu)
+		return 0;
 	ss_perf_attr_cs(&a);
 	r = open_one(&a, UINT32_MAX, cpu, &id, why, len);
 	if (r != 0)
 		return r;
+	filter_last(prog, filtered);
 	uint64_t *n = realloc(ss_smp.pc_cs_ids, (ss_smp.pc_ncs + 1) * sizeof *n);
 	if (!n) {
 		snprintf(why, len, "out of memory");
@@ -336,10 +351,16 @@ SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
 	}
 	ss_smp.pc_pid = (uint32_t)getpid();
 	ss_smp.pc_cpus_off = 0;
+	char fwhy[200] = "";
+	int prog = -1;
+	if (ss_smp.no_bpf_filter)
+		snprintf(fwhy, sizeof fwhy, "no BPF filter (asked)");
+	else
+		prog = ss_bpf_pid_filter(ss_smp.pc_pid, fwhy, sizeof fwhy);
 	int rc = 0;
-	uint32_t opened = 0;
+	uint32_t opened = 0, filtered = 0;
 	for (uint32_t c = 0; c < ss_smp.ncpu_rings && rc == 0; c++) {
-		rc = open_cpu_wide(c, why, len);
+		rc = open_cpu_wide(c, prog, &filtered, why, len);
 		if (rc == -ENODEV && !ss_smp.cpus[c].ring) {
 			ss_smp.pc_cpus_off++; /* offline now */
 			rc = 0;
@@ -351,6 +372,8 @@ SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
 		snprintf(why, len, "no CPU online");
 		rc = -ENODEV;
 	}
+	if (prog >= 0)
+		close(prog); /* the events hold it */
 	if (rc != 0) {
 		ss_percpu_close();
 		return rc;
@@ -359,14 +382,23 @@ SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
 		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
 	ss_smp.percpu = 1;
 	ss_smp.cpu_wide = 1;
+	ss_smp.pc_filtered = filtered == ss_smp.pc_nfds;
 	ss_smp.pc_hash_dirty = 1;
 	if (ss_smp.enabled)
 		ss_percpu_enable(1);
+	char off[64] = "";
 	if (ss_smp.pc_cpus_off)
-		snprintf(why, len, "%u CPUs, %u offline (not covered if onlined), %u fds", opened,
-			 ss_smp.pc_cpus_off, ss_smp.pc_nfds);
+		snprintf(off, sizeof off, ", %u offline (not covered if onlined)", ss_smp.pc_cpus_off);
+	char flt[260];
+	if (ss_smp.pc_filtered)
+		snprintf(flt, sizeof flt, "other processes' samples dropped in the kernel (BPF)");
+	else if (prog < 0)
+		snprintf(flt, sizeof flt, "other processes' samples taken and dropped here: %s", fwhy);
 	else
-		snprintf(why, len, "%u CPUs, %u fds", opened, ss_smp.pc_nfds);
+		snprintf(flt, sizeof flt, "other processes' samples taken and dropped here: "
+			 "PERF_EVENT_IOC_SET_BPF refused on %u of %u events",
+			 ss_smp.pc_nfds - filtered, ss_smp.pc_nfds);
+	snprintf(why, len, "%u CPUs%s, %u fds, %s", opened, off, ss_smp.pc_nfds, flt);
 	return 0;
 }
 

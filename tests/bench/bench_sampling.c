@@ -27,6 +27,8 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
+ *       One more: full recording with STALLSCOPE_SAMPLER=perf (the process's own
+ *       events instead of auto's per-CPU events of every process where permitted).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -48,7 +50,7 @@
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
  *        and (e)'s and (f)'s; (e) and (f) run after (a)+(b), or alone with
- *        SECONDS -1)
+ *        SECONDS -1; (d) alone with SECONDS -2)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -428,7 +430,7 @@ static int part_d(const char *runtime, const char *other, int rounds)
 			   (char *)"--drain", (char *)"60", NULL };
 	/* The two rows after perf's split full recording's cost: the hooks alone,
 	 * and sampling with switch records but no stack at each switch-out. */
-	struct dconf sc[6] = {
+	struct dconf sc[7] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
@@ -436,9 +438,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_CPU_SAMPLING=0" },
 		{ .name = "sampling, OFFCPU_STACKS=off", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
+		{ .name = "full, SAMPLER=perf (own events)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_SAMPLER=perf" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 6 : 5;
+	int nsc = other ? 7 : 6;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -466,8 +470,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, split: hooks only add %.3f s, sampling without off-CPU stacks %.3f s, "
 	       "full %.3f s (off-CPU stacks %.3f s of it)\n", sc[3].med - sc[0].med,
 	       sc[4].med - sc[0].med, full, sc[1].med - sc[4].med);
+	printf("  steady, this build: full recording with the process's own events "
+	       "(STALLSCOPE_SAMPLER=perf) adds %.3f s (full / perf %.4f)\n", sc[5].med - sc[0].med,
+	       perf > 0 ? (sc[5].med - sc[0].med) / perf : 0.0);
 	if (other) {
-		double of = sc[5].med - sc[0].med;
+		double of = sc[6].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}
@@ -882,6 +889,8 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < -1.5)
+		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
 		return part_e(iters, rounds) != 0 || part_f(rounds) != 0;
 

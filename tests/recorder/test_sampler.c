@@ -940,10 +940,12 @@ static void bystander_stop(pid_t pid)
  * reach the sink. Mappings are not among them: these events ask for no MMAP2
  * (every process's mmap would make one); the writer's watch of the loader
  * covers dlopen (test_sampling). */
-static void part_cpu_wide(void)
+static void part_cpu_wide(int no_bpf)
 {
-	printf("cpu mode: per-CPU events of every process\n");
+	printf("cpu mode: per-CPU events of every process%s\n",
+	       no_bpf ? ", no BPF filter (forced: other processes' samples dropped by the drain)" : "");
 	struct ss_sampler_config c = cfg_of(SS_SAMPLER_CPU, 0, 0, 0);
+	c.no_bpf_filter = no_bpf;
 	ss_sampler_start(&c, status, sizeof status);
 	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
 	col_reset();
@@ -955,6 +957,8 @@ static void part_cpu_wide(void)
 		return;
 	}
 	CHECK(ss_sampler_mode() == SS_SAMPLER_PERF, "cpu mode runs as perf");
+	CHECK(!no_bpf || strstr(status, "samples taken and dropped here: no BPF filter (asked)"),
+	      "forced unfiltered events not said: %s", status);
 	pid_t by = bystander_start();
 	part_stacks("cpu");
 	part_sleep();
@@ -974,6 +978,8 @@ static void part_cpu_wide(void)
 	CHECK(st.foreign > 0, "no record of another process seen (the bystander ran beside us)");
 	CHECK(leaked == 0, "another process's records reached the sink");
 	ss_sampler_stop();
+	if (no_bpf)
+		return; /* the rest does not depend on the filter */
 	c = cfg_of(SS_SAMPLER_CPU, 20000, 1, 0);
 	ss_sampler_start(&c, status, sizeof status);
 	col_reset();
@@ -1128,7 +1134,8 @@ int main(void)
 		ss_sampler_stop();
 		offcpu_copy = 0;
 
-		part_cpu_wide();
+		part_cpu_wide(0);
+		part_cpu_wide(1);
 		part_cpu_refused();
 	}
 
