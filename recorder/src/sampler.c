@@ -170,9 +170,12 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 			ss_smp.perf_pages = want;
 	}
 	char why[300];
-	/* Per CPU for every process first where permitted: no event of ours is
-	 * switched with our threads (sampler_percpu.c). */
-	if (cfg->mode == SS_SAMPLER_CPU || cfg->mode == SS_SAMPLER_AUTO) {
+	/* Per CPU for every process, asked for: no event of ours is switched with
+	 * our threads (sampler_percpu.c). Not AUTO's choice: it puts a 999 Hz timer
+	 * interrupt on every CPU and switch records on every process's switches, and
+	 * on the shared test machine the steady run's figures did not show it
+	 * cheaper for the recorded process either (README, bench_sampling). */
+	if (cfg->mode == SS_SAMPLER_CPU) {
 		int w = ss_percpu_open_wide(why, sizeof why);
 		if (w == 0) {
 			ss_sampler_note("events per CPU for every process, this one's kept (%s), ring "

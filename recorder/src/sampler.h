@@ -40,8 +40,9 @@ enum ss_sampler_mode {
 	SS_SAMPLER_PERF,
 	SS_SAMPLER_TIMER,
 	SS_SAMPLER_OFF,
-	/* Asked for only: per-CPU events of the whole machine filtered to this
-	 * process (sampler_percpu.c), else what AUTO does; PERF once started. */
+	/* Asked for only (AUTO never picks it): per-CPU events of the whole machine
+	 * filtered to this process (sampler_percpu.c), else what AUTO does; PERF
+	 * once started. */
 	SS_SAMPLER_CPU,
 };
 

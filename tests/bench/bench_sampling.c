@@ -27,8 +27,8 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
- *       One more: full recording with STALLSCOPE_SAMPLER=perf (the process's own
- *       events instead of auto's per-CPU events of every process where permitted).
+ *       One more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
+ *       every process, filtered to this one, instead of the process's own).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -438,8 +438,8 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_CPU_SAMPLING=0" },
 		{ .name = "sampling, OFFCPU_STACKS=off", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
-		{ .name = "full, SAMPLER=perf (own events)", .runtime = runtime, .recorded = 1,
-		  .env = "STALLSCOPE_SAMPLER=perf" },
+		{ .name = "full, SAMPLER=cpu (all processes)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_SAMPLER=cpu" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
 	int nsc = other ? 7 : 6;
@@ -470,8 +470,8 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, split: hooks only add %.3f s, sampling without off-CPU stacks %.3f s, "
 	       "full %.3f s (off-CPU stacks %.3f s of it)\n", sc[3].med - sc[0].med,
 	       sc[4].med - sc[0].med, full, sc[1].med - sc[4].med);
-	printf("  steady, this build: full recording with the process's own events "
-	       "(STALLSCOPE_SAMPLER=perf) adds %.3f s (full / perf %.4f)\n", sc[5].med - sc[0].med,
+	printf("  steady, this build: full recording with per-CPU events of every process "
+	       "(STALLSCOPE_SAMPLER=cpu) adds %.3f s (full / perf %.4f)\n", sc[5].med - sc[0].med,
 	       perf > 0 ? (sc[5].med - sc[0].med) / perf : 0.0);
 	if (other) {
 		double of = sc[6].med - sc[0].med;

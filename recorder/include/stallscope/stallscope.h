@@ -54,11 +54,10 @@ struct stallscope_config {
 	int32_t task_dump_enabled;     /* 1 record idle-task backtraces (0) */
 	uint32_t task_dump_idle_threshold_ms; /* mean idle time before a dump (10) */
 	const char *metrics_file;      /* Prometheus textfile, rewritten every 10 s (NULL) */
-	int32_t sampler;               /* STALLSCOPE_SAMPLER_AUTO (_CPU where permitted, else
-					* _PERF, else the timer), _PERF (events of this
-					* process's threads), _CPU (per-CPU events of every
-					* process, this one's records kept, else as AUTO),
-					* _TIMER or _OFF (AUTO) */
+	int32_t sampler;               /* STALLSCOPE_SAMPLER_AUTO (_PERF, else the timer),
+					* _PERF (events of this process's threads), _CPU
+					* (per-CPU events of every process, this one's
+					* records kept; else as AUTO), _TIMER or _OFF (AUTO) */
 	int32_t offcpu_stacks;         /* stacks at every switch-out where permitted:
 					* STALLSCOPE_OFFCPU_AUTO, _ON or _OFF (AUTO) */
 	int32_t sample_all_threads;    /* 1 sample every thread that made a hook, not only
