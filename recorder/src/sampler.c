@@ -21,6 +21,22 @@
 
 SS_INTERNAL struct ss_sampler_state ss_smp;
 static _Atomic int published_mode = SS_SAMPLER_OFF; /* for other threads */
+static _Atomic uint64_t published_foreign;          /* all sessions' stats.foreign */
+static uint64_t foreign_said;                        /* this session's part of it */
+
+uint64_t ss_sampler_foreign_total(void)
+{
+	return atomic_load_explicit(&published_foreign, memory_order_relaxed);
+}
+
+static void publish_foreign(void)
+{
+	if (ss_smp.stats.foreign > foreign_said) {
+		atomic_fetch_add_explicit(&published_foreign, ss_smp.stats.foreign - foreign_said,
+					  memory_order_relaxed);
+		foreign_said = ss_smp.stats.foreign;
+	}
+}
 
 SS_INTERNAL const char *ss_errno_name(int err)
 {
@@ -214,6 +230,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		return;
 	}
 	memset(&ss_smp, 0, sizeof ss_smp);
+	foreign_said = 0;
 	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
 		ss_smp.threads[i].fd_clock = -1;
 		ss_smp.threads[i].fd_cs = -1;
@@ -458,6 +475,7 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 	if (!ss_smp.percpu)
 		return;
 	ss_percpu_drain(sink);
+	publish_foreign();
 	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_PERCPU && t->closing)

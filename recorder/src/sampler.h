@@ -150,6 +150,9 @@ enum ss_sampler_mode ss_sampler_mode(void); /* PERF, TIMER or OFF after start */
  * the end of ss_sampler_start() and reset to OFF by ss_sampler_stop(). */
 enum ss_sampler_mode ss_sampler_mode_published(void);
 const char *ss_sampler_mode_name(enum ss_sampler_mode m);
+/* Other processes' records dropped over the life of the process (every session),
+ * readable from any thread (the metrics); published by each drain. */
+uint64_t ss_sampler_foreign_total(void);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
 /* 1 when perf follows the process with per-CPU inherited events, 2 with per-CPU

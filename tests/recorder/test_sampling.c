@@ -622,6 +622,14 @@ int main(void)
 		CHECK(!strcmp(s.mode, "perf"), "cpu mode, META mode %s", s.mode);
 		check_spin(&s, "cpu");
 		check_sleeps(&s);
+		/* Other processes ran meanwhile (this test's own make, the shell, the
+		 * kernel's threads: at least their switches): counted, never written. */
+		static char mt[65536];
+		stallscope_metrics_text(mt, sizeof mt);
+		const char *f = strstr(mt, "\nstallscope_sampler_foreign_records_total ");
+		unsigned long long fr = f ? strtoull(f + 42, NULL, 10) : 0;
+		printf("  cpu: stallscope_sampler_foreign_records_total %llu\n", fr);
+		CHECK(f && fr > 0, "no other process's record counted in the metric");
 		ran++;
 	} else {
 		CHECK(strstr(s.sampler, "per-CPU events of every process refused") || strcmp(s.mode, "perf"),
