@@ -47,6 +47,13 @@
  *       (its presence); + a sample at every switch-out with the registers and
  *       1 KiB of stack (the recorder's off-CPU stacks). Prints CPU per switch.
  *
+ *   (g) what another process pays: (f)'s futex pair in a child process while this
+ *       one holds (f)'s events with a sample per switch-out: none; this
+ *       process's own (inherited: the child has none); per CPU for every process
+ *       without and with the recorder's BPF pid filter (sampler_bpf.c). Prints
+ *       the child's CPU per switch and how many records of other processes
+ *       reached our rings a second.
+ *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
  *        and (e)'s and (f)'s; (e) and (f) run after (a)+(b), or alone with
@@ -77,6 +84,7 @@
 #include <unistd.h>
 
 #include "segment_reader.h"
+#include "sampler-private.h" /* ss_bpf_pid_filter, for (g) */
 
 #include "bench_util.h"
 
@@ -873,6 +881,102 @@ static int part_f(int rounds)
 	return 0;
 }
 
+/* ---- (g): what another process pays ---------------------------------------- */
+
+#define G_CONFS 4
+
+/* The futex pair of (f) in a child process; its CPU per switch, -1 on failure. */
+static double g_bystander(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		atomic_store(&f_turn, 0);
+		pthread_t th[2];
+		for (int k = 0; k < 2; k++)
+			pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+		for (int k = 0; k < 2; k++)
+			pthread_join(th[k], NULL);
+		_exit(0);
+	}
+	return (double)pid;
+}
+
+static int part_g(int rounds)
+{
+	static const char *names[G_CONFS] = {
+		"no events", "this process's own events (inherited)",
+		"per CPU, all processes, no filter", "per CPU, all processes, BPF pid filter" };
+	double us[G_CONFS][50], other[G_CONFS][50];
+	f_trips = 20000;
+	char load[128];
+	read_load(load, sizeof load);
+	printf("(g) what another process pays: (f)'s futex pair in a child process while this one "
+	       "holds cpu-clock + switch records + a sample per switch-out (regs + 1 KiB stack); "
+	       "%d rounds, order rotated (load average at start: %s)\n", rounds, load);
+	char why[200] = "";
+	int prog = ss_bpf_pid_filter((uint32_t)getpid(), why, sizeof why);
+	if (prog < 0)
+		printf("  (BPF filter refused: %s; its row is unfiltered)\n", why);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < G_CONFS; i++) {
+			int conf = (i + r) % G_CONFS;
+			int fds[4 * E_MAX_CPUS], nfds = 0, n = 0;
+			void *rings[E_MAX_CPUS];
+			size_t rl = 0;
+			uint64_t recs[2] = { 0, 0 };
+			if (conf && (n = f_open(conf == 1 ? 3 : 6, fds, rings, &rl, &nfds)) < 0) {
+				printf("  SKIP (g): perf_event_open refused: %s\n", strerror(errno));
+				for (int k = 0; k < nfds; k++)
+					close(fds[k]);
+				if (prog >= 0)
+					close(prog);
+				return 0;
+			}
+			for (int k = 0; k < nfds && conf == 3 && prog >= 0; k++)
+				ss_bpf_attach(fds[k], prog);
+			for (int k = 0; k < nfds; k++)
+				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
+			uint64_t w0 = now_ns();
+			pid_t pid = (pid_t)g_bystander();
+			int st = 0;
+			struct rusage ru;
+			memset(&ru, 0, sizeof ru);
+			for (int done = 0; pid > 0 && !done;) {
+				struct timespec ts = { 0, 10000000L };
+				nanosleep(&ts, NULL);
+				if (n)
+					f_drain(rings, n, rl, recs);
+				done = wait4(pid, &st, WNOHANG, &ru) == pid;
+			}
+			if (n)
+				f_drain(rings, n, rl, recs);
+			double wall = (double)(now_ns() - w0) / 1e9;
+			for (int k = 0; k < n; k++)
+				munmap(rings[k], rl);
+			for (int k = 0; k < nfds; k++)
+				close(fds[k]);
+			double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+				     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+			us[conf][r] = cpu * 1e6 / (2.0 * f_trips);
+			other[conf][r] = (double)recs[1] / wall;
+		}
+	}
+	if (prog >= 0)
+		close(prog);
+	double base = median(us[0], rounds);
+	for (int c = 0; c < G_CONFS; c++) {
+		double m = median(us[c], rounds);
+		printf("  %-40s bystander %6.2f us CPU per switch (%+5.2f)", names[c], m, m - base);
+		if (c >= 2)
+			printf(", other processes' records in our rings %.0f a second",
+			       median(other[c], rounds));
+		printf("\n");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -892,7 +996,7 @@ int main(int argc, char **argv)
 	if (seconds < -1.5)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
-		return part_e(iters, rounds) != 0 || part_f(rounds) != 0;
+		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -939,7 +1043,7 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
-	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0)
+	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0)
 		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
