@@ -272,12 +272,17 @@ void sb_mapping(struct sb *b, uint64_t start, uint64_t end, uint64_t pgoff, cons
 
 void sb_stack(struct sb *b, uint64_t id, const uint64_t *pcs, size_t n)
 {
+	sb_stack_kernel(b, id, pcs, n, 0);
+}
+
+void sb_stack_kernel(struct sb *b, uint64_t id, const uint64_t *pcs, size_t n, size_t nkernel)
+{
 	uint8_t body[SS_MAX_STACK_FRAMES * 10 + 32];
 	size_t k = 0;
-	if (n > SS_MAX_STACK_FRAMES)
+	if (n > SS_MAX_STACK_FRAMES || nkernel > n)
 		abort();
 	k += ss_put_varint(body + k, id);
-	k += ss_put_varint(body + k, 0);
+	k += ss_put_varint(body + k, nkernel);
 	k += ss_put_varint(body + k, n);
 	for (size_t i = 0; i < n; i++)
 		k += ss_put_varint(body + k, pcs[i]);

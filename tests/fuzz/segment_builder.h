@@ -57,6 +57,8 @@ void sb_mapping(struct sb *b, uint64_t start, uint64_t end, uint64_t pgoff, cons
 		size_t build_id_len, const char *path);
 /* A STACK of n user addresses, leaf first. */
 void sb_stack(struct sb *b, uint64_t id, const uint64_t *pcs, size_t n);
+/* The same with the first nkernel of pcs kernel addresses. */
+void sb_stack_kernel(struct sb *b, uint64_t id, const uint64_t *pcs, size_t n, size_t nkernel);
 /* A CPU SAMPLE of thread (0 = none defined) / tid at absolute ts, weight 1000 ns. */
 void sb_cpu_sample(struct sb *b, uint64_t thread, uint64_t tid, uint64_t ts, uint64_t stack);
 /* A length-prefixed record with an arbitrary body. */

@@ -1008,8 +1008,10 @@ struct symrun {
 	int line[3];
 };
 
-static void seg_with_stack(const char *file, const struct symrun *s, const char *map_path, const uint8_t *bid,
-			   size_t bid_len)
+/* kernel: the stack starts with two kernel frames (a sample taken in the
+ * kernel), so its user leaf is the pc the kernel interrupted. */
+static void seg_with_stack_k(const char *file, const struct symrun *s, const char *map_path, const uint8_t *bid,
+			     size_t bid_len, bool kernel)
 {
 	struct sb_header h = { .session_id = 99, .pid = 1, .exe = map_path, .hostname = "h", .boot_id = "x",
 			       .start_ts = 1000 };
@@ -1018,8 +1020,11 @@ static void seg_with_stack(const char *file, const struct symrun *s, const char 
 	sb_begin_block(&b);
 	defs(&b);
 	sb_mapping(&b, s->lo, s->hi, s->off, bid, bid_len, map_path);
-	uint64_t pcs[3] = { s->pc[0], s->pc[1], s->pc[2] };
-	sb_stack(&b, 1, pcs, 3);
+	uint64_t pcs[5] = { 0xffffffff81000100ull, 0xffffffff81000200ull, s->pc[0], s->pc[1], s->pc[2] };
+	if (kernel)
+		sb_stack_kernel(&b, 1, pcs, 5, 2);
+	else
+		sb_stack(&b, 1, pcs + 2, 3);
 	thread_def_open(&b, 1, 0, 0, 0);
 	sb_thread(&b, 1, 2000);
 	sb_event(&b, SS_REC_POLL_BEGIN, 2000, 2, (uint64_t)5, (uint64_t)2);
@@ -1029,6 +1034,35 @@ static void seg_with_stack(const char *file, const struct symrun *s, const char 
 	sb_footer(&b, SS_SEALED_WRITER, 0);
 	spit(file, b.buf, b.len);
 	sb_free(&b);
+}
+
+static void seg_with_stack(const char *file, const struct symrun *s, const char *map_path, const uint8_t *bid,
+			   size_t bid_len)
+{
+	seg_with_stack_k(file, s, map_path, bid, bid_len, false);
+}
+
+/* The user leaf below two kernel frames: looked up at its own address (not
+ * address - 1, as the return addresses above it are), named. */
+static void check_user_leaf(const char *db, const struct symrun *s, const char *what)
+{
+	sqlite3 *d = opendb(db);
+	char *row = qs(d, "SELECT coalesce(function, '') || '|' || rel_pc FROM callsite_frames WHERE callsite_id ="
+			  " (SELECT callsite_id FROM samples) AND depth = 2");
+	char want[128];
+	snprintf(want, sizeof want, "capture_pc|%llu", s->pc[0] - s->lo + s->off);
+	CHECK(row && strcmp(row, want) == 0, "%s: the user leaf below kernel frames: %s, want %s", what,
+	      row ? row : "(none)", want);
+	char *caller = qs(d, "SELECT coalesce(function, '') || '|' || rel_pc FROM callsite_frames WHERE callsite_id ="
+			     " (SELECT callsite_id FROM samples) AND depth = 3");
+	snprintf(want, sizeof want, "inner_inlined|%llu", s->pc[1] - 1 - s->lo + s->off);
+	CHECK(caller && strcmp(caller, want) == 0, "%s: the return address above it: %s, want %s", what,
+	      caller ? caller : "(none)", want);
+	printf("symbols (%s): user leaf below kernel frames %s, its caller %s\n", what, row ? row : "?",
+	       caller ? caller : "?");
+	free(row);
+	free(caller);
+	sqlite3_close(d);
 }
 
 static void check_frames(const char *db, const struct symrun *s, bool full, const char *what)
@@ -1153,6 +1187,26 @@ static void test_symbols(const char *symtest, const char *objcopy, const char *c
 	snprintf(cmd, sizeof cmd, "'%s' symbolize -q '%s'", cli, dir4);
 	CHECK(system(cmd) == 0 && stat(f4, &st2) == 0 && st1.st_size == st2.st_size, "second symbolize");
 	free(dir4), free(f4), free(d4), free(copy), free(gone);
+	/* 5. A sample taken in the kernel (a switch-out, or one taken while a signal
+	 * is delivered, whose user pc is a handler's first instruction): the user
+	 * leaf is where the thread was, named by the binary and, after `stallscope
+	 * symbolize` and the binary moved away, by the segment's own table. */
+	char *dir5 = path_in_tmp("sym5"), *f5 = path_in_tmp("sym5/s.0.bin"), *d5 = path_in_tmp("sym5.db");
+	char *d5b = path_in_tmp("sym5b.db"), *copy5 = path_in_tmp("symtest-copy5"), *gone5 = path_in_tmp("symtest-gone5");
+	mkdir(dir5, 0755);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", symtest, copy5);
+	CHECK(system(cmd) == 0, "copy symtest");
+	struct symrun s5 = s;
+	snprintf(s5.path, sizeof s5.path, "%s", copy5);
+	seg_with_stack_k(f5, &s5, copy5, bid, blen, true);
+	CHECK(import(d5, &res, NULL, 0, 1, dir5) == SS_IMPORT_OK, "kernel-prefixed import");
+	check_user_leaf(d5, &s5, "binary");
+	snprintf(cmd, sizeof cmd, "'%s' symbolize -q '%s'", cli, dir5);
+	CHECK(system(cmd) == 0, "symbolize: %s", cmd);
+	CHECK(rename(copy5, gone5) == 0, "move the binary away");
+	CHECK(import(d5b, &res, NULL, 0, 1, dir5) == SS_IMPORT_OK, "import symbolized, kernel-prefixed");
+	check_user_leaf(d5b, &s5, "symbol table");
+	free(dir5), free(f5), free(d5), free(d5b), free(copy5), free(gone5);
 	printf("symbols: binary, split debug info via --debug-dir, build-id mismatch reported, "
 	       "embedded symbol table after the binary moved away\n");
 	free(f1), free(d1), free(dir1), free(stripped), free(dbg), free(ddir), free(bdir), free(bfile);

@@ -103,7 +103,7 @@ static int scan(const char *path, struct seg_scan *s, char *why, size_t wl)
 				size_t n = ss_stack_frames(&rec, pcs, SS_MAX_STACK_FRAMES);
 				for (size_t i = 0; i < n; i++) {
 					bool kernel = i < rec.u.stack.nkernel;
-					uint64_t pc = i == 0 || pcs[i] == 0 ? pcs[i] : pcs[i] - 1;
+					uint64_t pc = ss_stack_lookup_pc(pcs, i, rec.u.stack.nkernel);
 					const struct map *m = kernel ? NULL : find_map(s, pc);
 					uint64_t v;
 					if (!ss_hmap_get(&s->addrs, pc, kernel, &v))

@@ -252,8 +252,7 @@ int64_t mdl_stack_callsite(struct ss_model *m, const uint64_t *pcs, size_t n, si
 			return -1;
 	}
 	for (size_t k = n; k-- > 0;) {
-		/* Every frame but the leaf is a return address: the call is before it. */
-		uint64_t pc = k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;
+		uint64_t pc = ss_stack_lookup_pc(pcs, k, nkernel);
 		int64_t first;
 		int count;
 		if (frames_of(m, k < nkernel, pc, &first, &count) != 0)

@@ -261,6 +261,17 @@ bool ss_record_counts_as_event(uint8_t type);
  * has already checked that all nframes varints are present. */
 size_t ss_stack_frames(const struct ss_record *rec, uint64_t *out, size_t max);
 
+/* The address to look up (symbols, frames) for frame i of such a stack. The
+ * leaf of each part is where the thread was: the kernel's leaf, and the first
+ * user frame, the pc the kernel interrupted or returns to (a sample taken while
+ * a signal is delivered has there the handler's first instruction, whose
+ * address - 1 is the end of another function). Every other frame is a return
+ * address: the call is the instruction before it. */
+static inline uint64_t ss_stack_lookup_pc(const uint64_t *pcs, size_t i, size_t nkernel)
+{
+	return i == 0 || i == nkernel || pcs[i] == 0 ? pcs[i] : pcs[i] - 1;
+}
+
 /* "POLL_BEGIN" etc.; NULL for a type the reader does not know. */
 const char *ss_record_type_name(uint8_t type);
 const char *ss_loss_reason_name(uint64_t reason);

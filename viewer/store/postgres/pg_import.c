@@ -370,6 +370,8 @@ static int push(struct pgi *g, const char *path, uint64_t *rows)
 				(unsigned long long)(*rows - before), now_s() - t0);
 	}
 	if (!rc)
+		rc = ss_pg_sink_link_old_samples(g->sink);
+	if (!rc)
 		rc = link_stalls(g, db);
 	sqlite3_close(db);
 	return rc;

@@ -696,8 +696,10 @@ static int send_summaries(struct ss_pg_sink *k, uint64_t *rows)
  * one (the poll's first record came in a later segment than the sample), as
  * the SQLite store links them: per worker of a resumed recording, from its
  * first new poll on; the import's own samples (its transaction's) are linked
- * already. */
-static int link_old_samples(struct ss_pg_sink *k)
+ * already. The query reads the recording's workers and staged polls, which
+ * the seed took out of the database and the importer puts back after
+ * finish(): hence a call of its own, after that. */
+int ss_pg_sink_link_old_samples(struct ss_pg_sink *k)
 {
 	int64_t wfloor = k->ids->floor[ID_WORKER], pfloor = k->ids->floor[ID_POLL];
 	struct { int64_t worker, since; } w[1024]; /* a resumed recording's workers */
@@ -752,8 +754,6 @@ int ss_pg_sink_finish(struct ss_pg_sink *k, sqlite3 *stage, uint64_t *rows)
 		rc = -1;
 	if (!rc && k->ids->failed)
 		rc = -1;
-	if (!rc)
-		rc = link_old_samples(k);
 	bool timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
 	for (int i = 0; i < T_N; i++) {
 		*rows += k->tb[i].rows;

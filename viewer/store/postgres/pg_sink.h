@@ -39,6 +39,10 @@ int ss_pg_sink_drain(struct ss_pg_sink *k);
  * and the polls the stage holds), waits for the sender, and adds the rows sent
  * to *rows. Returns 0, or -1 with a message in p->err. */
 int ss_pg_sink_finish(struct ss_pg_sink *k, struct sqlite3 *stage, uint64_t *rows);
+/* After finish() and after the stage's own rows are back in the database (the
+ * resumed recording's workers and polls): links the samples of earlier imports
+ * that fall in a poll of this one. Returns 0, or -1 with a message in p->err. */
+int ss_pg_sink_link_old_samples(struct ss_pg_sink *k);
 /* Stops the sender (rows not sent yet are dropped) and frees. */
 void ss_pg_sink_free(struct ss_pg_sink *k);
 
