@@ -204,7 +204,9 @@ static int seen(const uint32_t *tids, uint32_t n, uint32_t tid)
 	return 0;
 }
 
-SS_INTERNAL int ss_percpu_open(char *why, size_t len)
+/* The table of configured CPUs, every entry a ring with no event yet (both
+ * kinds of per-CPU events). Returns the CPU count, or -errno with why. */
+static long cpus_alloc(char *why, size_t len)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	if (ncpu < 1 || ncpu > MAX_CPUS) {
@@ -213,17 +215,29 @@ SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 	}
 	ss_smp.ncpu_rings = (uint32_t)ncpu;
 	ss_smp.cpus = calloc((size_t)ncpu, sizeof *ss_smp.cpus);
-	uint32_t cap = 256, ntids = 0;
-	uint32_t *tids = malloc(cap * sizeof *tids);
-	if (!ss_smp.cpus || !tids) {
-		free(tids);
-		ss_percpu_close();
+	if (!ss_smp.cpus) {
+		ss_smp.ncpu_rings = 0;
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
 	for (long c = 0; c < ncpu; c++) {
 		ss_smp.cpus[c].cpu_ring = 1;
 		ss_smp.cpus[c].fd_clock = ss_smp.cpus[c].fd_cs = -1;
+	}
+	return ncpu;
+}
+
+SS_INTERNAL int ss_percpu_open(char *why, size_t len)
+{
+	long ncpu = cpus_alloc(why, len);
+	if (ncpu < 0)
+		return (int)ncpu;
+	uint32_t cap = 256, ntids = 0;
+	uint32_t *tids = malloc(cap * sizeof *tids);
+	if (!tids) {
+		ss_percpu_close();
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
 	}
 	/* A descriptor per thread, CPU and event: keep to a quarter of what the
 	 * process may open, the rest belongs to the program. */
@@ -334,21 +348,9 @@ static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, 
 
 SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	if (ncpu < 1 || ncpu > MAX_CPUS) {
-		snprintf(why, len, "%ld CPUs configured", ncpu);
-		return -EINVAL;
-	}
-	ss_smp.ncpu_rings = (uint32_t)ncpu;
-	ss_smp.cpus = calloc((size_t)ncpu, sizeof *ss_smp.cpus);
-	if (!ss_smp.cpus) {
-		snprintf(why, len, "out of memory");
-		return -ENOMEM;
-	}
-	for (long c = 0; c < ncpu; c++) {
-		ss_smp.cpus[c].cpu_ring = 1;
-		ss_smp.cpus[c].fd_clock = ss_smp.cpus[c].fd_cs = -1;
-	}
+	long ncpu = cpus_alloc(why, len);
+	if (ncpu < 0)
+		return (int)ncpu;
 	ss_smp.pc_pid = (uint32_t)getpid();
 	ss_smp.pc_cpus_off = 0;
 	char fwhy[200] = "";
