@@ -198,7 +198,8 @@ int ss_db_open(struct ss_db *d, const char *path)
 	for (int64_t v = version + 1; v <= SS_SCHEMA_VERSION; v++)
 		if (ss_schema_migrations[v] && ss_db_exec(d, ss_schema_migrations[v]) != 0)
 			return -1;
-	/* Only the table part of the schema: indexes come after the bulk insert. */
+	/* Only the table part of the schema: the indexes come at ss_db_prepare
+	 * (a fresh database) or after the load. */
 	const char *mark = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER);
 	size_t n = mark ? (size_t)(mark - ss_schema_sql) : strlen(ss_schema_sql);
 	char *tables = sqlite3_mprintf("%.*s", (int)n, ss_schema_sql);
@@ -275,9 +276,10 @@ int ss_db_prepare(struct ss_db *d, bool threaded)
  * cache costs ~14 us on this VM) and the build ran alone, 1.5-1.9 s after the
  * load, while the inserting thread kept up with the model with CPU to spare.
  * Kept up during the load, the index costs that thread ~1 s more and the
- * import as a whole less CPU; the price is a less densely packed index (66 MB
- * against 72 MB of 64 KiB pages on the bench), which the later import into the
- * same database would pay anyway. */
+ * import as a whole less CPU. The price is a less densely packed index (72 MB
+ * of 64 KiB pages against 66 MB on the bench: pages split where each worker's
+ * entries grow), as in any import into an existing database, which keeps its
+ * indexes up the same way. */
 int ss_db_create_indexes(struct ss_db *d)
 {
 	if (d->indexed)
