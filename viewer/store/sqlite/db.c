@@ -275,8 +275,8 @@ int ss_db_prepare(struct ss_db *d, bool threaded)
  * entries spilled ~100 MB of runs to temporary files (each fresh page of page
  * cache costs ~14 us on this VM) and the build ran alone, 1.5-1.9 s after the
  * load, while the inserting thread kept up with the model with CPU to spare.
- * Kept up during the load, the index costs that thread ~1 s more and the
- * import as a whole less CPU. The price is a less densely packed index (72 MB
+ * Kept up during the load, the index costs that thread ~1 s more, beside
+ * the model thread, and the import about the same CPU in all (README). The price is a less densely packed index (72 MB
  * of 64 KiB pages against 66 MB on the bench: pages split where each worker's
  * entries grow), as in any import into an existing database, which keeps its
  * indexes up the same way. */
