@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 5 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 6 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -213,22 +213,45 @@ CREATE TABLE IF NOT EXISTS queue_depths (
   global INTEGER                    -- the shared (injection) queue length
 );
 
--- Application marks: a named value at a point in time.
-CREATE TABLE IF NOT EXISTS marks (
+-- The names of marks and spans, each stored once (a program names its marks
+-- and spans with a few constant strings, and a text in every row was a third
+-- of their bytes). Ids are stable within one database.
+CREATE TABLE IF NOT EXISTS names (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE
+);
+
+-- Application marks: a named value at a point in time. `marks` is a view of
+-- mark_rows with the name spelled out (schema version 6 moved the rows, and
+-- moves those of an older database at its next import); query marks. An
+-- INSERT into marks still works (a trigger stores its name in names).
+CREATE TABLE IF NOT EXISTS mark_rows (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
-  name TEXT,
+  name_id INTEGER REFERENCES names(id), -- NULL: no name
   value INTEGER
 );
+CREATE VIEW IF NOT EXISTS marks AS
+SELECT m.thread_id AS thread_id, m.ts AS ts, n.name AS name, m.value AS value
+  FROM mark_rows m LEFT JOIN names n ON n.id = m.name_id;
+CREATE TRIGGER IF NOT EXISTS marks_insert INSTEAD OF INSERT ON marks
+BEGIN
+  INSERT OR IGNORE INTO names(name) SELECT NEW.name WHERE NEW.name IS NOT NULL;
+  INSERT INTO mark_rows(thread_id, ts, name_id, value)
+    VALUES (NEW.thread_id, NEW.ts, (SELECT id FROM names WHERE name = NEW.name), NEW.value);
+END;
 
 -- Application spans (SPAN_BEGIN..SPAN_END on one thread, properly nested).
 -- dial9's tracing spans: one row per enter..exit (an async span entered at each
--- poll is one row per poll, all with its span_id).
-CREATE TABLE IF NOT EXISTS spans (
+-- poll is one row per poll, all with its span_id). `spans` is a view of
+-- span_rows with the name spelled out, as marks is of mark_rows (schema
+-- version 6); query spans, whose columns are span_rows' with name in place
+-- of name_id.
+CREATE TABLE IF NOT EXISTS span_rows (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
   dur INTEGER NOT NULL,
-  name TEXT,
+  name_id INTEGER REFERENCES names(id), -- NULL: no name
   depth INTEGER NOT NULL,           -- nesting depth on the thread, 0 = outermost
   incomplete INTEGER NOT NULL DEFAULT 0,
   span_id INTEGER,                  -- the trace's own span id, NULL if none
@@ -236,6 +259,19 @@ CREATE TABLE IF NOT EXISTS spans (
   fields TEXT,                      -- its fields as a JSON object (json_extract(fields, '$.key')), NULL if none
   location_id INTEGER REFERENCES locations(id) -- where it is declared (function = target::name), NULL if unknown
 );
+CREATE VIEW IF NOT EXISTS spans AS
+SELECT s.thread_id AS thread_id, s.ts AS ts, s.dur AS dur, n.name AS name, s.depth AS depth,
+       s.incomplete AS incomplete, s.span_id AS span_id, s.parent_span_id AS parent_span_id,
+       s.fields AS fields, s.location_id AS location_id
+  FROM span_rows s LEFT JOIN names n ON n.id = s.name_id;
+CREATE TRIGGER IF NOT EXISTS spans_insert INSTEAD OF INSERT ON spans
+BEGIN
+  INSERT OR IGNORE INTO names(name) SELECT NEW.name WHERE NEW.name IS NOT NULL;
+  INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,
+                        fields, location_id)
+    VALUES (NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name), NEW.depth,
+            coalesce(NEW.incomplete, 0), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id);
+END;
 
 -- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a
 -- switch-in to the next switch-out, 'blocked' from a switch-out while waiting to
@@ -555,10 +591,10 @@ SELECT s.rowid AS sample_id, s.ts, s.kind, s.thread_id, th.name AS thread, s.wor
   LEFT JOIN workers w ON w.id = s.worker_id
   LEFT JOIN callsite_text ct ON ct.callsite_id = s.callsite_id;
 
--- @indexes: the importer runs the statements below this line apart from the
--- tables: into a fresh database before its first row (its inserting thread keeps
--- them up while the model decodes: cheaper in all, on two CPUs, than sorting for
--- them after the load; viewer/store/sqlite/db.c), otherwise after the load.
+-- @indexes: the importer runs the statements below this line separately from the
+-- tables: on a fresh database before its first row (its inserting thread keeps
+-- them up while the model decodes, which on two CPUs ends sooner than a sort
+-- after the load; viewer/store/sqlite/db.c), otherwise after the load.
 -- They serve the viewer's lanes (a worker's polls in a time range; parks are
 -- stored in that order and need none) and a thread's samples and CPU states. Joins through ids (wakes.poll_id, poll_id,
 -- task_id = tasks.id ...) use the rowid and need none. Add your own for other

@@ -231,7 +231,7 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 	if (period && cfg->rotation_period_s == 0)
 		cfg->rotation_period_s = UINT32_MAX;
 
-	static const char *const sampler_words[] = {"auto", "perf", "timer", "off", NULL};
+	static const char *const sampler_words[] = {"auto", "perf", "timer", "off", "cpu", NULL};
 	static const char *const offcpu_words[] = {"auto", "on", "off", NULL};
 	/* In the order of STALLSCOPE_UNWIND_AUTO, _FP, _DWARF. */
 	static const char *const unwind_words[] = {"auto", "fp", "dwarf", NULL};

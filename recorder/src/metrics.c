@@ -104,6 +104,15 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		   "(perf_event_open), timer (the signal-timer fallback) or off (none, or no session); "
 		   "1 for the mode in use.", sampler_modes, 3,
 		   ss_sampler_mode_name(ss_sampler_mode_published()));
+	{
+		int k = snprintf(line, sizeof line, "# HELP stallscope_sampler_foreign_records_total "
+				 "Samples and switch records of other processes that per-CPU events of "
+				 "every process (STALLSCOPE_SAMPLER=cpu) brought and the writer dropped "
+				 "unwritten.\n# TYPE stallscope_sampler_foreign_records_total counter\n"
+				 "stallscope_sampler_foreign_records_total %llu\n",
+				 (unsigned long long)ss_sampler_foreign_total());
+		append(buf, len, &need, line, k);
+	}
 	static const char *const unwind_modes[] = { "fp", "dwarf", "auto" };
 	enum_gauge(buf, len, &need, "stallscope_unwind_mode", "How user stacks are taken: fp "
 		   "(frame-pointer chains), dwarf (CFI on stack copies) or auto (frame-pointer chains "

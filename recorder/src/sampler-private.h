@@ -108,6 +108,11 @@ struct ss_sampler_state {
 
 	/* per-CPU events inherited by the process's threads (sampler_percpu.c) */
 	int percpu;                       /* open: threads are SS_ST_PERCPU */
+	int cpu_wide;                     /* pid -1 events: every process's records */
+	uint32_t pc_pid;                  /* this process, to tell its records apart */
+	uint32_t pc_cpus_off;             /* CPUs offline at open: never covered */
+	int pc_filtered;                  /* cpu_wide samples filtered by pid in the kernel */
+	int no_bpf_filter;                /* asked for: the fallback, forced */
 	int force_per_thread;
 	uint32_t ncpu_rings;
 	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
@@ -172,6 +177,9 @@ SS_INTERNAL void ss_perf_emit_lost(const struct ss_sample_sink *sink, uint64_t t
 /* Opens the per-CPU events on every thread of this process: 0, or -errno with why
  * (then nothing stays open and threads get events of their own). */
 SS_INTERNAL int ss_percpu_open(char *why, size_t len);
+/* The same with one set of events per CPU for every process (pid -1), which needs
+ * CAP_PERFMON or perf_event_paranoid <= 0; the drain keeps this process's records. */
+SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len);
 SS_INTERNAL void ss_percpu_close(void);
 SS_INTERNAL void ss_percpu_enable(int on);
 /* Every CPU's ring, merged in time order, up to the time of the call. */
@@ -180,6 +188,13 @@ SS_INTERNAL void ss_percpu_drain(const struct ss_sample_sink *sink);
 SS_INTERNAL int ss_percpu_follows(uint32_t tid, uint64_t ts);
 SS_INTERNAL int ss_percpu_is_cs(uint64_t id);
 SS_INTERNAL void ss_percpu_after_fork(void);
+
+/* sampler_bpf.c */
+/* A BPF program for the cpu_wide events that keeps the samples of process pid (in
+ * this pid namespace) and drops every other before it is built: its fd, or
+ * -errno with why. */
+SS_INTERNAL int ss_bpf_pid_filter(uint32_t pid, char *why, size_t len);
+SS_INTERNAL int ss_bpf_attach(int perf_fd, int prog_fd); /* 0 or -errno */
 
 /* sampler_timer.c */
 /* Installs the signal handler once. 0, or -1 with why. */

@@ -7,6 +7,8 @@
  */
 #include "sampler-private.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -19,6 +21,22 @@
 
 SS_INTERNAL struct ss_sampler_state ss_smp;
 static _Atomic int published_mode = SS_SAMPLER_OFF; /* for other threads */
+static _Atomic uint64_t published_foreign;          /* all sessions' stats.foreign */
+static uint64_t foreign_said;                        /* this session's part of it */
+
+uint64_t ss_sampler_foreign_total(void)
+{
+	return atomic_load_explicit(&published_foreign, memory_order_relaxed);
+}
+
+static void publish_foreign(void)
+{
+	if (ss_smp.stats.foreign > foreign_said) {
+		atomic_fetch_add_explicit(&published_foreign, ss_smp.stats.foreign - foreign_said,
+					  memory_order_relaxed);
+		foreign_said = ss_smp.stats.foreign;
+	}
+}
 
 SS_INTERNAL const char *ss_errno_name(int err)
 {
@@ -64,6 +82,7 @@ const char *ss_sampler_mode_name(enum ss_sampler_mode m)
 	case SS_SAMPLER_PERF: return "perf";
 	case SS_SAMPLER_TIMER: return "timer";
 	case SS_SAMPLER_OFF: return "off";
+	case SS_SAMPLER_CPU: return "cpu";
 	}
 	return "?";
 }
@@ -85,7 +104,7 @@ int ss_sampler_offcpu_stacks(void)
 
 int ss_sampler_per_cpu(void)
 {
-	return ss_smp.started && ss_smp.percpu;
+	return !ss_smp.started || !ss_smp.percpu ? 0 : ss_smp.cpu_wide ? 2 : 1;
 }
 
 const char *ss_sampler_status(void)
@@ -146,8 +165,9 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	/* A CPU's ring takes every thread that runs there, but only one at a time: it
 	 * needs the room of one thread's ring for samples, more for switches. */
 	uint32_t thread_pages = ss_smp.perf_pages;
-	/* Every thread of the process writes there, followed or not: even a ring
-	 * asked to be tiny (tests provoking losses) keeps room for some of each. */
+	/* Every thread of the process (of the machine, cpu_wide) writes there,
+	 * followed or not: even a ring asked to be tiny (tests provoking losses)
+	 * keeps room for some of each. */
 	uint32_t floor = cfg->perf_pages ? 16 : ss_perf_mlock_unlimited() ? 128 : 64;
 	if (ss_smp.perf_pages < floor)
 		ss_smp.perf_pages = floor;
@@ -166,6 +186,20 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 			ss_smp.perf_pages = want;
 	}
 	char why[300];
+	/* Per CPU for every process, asked for: no event of ours is switched with
+	 * our threads (sampler_percpu.c). Not AUTO's choice: it puts a 999 Hz timer
+	 * interrupt on every CPU and switch records on every process's switches, and
+	 * on the shared test machine the steady run's figures did not show it
+	 * cheaper for the recorded process either (README, bench_sampling). */
+	if (cfg->mode == SS_SAMPLER_CPU) {
+		int w = ss_percpu_open_wide(why, sizeof why);
+		if (w == 0) {
+			ss_sampler_note("events per CPU for every process, this one's kept (%s), ring "
+					"%u+1 pages per CPU", why, ss_smp.perf_pages);
+			return;
+		}
+		ss_sampler_note("per-CPU events of every process refused: %s", why);
+	}
 	int r = ss_percpu_open(why, sizeof why);
 	if (r == 0) {
 		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
@@ -196,6 +230,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		return;
 	}
 	memset(&ss_smp, 0, sizeof ss_smp);
+	foreign_said = 0;
 	for (uint32_t i = 0; i < SS_SAMPLER_MAX_THREADS; i++) {
 		ss_smp.threads[i].fd_clock = -1;
 		ss_smp.threads[i].fd_cs = -1;
@@ -231,6 +266,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	ss_smp.offcpu_copy = 0; /* the registers' layout is known for x86-64 only */
 #endif
 	ss_smp.force_per_thread = cfg->per_thread;
+	ss_smp.no_bpf_filter = cfg->no_bpf_filter;
 
 	switch (cfg->mode) {
 	case SS_SAMPLER_OFF: /* returned above */
@@ -239,6 +275,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		start_timer_mode("perf not tried: timer mode asked for");
 		break;
 	case SS_SAMPLER_AUTO:
+	case SS_SAMPLER_CPU:
 	case SS_SAMPLER_PERF: {
 		char why[300];
 		if (ss_perf_probe(cfg->offcpu, why, sizeof why) == 0) {
@@ -246,7 +283,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 			/* why holds the details of what perf granted */
 			ss_sampler_note("perf: %s", why);
 			start_percpu(cfg);
-		} else if (cfg->mode == SS_SAMPLER_AUTO) {
+		} else if (cfg->mode == SS_SAMPLER_AUTO || cfg->mode == SS_SAMPLER_CPU) {
 			char w2[340];
 			snprintf(w2, sizeof w2, "perf refused: %s", why);
 			start_timer_mode(w2);
@@ -438,6 +475,7 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 	if (!ss_smp.percpu)
 		return;
 	ss_percpu_drain(sink);
+	publish_foreign();
 	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
 		struct ss_sthread *t = &ss_smp.threads[i];
 		if (t->kind == SS_ST_PERCPU && t->closing)
@@ -523,6 +561,9 @@ void ss_sampler_stop(void)
 		if (t->kind != SS_ST_FREE)
 			release(t);
 	}
+	if (ss_smp.cpu_wide && ss_smp.stats.foreign)
+		ss_log("sampler: %llu samples and switch records of other processes dropped",
+		       (unsigned long long)ss_smp.stats.foreign);
 	ss_percpu_close();
 	ss_timer_fini();
 	ss_build_id_cache_clear();

@@ -40,6 +40,10 @@ enum ss_sampler_mode {
 	SS_SAMPLER_PERF,
 	SS_SAMPLER_TIMER,
 	SS_SAMPLER_OFF,
+	/* Asked for only (AUTO never picks it): per-CPU events of the whole machine
+	 * filtered to this process (sampler_percpu.c), else what AUTO does; PERF
+	 * once started. */
+	SS_SAMPLER_CPU,
 };
 
 enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF };
@@ -69,6 +73,9 @@ struct ss_sampler_config {
 	/* Events of each thread's own instead of the process's per-CPU ones (the
 	 * fallback, forced: tests, comparisons). */
 	int per_thread;
+	/* Per-CPU events of every process without the kernel-side pid filter (the
+	 * fallback where BPF is refused, forced: tests). */
+	int no_bpf_filter;
 };
 
 #define SS_OFFCPU_COPY_DEFAULT 1024
@@ -143,10 +150,14 @@ enum ss_sampler_mode ss_sampler_mode(void); /* PERF, TIMER or OFF after start */
  * the end of ss_sampler_start() and reset to OFF by ss_sampler_stop(). */
 enum ss_sampler_mode ss_sampler_mode_published(void);
 const char *ss_sampler_mode_name(enum ss_sampler_mode m);
+/* Other processes' records dropped over the life of the process (every session),
+ * readable from any thread (the metrics); published by each drain. */
+uint64_t ss_sampler_foreign_total(void);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
-/* 1 when perf follows the process with per-CPU inherited events, 0 when each
- * thread has events of its own (or the mode is not perf). */
+/* 1 when perf follows the process with per-CPU inherited events, 2 with per-CPU
+ * events of every process (filtered here), 0 when each thread has events of its
+ * own (or the mode is not perf). */
 int ss_sampler_per_cpu(void);
 /* The status line of ss_sampler_start() plus anything learnt since (a thread that
  * fell back to the timer, rings shrunk to fit the mlock budget). Valid until the
@@ -161,6 +172,8 @@ struct ss_sampler_stats {
 	uint64_t samples;           /* handed to sink->sample */
 	uint64_t switches;          /* handed to sink->switch_rec */
 	uint64_t lost;              /* sum of sink->lost counts */
+	uint64_t foreign;           /* per CPU, all processes: other processes' samples
+				     * and switch records dropped by the drain */
 };
 void ss_sampler_get_stats(struct ss_sampler_stats *st);
 

@@ -23,6 +23,18 @@
  * kernel without inherit_thread, or a refusal (descriptors, mlock budget) leave
  * per-thread events in charge, and ss_sampler_config.per_thread forces them.
  * Runs on the writer thread, like the rest of the sampler.
+ *
+ * Cheaper still where permitted (CAP_PERFMON, or perf_event_paranoid <= 0):
+ * ss_percpu_open_wide() opens the same two events once per CPU for every process
+ * (pid -1), what `perf record -a` does. They live in the CPU's context, which
+ * the scheduler never switches, so a switch costs only its two switch records
+ * (PERF_RECORD_SWITCH_CPU_WIDE), whichever threads it is between; threads
+ * created later, by any means, are covered without a descriptor of their own.
+ * The price is paid by the machine: every process's switches write records here
+ * and its samples are taken, which the drain drops by pid and counts (foreign);
+ * mmap and comm records are not asked for (every process's mmap would build one):
+ * new mappings come from proc_maps.c's watch, names from /proc. CPUs offline at
+ * open are not covered if they come online later (the status says how many).
  */
 #include "sampler-private.h"
 
@@ -117,12 +129,17 @@ static int add_fd(int fd)
 static int open_one(struct perf_event_attr *a, uint32_t tid, uint32_t cpu, uint64_t *id,
 		    char *why, size_t len)
 {
+	/* tid UINT32_MAX: pid -1, every process on that CPU */
 	int fd = ss_perf_open_on(a, tid, (int)cpu);
 	if (fd < 0) {
 		int e = errno;
-		if (e != ESRCH)
-			snprintf(why, len, "perf_event_open(%s, tid %u, cpu %u, inherit): %s",
-				 a->config == PERF_COUNT_SW_CPU_CLOCK ? "cpu-clock" : "context-switches",
+		const char *ev = a->config == PERF_COUNT_SW_CPU_CLOCK ? "cpu-clock" : "context-switches";
+		if (tid == UINT32_MAX)
+			snprintf(why, len, "perf_event_open(%s, every process, cpu %u): %s "
+				 "(perf_event_paranoid %d, needs <= 0 or CAP_PERFMON)", ev, cpu,
+				 ss_errno_name(e), ss_smp.paranoid);
+		else if (e != ESRCH)
+			snprintf(why, len, "perf_event_open(%s, tid %u, cpu %u, inherit): %s", ev,
 				 tid, cpu, ss_errno_name(e));
 		return -e;
 	}
@@ -264,13 +281,124 @@ SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 		ss_percpu_close();
 		return rc;
 	}
-	qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
+	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
+		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
 	ss_smp.percpu = 1;
 	ss_smp.pc_hash_dirty = 1;
 	if (ss_smp.enabled)
 		ss_percpu_enable(1);
 	snprintf(why, len, "%u threads at start, %u CPUs, %u fds", ntids, ss_smp.ncpu_rings,
 		 ss_smp.pc_nfds);
+	return 0;
+}
+
+/* The filter on the event opened last; a refusal leaves it unfiltered (the
+ * drain drops by pid either way) and is said once. */
+static void filter_last(int prog, uint32_t *filtered)
+{
+	if (prog < 0)
+		return;
+	int r = ss_bpf_attach(ss_smp.pc_fds[ss_smp.pc_nfds - 1], prog);
+	if (r == 0)
+		(*filtered)++;
+}
+
+/* One CPU of the machine-wide set: cpu-clock with CPU-wide switch records, and
+ * the switch-out sampler where off-CPU stacks are on, both into the CPU's ring. */
+static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, size_t len)
+{
+	struct perf_event_attr a;
+	uint64_t id;
+	ss_perf_attr_clock(&a);
+	a.mmap = a.mmap2 = a.comm = 0;
+	int r = open_one(&a, UINT32_MAX, cpu, &id, why, len);
+	if (r != 0)
+		return r;
+	filter_last(prog, filtered);
+	if (!ss_smp.offcpu)
+		return 0;
+	ss_perf_attr_cs(&a);
+	r = open_one(&a, UINT32_MAX, cpu, &id, why, len);
+	if (r != 0)
+		return r;
+	filter_last(prog, filtered);
+	uint64_t *n = realloc(ss_smp.pc_cs_ids, (ss_smp.pc_ncs + 1) * sizeof *n);
+	if (!n) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	ss_smp.pc_cs_ids = n;
+	n[ss_smp.pc_ncs++] = id;
+	return 0;
+}
+
+SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpu < 1 || ncpu > MAX_CPUS) {
+		snprintf(why, len, "%ld CPUs configured", ncpu);
+		return -EINVAL;
+	}
+	ss_smp.ncpu_rings = (uint32_t)ncpu;
+	ss_smp.cpus = calloc((size_t)ncpu, sizeof *ss_smp.cpus);
+	if (!ss_smp.cpus) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	for (long c = 0; c < ncpu; c++) {
+		ss_smp.cpus[c].cpu_ring = 1;
+		ss_smp.cpus[c].fd_clock = ss_smp.cpus[c].fd_cs = -1;
+	}
+	ss_smp.pc_pid = (uint32_t)getpid();
+	ss_smp.pc_cpus_off = 0;
+	char fwhy[200] = "";
+	int prog = -1;
+	if (ss_smp.no_bpf_filter)
+		snprintf(fwhy, sizeof fwhy, "no BPF filter (asked)");
+	else
+		prog = ss_bpf_pid_filter(ss_smp.pc_pid, fwhy, sizeof fwhy);
+	int rc = 0;
+	uint32_t opened = 0, filtered = 0;
+	for (uint32_t c = 0; c < ss_smp.ncpu_rings && rc == 0; c++) {
+		rc = open_cpu_wide(c, prog, &filtered, why, len);
+		if (rc == -ENODEV && !ss_smp.cpus[c].ring) {
+			ss_smp.pc_cpus_off++; /* offline now */
+			rc = 0;
+			continue;
+		}
+		opened += rc == 0;
+	}
+	if (rc == 0 && !opened) {
+		snprintf(why, len, "no CPU online");
+		rc = -ENODEV;
+	}
+	if (prog >= 0)
+		close(prog); /* the events hold it */
+	if (rc != 0) {
+		ss_percpu_close();
+		return rc;
+	}
+	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
+		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
+	ss_smp.percpu = 1;
+	ss_smp.cpu_wide = 1;
+	ss_smp.pc_filtered = filtered == ss_smp.pc_nfds;
+	ss_smp.pc_hash_dirty = 1;
+	if (ss_smp.enabled)
+		ss_percpu_enable(1);
+	char off[64] = "";
+	if (ss_smp.pc_cpus_off)
+		snprintf(off, sizeof off, ", %u offline (not covered if onlined)", ss_smp.pc_cpus_off);
+	char flt[260];
+	if (ss_smp.pc_filtered)
+		snprintf(flt, sizeof flt, "other processes' samples dropped in the kernel (BPF)");
+	else if (prog < 0)
+		snprintf(flt, sizeof flt, "other processes' samples taken and dropped here: %s", fwhy);
+	else
+		snprintf(flt, sizeof flt, "other processes' samples taken and dropped here: "
+			 "PERF_EVENT_IOC_SET_BPF refused on %u of %u events",
+			 ss_smp.pc_nfds - filtered, ss_smp.pc_nfds);
+	snprintf(why, len, "%u CPUs%s, %u fds, %s", opened, off, ss_smp.pc_nfds, flt);
 	return 0;
 }
 
@@ -296,6 +424,7 @@ SS_INTERNAL void ss_percpu_close(void)
 	ss_smp.cpus = NULL;
 	ss_smp.pc_nfds = ss_smp.pc_capfds = ss_smp.pc_ncs = ss_smp.ncpu_rings = 0;
 	ss_smp.percpu = 0;
+	ss_smp.cpu_wide = 0;
 }
 
 SS_INTERNAL void ss_percpu_after_fork(void)

@@ -543,20 +543,29 @@ SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_he
 	uint64_t tr_time = tr ? rd64(tr + 8) : 0;
 	uint32_t tr_cpu = tr ? rd32(tr + 16) : UINT32_MAX;
 
-	/* A CPU's ring holds every thread of the process (the recorder's own too):
-	 * only the threads the writer follows are handed on. */
+	/* A CPU's ring holds every thread of the process (the recorder's own too),
+	 * or of every process (cpu_wide): only the threads the writer follows are
+	 * handed on; other processes' records are counted, never written. */
 	if (t->cpu_ring) {
 		int smp = h->type == PERF_RECORD_SAMPLE;
+		int sw = h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE;
 		uint32_t who = smp ? (n >= 32 ? rd32(p + 20) : 0) : tr_tid;
 		uint64_t when = smp ? (n >= 32 ? rd64(p + 24) : 0) : tr_time;
-		if ((smp || h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_COMM) &&
-		    !ss_percpu_follows(who, when))
+		if (ss_smp.cpu_wide && (smp || sw)) {
+			uint32_t pid = smp ? (n >= 32 ? rd32(p + 16) : 0) : tr ? rd32(tr) : 0;
+			if (pid != ss_smp.pc_pid) {
+				ss_smp.stats.foreign++;
+				return;
+			}
+		}
+		if ((smp || sw || h->type == PERF_RECORD_COMM) && !ss_percpu_follows(who, when))
 			return;
 	}
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		on_sample(t, p, n, sink);
 		break;
+	case PERF_RECORD_SWITCH_CPU_WIDE: /* { u32 next_prev_pid, next_prev_tid; } + trailer */
 	case PERF_RECORD_SWITCH: {
 		if (!tr)
 			break;

@@ -71,6 +71,10 @@ static struct {
 	uint64_t code_lo[MAX_CODE_RANGES], code_hi[MAX_CODE_RANGES];
 	uint32_t ncode;
 	uint8_t *scan;
+	/* /proc/self/task/TID/syscall of each cell's thread, kept open while the
+	 * slot keeps its thread: a capture reads it twice, and opening and closing
+	 * it each time were four of a running capture's dozen system calls. */
+	struct { int fd; uint32_t thread; } *sysfd;
 } C;
 
 /* Read by the handler: cleared before the cells go away. */
@@ -135,6 +139,14 @@ static int is_code(uint64_t a)
 	return 0;
 }
 
+static void close_sysfd(uint32_t i)
+{
+	if (C.sysfd && C.sysfd[i].fd >= 0)
+		close(C.sysfd[i].fd);
+	if (C.sysfd)
+		C.sysfd[i].fd = -1;
+}
+
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
 				uint32_t copy, char *why, size_t len)
 {
@@ -143,10 +155,13 @@ SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t
 	C.stride = (sizeof(struct cap_cell) + copy + 7) & ~(size_t)7;
 	C.cells = calloc(nslots, C.stride);
 	C.scan = malloc(SCAN_BYTES);
-	if (!C.cells || !C.scan) {
+	C.sysfd = malloc(sizeof *C.sysfd * nslots);
+	if (!C.cells || !C.scan || !C.sysfd) {
 		snprintf(why, len, "out of memory for capture cells");
 		goto fail;
 	}
+	for (uint32_t i = 0; i < nslots; i++)
+		C.sysfd[i].fd = -1;
 	C.ncells = nslots;
 	C.slots = slots;
 	C.session = session;
@@ -160,6 +175,7 @@ SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t
 fail:
 	free(C.cells);
 	free(C.scan);
+	free(C.sysfd);
 	memset(&C, 0, sizeof C);
 	return -1;
 }
@@ -173,8 +189,11 @@ SS_INTERNAL void ss_capture_fini(void)
 	while (atomic_load(&inflight) != 0)
 		sched_yield();
 	ss_rtsig_release(C.signo, &C.old);
+	for (uint32_t i = 0; i < C.ncells; i++)
+		close_sysfd(i);
 	free(C.cells);
 	free(C.scan);
+	free(C.sysfd);
 	memset(&C, 0, sizeof C);
 }
 
@@ -185,20 +204,26 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
-/* /proc/self/task/TID/syscall: 1 running; 0 not running, with *nr (-1 when not in
- * a system call), *sp and *pc; -1 unreadable (errno). */
-static int read_syscall(uint32_t tid, long *nr, uint64_t *sp, uint64_t *pc)
+/* /proc/self/task/TID/syscall of slot s (cell i): 1 running; 0 not running, with
+ * *nr (-1 when not in a system call), *sp and *pc; -1 unreadable (errno). */
+static int read_syscall(const struct ss_slot *s, uint32_t i, long *nr, uint64_t *sp, uint64_t *pc)
 {
-	char path[64], buf[256];
-	snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	int e = errno;
-	close(fd);
+	char buf[256];
+	if (C.sysfd[i].fd < 0 || C.sysfd[i].thread != s->thread_id) {
+		char path[64];
+		close_sysfd(i);
+		snprintf(path, sizeof path, "/proc/self/task/%u/syscall", (uint32_t)s->tid);
+		C.sysfd[i].fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (C.sysfd[i].fd < 0)
+			return -1;
+		C.sysfd[i].thread = s->thread_id;
+	}
+	/* At offset 0 the file is generated afresh. */
+	ssize_t n = pread(C.sysfd[i].fd, buf, sizeof buf - 1, 0);
 	if (n <= 0) {
-		errno = n < 0 ? e : EIO;
+		int e = n < 0 ? errno : EIO;
+		close_sysfd(i); /* the thread is gone: the next one opens its own */
+		errno = e;
 		return -1;
 	}
 	buf[n] = 0;
@@ -463,7 +488,7 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 		snprintf(m->reason, sizeof m->reason, "capture not set up");
 		return;
 	}
-	int r = read_syscall(tid, &nr, &sp, &pc);
+	int r = read_syscall(s, i, &nr, &sp, &pc);
 	if (r < 0) {
 		snprintf(m->reason, sizeof m->reason, "cannot read /proc/self/task/%u/syscall: %s",
 			 tid, strerror(errno));
@@ -486,7 +511,7 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 		if (window_cpu > window)
 			window_cpu = window;
 		/* Again right before deciding: it may have entered a system call. */
-		r = read_syscall(tid, &nr, &sp, &pc);
+		r = read_syscall(s, i, &nr, &sp, &pc);
 		if (r < 0) {
 			snprintf(m->reason, sizeof m->reason, "thread gone during the capture (%s)",
 				 strerror(errno));

@@ -6,6 +6,7 @@
  * is unwind_libdw.c's.
  */
 #include "unwind.h"
+#include "log.h"
 
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -20,6 +21,12 @@
 static struct {
 	int started;
 	int have_dw;
+	/* libdw's session is opened at the first unwind (ensure_dw), not at start:
+	 * opening it reports every module of the process, about a millisecond here,
+	 * that a session which never unwinds a stack need not pay. */
+	int dw_pending;
+	char *status;         /* the caller's status line, corrected if that open fails */
+	size_t status_len;
 	uint64_t *code_lo, *code_hi;
 	uint32_t ncode;
 	uint64_t code_read_at;
@@ -193,14 +200,11 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 #elif !defined(STALLSCOPE_HAVE_LIBDW)
 	snprintf(why, sizeof why, "this libstallscope was built without libdw");
 #else
-	U.code_lo = malloc(sizeof *U.code_lo * MAX_CODE);
-	U.code_hi = malloc(sizeof *U.code_hi * MAX_CODE);
-	if (!U.code_lo || !U.code_hi)
-		snprintf(why, sizeof why, "out of memory");
-	else if (read_code(), ss_dw_open(why, sizeof why) == 0)
-		U.have_dw = 1;
+	U.dw_pending = 1;
+	U.status = status;
+	U.status_len = len;
 #endif
-	if (!U.have_dw) {
+	if (!U.dw_pending) {
 		snprintf(status, len, "fp: %s asked for, CFI refused: %s; frame-pointer chains instead",
 			 ss_unwind_mode_name(mode), why);
 		snprintf(brief, sizeof brief, "fp (%s asked for, CFI refused: %.200s)", ss_unwind_mode_name(mode),
@@ -231,6 +235,37 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 done:
 	atomic_store_explicit(&published_copy, mode == SS_UNWIND_FP ? 0u : copy, memory_order_relaxed);
 	atomic_store_explicit(&published_mode, (int)mode, memory_order_relaxed);
+}
+
+/* The libdw session, opened on first use (writer thread). A refusal then turns
+ * the session's unwinding into frame-pointer chains from here on, says so in
+ * the log, and corrects the status line later segments' META carry. */
+static void ensure_dw(void)
+{
+	if (!U.dw_pending)
+		return;
+	U.dw_pending = 0;
+#ifdef STALLSCOPE_HAVE_LIBDW
+	char why[256] = "";
+	U.code_lo = malloc(sizeof *U.code_lo * MAX_CODE);
+	U.code_hi = malloc(sizeof *U.code_hi * MAX_CODE);
+	if (!U.code_lo || !U.code_hi)
+		snprintf(why, sizeof why, "out of memory");
+	else if (read_code(), ss_dw_open(why, sizeof why) == 0)
+		U.have_dw = 1;
+	if (U.have_dw)
+		return;
+	enum ss_unwind_mode asked = ss_unwind_mode();
+	ss_log("stacks: CFI refused at the first unwind: %s; frame-pointer chains from now on", why);
+	if (U.status)
+		snprintf(U.status, U.status_len, "fp: %s asked for, CFI refused at the first unwind: "
+			 "%s; frame-pointer chains instead", ss_unwind_mode_name(asked), why);
+	free(U.code_lo);
+	free(U.code_hi);
+	U.code_lo = U.code_hi = NULL;
+	atomic_store_explicit(&published_copy, 0u, memory_order_relaxed);
+	atomic_store_explicit(&published_mode, SS_UNWIND_FP, memory_order_relaxed);
+#endif
 }
 
 void ss_unwind_stop(void)
@@ -342,6 +377,7 @@ uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out, 
 		out[0] = uc->regs[SS_UREG_PC];
 		return 1;
 	}
+	ensure_dw();
 	enum ss_unwind_mode mode = ss_unwind_mode();
 	if (U.maps_dirty || !ss_unwind_is_code(uc->regs[SS_UREG_PC])) {
 		ss_unwind_refresh_code(U.maps_dirty);

@@ -47,12 +47,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define SCAN_BACK 64
 #define QUEUE_LEN 256
+#define QUIET_SHIFT 3 /* a quiet spell's looks thin out to one per 8 ticks */
 
 struct wd_slot {
 	uint32_t thread;      /* thread id the state below belongs to */
@@ -60,7 +62,9 @@ struct wd_slot {
 	int open;
 	uint64_t open_idx, task, poll_ts;
 	uint32_t loc, captures;
-	uint64_t next_due;
+	uint64_t next_due;    /* poll_ts + T << due_shift */
+	uint32_t due_shift;
+	uint32_t boundaries;  /* looks that found a new poll boundary in the ring */
 	int32_t tid;
 };
 
@@ -73,6 +77,7 @@ static struct {
 	uint64_t threshold_ns, tick_ns, slack_ns;
 	struct ss_pool *pool;
 	struct wd_slot *ws;
+	size_t ws_len;
 
 	/* Guards ws: the writer scans a slot it is about to release (below). */
 	pthread_mutex_t smu;
@@ -120,7 +125,12 @@ SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink, uint64_t lim)
 		if (m->uc.len > D.copy)
 			m->uc.len = 0;
 		D.qhead = (D.qhead + 1) % QUEUE_LEN;
-		D.qlen--;
+		/* Emptied: the next message goes to the front again. A message is 8 KB
+		 * and more with a stack copy, and a queue that went round would fault
+		 * in all of its 2 MB, a few pages a capture (~14 us each on a VM),
+		 * where it rarely holds more than a few. */
+		if (--D.qlen == 0)
+			D.qhead = 0;
 		pthread_mutex_unlock(&D.qmu);
 		sink->stall(m);
 	}
@@ -208,6 +218,7 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 		if (w->open && have_end)
 			emit_end(w, end_ts);
 		if (have_latest) {
+			w->boundaries++;
 			if (l_kind == SS_EV_POLL_BEGIN) {
 				if (!w->open || l_idx != w->open_idx) {
 					emit_end(w, l_ts);
@@ -217,6 +228,7 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 					w->loc = l_loc;
 					w->poll_ts = l_ts;
 					w->captures = 0;
+					w->due_shift = 0;
 					w->next_due = l_ts + ss_clock_delta_stamps(D.threshold_ns);
 				}
 			} else {
@@ -254,7 +266,15 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	ss_capture(s, i, m);
 	enqueue(m);
 	w->captures++;
-	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << w->captures);
+	/* The next power of two of the threshold the poll has not reached yet: a
+	 * first capture that came late (the watchdog was preempted, or looked
+	 * first after a quiet spell) is not followed by a burst for the ages it
+	 * already passed. */
+	uint32_t k = w->due_shift + 1;
+	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= now)
+		k++;
+	w->due_shift = k;
+	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k);
 }
 
 static void *watchdog_main(void *arg)
@@ -268,15 +288,26 @@ static void *watchdog_main(void *arg)
 	ss_shim_internal_thread();
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
+	uint32_t quiet = 0; /* looks in a row that found nothing moved and no poll open */
 	while (atomic_load(&D.running)) {
 		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
-		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(D.tick_ns);
+		/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
+		 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
+		 * quiet spell is first seen, and captured if it is past the threshold,
+		 * up to that much later (README, "Stalls"). A poll that begins or ends
+		 * in any ring, a poll open that is still to be captured, or a thread
+		 * new to its slot ends the spell; other events (marks, queue depths)
+		 * do not. */
+		uint64_t gap = D.tick_ns << (quiet < QUIET_SHIFT ? quiet : QUIET_SHIFT);
+		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(gap);
+		int moved = 0;
 		for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
 			struct ss_slot *s = &D.pool->slots[i];
 			struct wd_slot *w = &D.ws[i];
 			if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
 				continue;
 			pthread_mutex_lock(&D.smu);
+			uint32_t seen = w->boundaries, thread = w->thread;
 			scan_slot(s, w, now);
 			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
 			if (due)
@@ -285,8 +316,11 @@ static void *watchdog_main(void *arg)
 			scan_slot(s, w, ss_stamp());
 			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
 				wake = w->next_due;
+			moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
+				 w->boundaries != seen || w->thread != thread;
 			pthread_mutex_unlock(&D.smu);
 		}
+		quiet = moved ? 0 : quiet + 1;
 		/* The word before running: a stop after this load changes it, and the
 		 * wait then returns at once. */
 		uint32_t seq = atomic_load(&D.wake_seq);
@@ -328,10 +362,16 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	D.pool = ss_pool_get();
 	D.copy = ss_unwind_copy_bytes();
 	D.msg_size = (ss_stall_msg_size(D.copy) + 7) & ~(size_t)7;
-	D.ws = calloc(D.pool->nslots, sizeof *D.ws);
+	/* Zeroed by the kernel page by page as the slots in use reach them (a
+	 * calloc cleared all 256 slots' state, 24 KB, at every start), and the two
+	 * message buffers are written before they are read: their pages are
+	 * touched at the first capture, if any. */
+	D.ws_len = sizeof *D.ws * D.pool->nslots;
+	void *ws = mmap(NULL, D.ws_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	D.ws = ws == MAP_FAILED ? NULL : ws;
 	D.q = calloc(QUEUE_LEN, D.msg_size);
-	D.cap_msg = calloc(1, D.msg_size);
-	D.drain_msg = calloc(1, D.msg_size);
+	D.cap_msg = malloc(D.msg_size);
+	D.drain_msg = malloc(D.msg_size);
 	char why[200] = "";
 	if (!D.ws || !D.q || !D.cap_msg || !D.drain_msg) {
 		snprintf(status, len, "off: out of memory");
@@ -359,7 +399,8 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		 D.copy ? "; registers and stack copies unwound by the writer (see unwind)" : "");
 	return;
 fail:
-	free(D.ws);
+	if (D.ws)
+		munmap(D.ws, D.ws_len);
 	free(D.q);
 	free(D.cap_msg);
 	free(D.drain_msg);
@@ -399,7 +440,7 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	if (D.qdropped)
 		ss_log("%llu stall captures dropped: the writer fell behind",
 		       (unsigned long long)D.qdropped);
-	free(D.ws);
+	munmap(D.ws, D.ws_len);
 	D.ws = NULL;
 	free(D.cap_msg);
 	D.cap_msg = NULL;

@@ -45,10 +45,12 @@ SS_INTERNAL int ss_pace_flush_now(const struct ss_pace *p, uint64_t oldest_ns, u
 
 struct writer {
 	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int running;
-	int kicked;
+	/* The writer sleeps in one futex wait on this word with an absolute time;
+	 * a kick or stop bumps it and wakes it. (A condition variable's wait
+	 * re-takes its mutex as contended, so its unlock was a second system call
+	 * every cycle.) */
+	_Atomic uint32_t wake_seq;
+	_Atomic int running;
 	struct ss_pace pace;
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
@@ -63,7 +65,7 @@ struct writer {
 	uint64_t block_first_ts, block_last_ts, block_opened_ns;
 	uint32_t cur_thread;   /* THREAD context in the block, 0 = none yet */
 	uint64_t cur_ts;
-	struct ss_block_zstd z; /* compresses blocks when cfg.compress (else empty) */
+	size_t zstd_max_raw;    /* raw bytes a compressed block may have (writer_blocks.c) */
 
 	/* active segment */
 	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */

@@ -33,12 +33,15 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
@@ -368,24 +371,27 @@ static void *writer_main(void *arg)
 	 * the lateness the flush margin absorbs (writer_pace.c). */
 	prctl(PR_SET_TIMERSLACK, (unsigned long)(wr.pace.margin_ns / 4), 0, 0, 0);
 
-	pthread_mutex_lock(&wr.mu);
-	while (wr.running) {
-		pthread_mutex_unlock(&wr.mu);
+	/* A kick during a cycle (the word moved since the last wait) means no sleep
+	 * after it; one after the word was read makes the wait return at once. */
+	uint32_t seen = atomic_load(&wr.wake_seq);
+	while (atomic_load(&wr.running)) {
 		atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
 		uint64_t due = cycle(0);
-		pthread_mutex_lock(&wr.mu);
-		if (!wr.running)
+		uint32_t seq = atomic_load(&wr.wake_seq);
+		if (!atomic_load(&wr.running))
 			break;
-		if (!wr.kicked) {
-			/* Absolute: the cycle's own time comes out of the sleep. */
+		if (seq == seen) {
+			/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock): the cycle's
+			 * own time comes out of the sleep; an early return only means an
+			 * early cycle. */
 			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
 			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
-			pthread_cond_timedwait(&wr.cv, &wr.mu, &ts);
+			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
+				FUTEX_BITSET_MATCH_ANY);
 			atomic_store(&wr.long_sleep, 0);
 		}
-		wr.kicked = 0;
+		seen = atomic_load(&wr.wake_seq);
 	}
-	pthread_mutex_unlock(&wr.mu);
 
 	/* Final: everything buffered goes to disk, the last segment is sealed. */
 	cycle(1);
@@ -422,12 +428,11 @@ SS_INTERNAL void ss_writer_nudge(void)
 		ss_writer_kick();
 }
 
+/* Safe at any time, also racing with stop (the word outlives the session). */
 SS_INTERNAL void ss_writer_kick(void)
 {
-	pthread_mutex_lock(&wr.mu);
-	wr.kicked = 1;
-	pthread_cond_signal(&wr.cv);
-	pthread_mutex_unlock(&wr.mu);
+	atomic_fetch_add(&wr.wake_seq, 1u);
+	syscall(SYS_futex, &wr.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen)
@@ -439,12 +444,6 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	atomic_store(&ss_counters.cpu_watchdog_ns, 0);
 	wr.cfg = *cfg;
 	ss_pace_init(&wr.pace, cfg->flush_interval_ns, cfg->user->buffer_events);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&wr.cv, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&wr.mu, NULL);
 
 	/* Blocks stay small enough that four of them fit a segment many times over. */
 	uint64_t t = cfg->seg.max_file_size / 16;
@@ -455,9 +454,10 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	wr.metrics_file = cfg->metrics_file ? strdup(cfg->metrics_file) : NULL;
 	wr.cfg.metrics_file = wr.metrics_file;
 	/* Room for the raw buffer grown fourfold; a block that outgrows even that is
-	 * stored uncompressed. */
-	int zrc = cfg->compress ? ss_block_zstd_init(&wr.z, wr.raw_cap * 4, 1) : 0;
-	if (!wr.raw || zrc != 0) {
+	 * stored uncompressed. The compressor is made at the first block that needs
+	 * it (writer_blocks.c). */
+	wr.zstd_max_raw = wr.raw_cap * 4;
+	if (!wr.raw) {
 		snprintf(err, errlen, "out of memory for the writer's buffers");
 		goto fail;
 	}
@@ -499,7 +499,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		goto fail;
 	}
 	atomic_store(&ss_counters.writer_healthy, 1u);
-	wr.running = 1;
+	atomic_store(&wr.running, 1);
 	if (pthread_create(&wr.thread, NULL, writer_main, NULL) != 0) {
 		snprintf(err, errlen, "cannot start the writer thread");
 		ss_segments_abandon(wr.sg);
@@ -524,7 +524,6 @@ fail:
 		ss_segments_close(wr.sg);
 	}
 	free(wr.raw);
-	ss_block_zstd_free(&wr.z);
 	free(wr.metrics_file);
 	memset(&wr, 0, sizeof wr);
 	return -1;
@@ -535,10 +534,8 @@ SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 	/* Before the writer's last cycle, which writes what they left behind. */
 	ss_watchdog_stop();
 	ss_task_dump_disarm();
-	pthread_mutex_lock(&wr.mu);
-	wr.running = 0;
-	pthread_cond_signal(&wr.cv);
-	pthread_mutex_unlock(&wr.mu);
+	atomic_store(&wr.running, 0);
+	ss_writer_kick();
 	pthread_join(wr.thread, NULL);
 	ss_watchdog_free();
 	ss_task_dump_free();
@@ -549,7 +546,6 @@ SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 		ss_archive_stop();
 	ss_segments_close(wr.sg);
 	free(wr.raw);
-	ss_block_zstd_free(&wr.z);
 	/* The metrics file's last version: after the last seal and shipping, with
 	 * stop's cost so far, and before the sampler and the unwinder are released,
 	 * so that it still says which modes the session used and what they did
@@ -563,8 +559,6 @@ SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 	ss_clock_stop();
 	ss_stacks_free();
 	free(wr.metrics_file);
-	pthread_mutex_destroy(&wr.mu);
-	pthread_cond_destroy(&wr.cv);
 	memset(&wr, 0, sizeof wr);
 	return healthy ? 0 : -1;
 }

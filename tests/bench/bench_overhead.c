@@ -23,7 +23,10 @@
  *           the recorder's fixed cost (its threads' wake-ups, its start and
  *           stop), printed as CPU ms per second recorded; the same runs for
  *           50 ms give the cost of starting and stopping, and the difference
- *           the wake-ups' cost per second.
+ *           the wake-ups' cost per second. The hooks-only runs also write the
+ *           metrics file, and its account gives the writer's and watchdog's
+ *           wake-ups per second and their CPU (with --other, the other build's
+ *           hooks-only runs too).
  *   light:  2 workers, scenario starvation at 750 tasks/s for 2 s (about 1500
  *           tasks of 1 ms): plain, hooks only (CPU sampling off), full recording,
  *           and hooks only without the stall watchdog (what its ticks cost).
@@ -407,6 +410,33 @@ static void light_figures(const char *what, const struct config *p, const struct
 	printf("  %s: own CPU / plain CPU interquartile range %.4f%% to %.4f%%\n", what, lo, hi);
 }
 
+/* The idle workload's wake-ups from the library's own account: what its
+ * threads do per second recorded (the scenario runs 2 s), which load cannot
+ * fake (a late wake-up is one wake-up). */
+static void idle_account(const char *what, const struct config *c, int rounds)
+{
+	double ww[MAX_ROUNDS], wd[MAX_ROUNDS], pw[MAX_ROUNDS], pd[MAX_ROUNDS];
+	int n = 0;
+	for (int r = 0; r < rounds; r++) {
+		const struct account *a = &c->acct[r];
+		if (!a->ok)
+			continue;
+		ww[n] = a->wake_writer / 2;
+		wd[n] = a->wake_watchdog / 2;
+		pw[n] = a->part_ms[PART_WRITER] / 2;
+		pd[n] = a->part_ms[PART_WATCHDOG] / 2;
+		n++;
+	}
+	if (!n) {
+		printf("  %s: wake-ups not reported by this library (no "
+		       "stallscope_recorder_wakeups_total in its metrics)\n", what);
+		return;
+	}
+	printf("  %s: per second recorded, medians of %d: writer %.1f wake-ups (%.3f CPU ms), "
+	       "watchdog %.1f wake-ups (%.3f CPU ms)\n", what, n, median(ww, n), median(pw, n),
+	       median(wd, n), median(pd, n));
+}
+
 static int wanted(const char *only, const char *name)
 {
 	if (!only)
@@ -458,14 +488,16 @@ int main(int argc, char **argv)
 			 (char *)"--drain", (char *)"60", NULL };
 	struct config ic[] = {
 		{ .name = "plain" },
-		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" } },
+		{ .name = "hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" }, .metrics = 1 },
 		{ .name = "hooks only, no watchdog",
 		  .env = { "STALLSCOPE_CPU_SAMPLING=false", "STALLSCOPE_STALL_THRESHOLD_MS=0" } },
+		{ .name = "other build: hooks only", .env = { "STALLSCOPE_CPU_SAMPLING=false" },
+		  .runtime = other, .metrics = 1 },
 	};
 	printf("bench_overhead: CPU seconds (user + system, children included), %d interleaved rounds\n",
 	       rounds);
 	printf("  idle: 2 workers, steady scenario at 10 tasks/s for 2 s\n");
-	if (w_idle && measure(runtime, dir, idle, ic, 3, rounds) != 0) {
+	if (w_idle && measure(runtime, dir, idle, ic, other ? 4 : 3, rounds) != 0) {
 		rm_dir(dir);
 		return 1;
 	}
@@ -537,6 +569,9 @@ int main(int argc, char **argv)
 	       "watchdog)\n",
 	       ((ic[1].med - ic[0].med) - (bc[1].med - bc[0].med)) * 1000 / 1.95,
 	       ((ic[2].med - ic[0].med) - (bc[2].med - bc[0].med)) * 1000 / 1.95);
+	idle_account("idle, hooks only", &ic[1], rounds);
+	if (other)
+		idle_account("idle, other build, hooks only", &ic[3], rounds);
 	}
 	if (w_light) {
 	verdict("light, hooks only: overhead", 100 * (lc[1].med / lc[0].med - 1), 0.5, "%");

@@ -27,6 +27,8 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
+ *       One more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
+ *       every process, filtered to this one, instead of the process's own).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -45,10 +47,17 @@
  *       (its presence); + a sample at every switch-out with the registers and
  *       1 KiB of stack (the recorder's off-CPU stacks). Prints CPU per switch.
  *
+ *   (g) what another process pays: (f)'s futex pair in a child process while this
+ *       one holds (f)'s events with a sample per switch-out: none; this
+ *       process's own (inherited: the child has none); per CPU for every process
+ *       without and with the recorder's BPF pid filter (sampler_bpf.c). Prints
+ *       the child's CPU per switch and how many records of other processes
+ *       reached our rings a second.
+ *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
  *        and (e)'s and (f)'s; (e) and (f) run after (a)+(b), or alone with
- *        SECONDS -1)
+ *        SECONDS -1; (d) alone with SECONDS -2)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -75,6 +84,7 @@
 #include <unistd.h>
 
 #include "segment_reader.h"
+#include "sampler-private.h" /* ss_bpf_pid_filter, for (g) */
 
 #include "bench_util.h"
 
@@ -428,7 +438,7 @@ static int part_d(const char *runtime, const char *other, int rounds)
 			   (char *)"--drain", (char *)"60", NULL };
 	/* The two rows after perf's split full recording's cost: the hooks alone,
 	 * and sampling with switch records but no stack at each switch-out. */
-	struct dconf sc[6] = {
+	struct dconf sc[7] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
@@ -436,9 +446,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_CPU_SAMPLING=0" },
 		{ .name = "sampling, OFFCPU_STACKS=off", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
+		{ .name = "full, SAMPLER=cpu (all processes)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_SAMPLER=cpu" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 6 : 5;
+	int nsc = other ? 7 : 6;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -466,8 +478,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, split: hooks only add %.3f s, sampling without off-CPU stacks %.3f s, "
 	       "full %.3f s (off-CPU stacks %.3f s of it)\n", sc[3].med - sc[0].med,
 	       sc[4].med - sc[0].med, full, sc[1].med - sc[4].med);
+	printf("  steady, this build: full recording with per-CPU events of every process "
+	       "(STALLSCOPE_SAMPLER=cpu) adds %.3f s (full / perf %.4f)\n", sc[5].med - sc[0].med,
+	       perf > 0 ? (sc[5].med - sc[0].med) / perf : 0.0);
 	if (other) {
-		double of = sc[5].med - sc[0].med;
+		double of = sc[6].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}
@@ -579,6 +594,37 @@ static uint64_t e_drain(void **rings, int n, size_t ring_len)
 	return samples;
 }
 
+/* As e_drain, counting records of this process (recs[0]) and of others (recs[1]):
+ * samples by their pid, CPU-wide switch records by the task switching. */
+static void f_drain(void **rings, int n, size_t ring_len, uint64_t recs[2])
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t size = ring_len - (uint64_t)pg;
+	uint32_t me = (uint32_t)getpid();
+	for (int c = 0; c < n; c++) {
+		struct perf_event_mmap_page *mp = rings[c];
+		const unsigned char *data = (const unsigned char *)rings[c] + pg;
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
+		while (tail < head) {
+			struct perf_event_header h;
+			uint32_t pid = 0;
+			uint64_t off = tail % size;
+			memcpy(&h, data + off, sizeof h); /* 8-aligned: never split */
+			if (h.size < sizeof h)
+				break;
+			uint64_t at = h.type == PERF_RECORD_SAMPLE ? 16 :
+				      h.type == PERF_RECORD_SWITCH_CPU_WIDE ? 8 : UINT64_MAX;
+			if (at != UINT64_MAX && h.size >= sizeof h + at + 4) {
+				uint64_t p = (off + sizeof h + at) % size;
+				memcpy(&pid, data + p, 4);
+				recs[pid != me]++;
+			}
+			tail += h.size;
+		}
+		__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	}
+}
+
 static _Atomic int e_done;
 
 static int part_e(uint64_t iters, int rounds)
@@ -653,7 +699,7 @@ static int part_e(uint64_t iters, int rounds)
 
 /* ---- (f): the kernel's part of a switch --------------------------------------- */
 
-#define F_CONFS 4
+#define F_CONFS 7
 
 static _Atomic int f_turn;
 static int f_trips;
@@ -674,16 +720,75 @@ static void *f_player(void *arg)
 	return NULL;
 }
 
+/* Per CPU for every process (pid -1, cpu N: the events live in the CPU's context
+ * and are never scheduled in or out at a switch), cpu-clock at 999 Hz with call
+ * chains and CPU-wide switch records (PERF_RECORD_SWITCH_CPU_WIDE, next/prev
+ * pid/tid) in one event; with stacks, a context-switches event sampling every
+ * switch-out with bp, sp, ip and 1 KiB of stack. What `perf record -a` opens. */
+static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *nfds)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > E_MAX_CPUS)
+		ncpu = E_MAX_CPUS;
+	long pg = sysconf(_SC_PAGESIZE);
+	*rl = (size_t)(256 + 1) * (size_t)pg;
+	*nfds = 0;
+	for (long c = 0; c < ncpu; c++) {
+		struct perf_event_attr a;
+		e_attr(&a, PERF_COUNT_SW_CPU_CLOCK);
+		a.inherit = a.inherit_thread = 0;
+		a.sample_period = 1001001;
+		a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
+		a.exclude_hv = 1;
+		a.context_switch = 1;
+		int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		void *r = fd < 0 ? MAP_FAILED : mmap(NULL, *rl, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (r == MAP_FAILED) {
+			if (fd >= 0)
+				close(fd);
+			for (long k = 0; k < c; k++)
+				munmap(rings[k], *rl);
+			return -1;
+		}
+		rings[c] = r;
+		fds[(*nfds)++] = fd;
+		if (!stacks)
+			continue;
+		a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		a.context_switch = 0;
+		a.sample_period = 1;
+		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+				PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) |
+				     (1ull << PERF_REG_X86_IP);
+		a.sample_stack_user = 1024;
+		int fd2 = (int)syscall(SYS_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd2 < 0 || ioctl(fd2, PERF_EVENT_IOC_SET_OUTPUT, fd) != 0) {
+			if (fd2 >= 0)
+				close(fd2);
+			for (long k = 0; k <= c; k++)
+				munmap(rings[k], *rl);
+			return -1;
+		}
+		fds[(*nfds)++] = fd2;
+	}
+	return (int)ncpu;
+}
+
 /* conf 1: cpu-clock + switch records; 2: + context-switches counting only;
- * 3: + a sample at each switch-out with bp, sp, ip and 1 KiB of stack. */
+ * 3: + a sample at each switch-out with bp, sp, ip and 1 KiB of stack;
+ * 4: cpu-clock alone (the share of the switch records in 1); 5 and 6: per CPU
+ * for every process, as 1 and 3. */
 static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 {
+	if (conf >= 5)
+		return f_open_cpu_wide(conf == 6, fds, rings, rl, nfds);
 	int n = e_open(2, fds, rings, rl); /* cpu-clock with call chains */
 	if (n < 0)
 		return -1;
 	*nfds = n;
 	/* e_open's events have no switch records: these ones do. */
-	for (int c = 0; c < n; c++) {
+	for (int c = 0; c < n && conf != 4; c++) {
 		struct perf_event_attr a;
 		e_attr(&a, PERF_COUNT_SW_DUMMY);
 		a.context_switch = 1;
@@ -714,8 +819,11 @@ static int part_f(int rounds)
 {
 	static const char *names[F_CONFS] = { "no events", "cpu-clock + switch records",
 					      "+ context-switches event, counting only",
-					      "+ sample per switch-out, regs + 1 KiB stack" };
-	double us[F_CONFS][50];
+					      "+ sample per switch-out, regs + 1 KiB stack",
+					      "cpu-clock alone, no switch records",
+					      "per CPU, all processes: cpu-clock + switches",
+					      "per CPU, all processes: + switch-out samples" };
+	double us[F_CONFS][50], other[F_CONFS][50];
 	f_trips = 20000;
 	char load[128];
 	read_load(load, sizeof load);
@@ -726,6 +834,7 @@ static int part_f(int rounds)
 		for (int i = 0; i < F_CONFS; i++) {
 			int conf = (i + r) % F_CONFS;
 			int fds[4 * E_MAX_CPUS], nfds = 0, n = 0;
+			uint64_t recs[2] = { 0, 0 };
 			void *rings[E_MAX_CPUS];
 			size_t rl = 0;
 			if (conf && (n = f_open(conf, fds, rings, &rl, &nfds)) < 0) {
@@ -738,18 +847,21 @@ static int part_f(int rounds)
 				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
 			atomic_store(&f_turn, 0);
 			pthread_t th[2];
-			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
 			for (int k = 0; k < 2; k++)
 				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
 			for (int done = 0; !done;) {
 				struct timespec ts = { 0, 10000000L };
 				nanosleep(&ts, NULL);
 				if (n)
-					e_drain(rings, n, rl);
+					f_drain(rings, n, rl, recs);
 				done = pthread_tryjoin_np(th[0], NULL) == 0;
 			}
 			pthread_join(th[1], NULL);
 			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			if (n)
+				f_drain(rings, n, rl, recs);
+			other[conf][r] = (double)recs[1] / ((double)(now_ns() - w0) / 1e9);
 			for (int k = 0; k < n; k++)
 				munmap(rings[k], rl);
 			for (int k = 0; k < nfds; k++)
@@ -760,7 +872,107 @@ static int part_f(int rounds)
 	double base = median(us[0], rounds);
 	for (int c = 0; c < F_CONFS; c++) {
 		double m = median(us[c], rounds);
-		printf("  %-44s %6.2f us CPU per switch (%+5.2f)\n", names[c], m, m - base);
+		printf("  %-44s %6.2f us CPU per switch (%+5.2f)", names[c], m, m - base);
+		if (c >= 5)
+			printf(", other processes' records %.0f a second",
+			       median(other[c], rounds));
+		printf("\n");
+	}
+	return 0;
+}
+
+/* ---- (g): what another process pays ---------------------------------------- */
+
+#define G_CONFS 4
+
+/* The futex pair of (f) in a child process; its CPU per switch, -1 on failure. */
+static double g_bystander(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		atomic_store(&f_turn, 0);
+		pthread_t th[2];
+		for (int k = 0; k < 2; k++)
+			pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+		for (int k = 0; k < 2; k++)
+			pthread_join(th[k], NULL);
+		_exit(0);
+	}
+	return (double)pid;
+}
+
+static int part_g(int rounds)
+{
+	static const char *names[G_CONFS] = {
+		"no events", "this process's own events (inherited)",
+		"per CPU, all processes, no filter", "per CPU, all processes, BPF pid filter" };
+	double us[G_CONFS][50], other[G_CONFS][50];
+	f_trips = 20000;
+	char load[128];
+	read_load(load, sizeof load);
+	printf("(g) what another process pays: (f)'s futex pair in a child process while this one "
+	       "holds cpu-clock + switch records + a sample per switch-out (regs + 1 KiB stack); "
+	       "%d rounds, order rotated (load average at start: %s)\n", rounds, load);
+	char why[200] = "";
+	int prog = ss_bpf_pid_filter((uint32_t)getpid(), why, sizeof why);
+	if (prog < 0)
+		printf("  (BPF filter refused: %s; its row is unfiltered)\n", why);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < G_CONFS; i++) {
+			int conf = (i + r) % G_CONFS;
+			int fds[4 * E_MAX_CPUS], nfds = 0, n = 0;
+			void *rings[E_MAX_CPUS];
+			size_t rl = 0;
+			uint64_t recs[2] = { 0, 0 };
+			if (conf && (n = f_open(conf == 1 ? 3 : 6, fds, rings, &rl, &nfds)) < 0) {
+				printf("  SKIP (g): perf_event_open refused: %s\n", strerror(errno));
+				for (int k = 0; k < nfds; k++)
+					close(fds[k]);
+				if (prog >= 0)
+					close(prog);
+				return 0;
+			}
+			for (int k = 0; k < nfds && conf == 3 && prog >= 0; k++)
+				ss_bpf_attach(fds[k], prog);
+			for (int k = 0; k < nfds; k++)
+				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
+			uint64_t w0 = now_ns();
+			pid_t pid = (pid_t)g_bystander();
+			int st = 0;
+			struct rusage ru;
+			memset(&ru, 0, sizeof ru);
+			for (int done = 0; pid > 0 && !done;) {
+				struct timespec ts = { 0, 10000000L };
+				nanosleep(&ts, NULL);
+				if (n)
+					f_drain(rings, n, rl, recs);
+				done = wait4(pid, &st, WNOHANG, &ru) == pid;
+			}
+			if (n)
+				f_drain(rings, n, rl, recs);
+			double wall = (double)(now_ns() - w0) / 1e9;
+			for (int k = 0; k < n; k++)
+				munmap(rings[k], rl);
+			for (int k = 0; k < nfds; k++)
+				close(fds[k]);
+			double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+				     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+			us[conf][r] = cpu * 1e6 / (2.0 * f_trips);
+			other[conf][r] = (double)recs[1] / wall;
+		}
+	}
+	if (prog >= 0)
+		close(prog);
+	double base = median(us[0], rounds);
+	for (int c = 0; c < G_CONFS; c++) {
+		double m = median(us[c], rounds);
+		printf("  %-40s bystander %6.2f us CPU per switch (%+5.2f)", names[c], m, m - base);
+		if (c >= 2)
+			printf(", other processes' records in our rings %.0f a second",
+			       median(other[c], rounds));
+		printf("\n");
 	}
 	return 0;
 }
@@ -781,8 +993,10 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < -1.5)
+		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
-		return part_e(iters, rounds) != 0 || part_f(rounds) != 0;
+		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -829,7 +1043,7 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
-	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0)
+	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0)
 		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;

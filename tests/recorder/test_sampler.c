@@ -6,11 +6,17 @@
  * that sleeps show up as blocked switch-out / switch-in pairs with off-CPU stacks,
  * that the timer fallback survives a garbage frame pointer, that tiny rings lose
  * records instead of corrupting them, that thousands of short-lived threads leak
- * no descriptor or mapping, and that a refused perf_event_open falls back.
+ * no descriptor or mapping, and that a refused perf_event_open falls back. The
+ * same again with per-CPU events of every process (SS_SAMPLER_CPU, root or
+ * CAP_PERFMON): another process's samples and switches are dropped and counted,
+ * never handed on; unprivileged (as nobody) it falls back to the process's own
+ * per-CPU events and says why.
  *
  * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
  */
 #include <dlfcn.h>
+#include <grp.h>
+#include <signal.h>
 #include <dirent.h>
 #include <errno.h>
 #include <link.h>
@@ -905,6 +911,133 @@ static int part_seccomp_fallback(void)
 	return 0;
 }
 
+/* A process of our own that is not us: busy 1 ms, asleep 1 ms, for at most 10 s. */
+static pid_t bystander_start(void)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		uint64_t end = now_ns() + 10000000000ull;
+		while (now_ns() < end) {
+			uint64_t t = now_ns() + 1000000;
+			while (now_ns() < t)
+				sink_v++;
+			sleep_ms(1);
+		}
+		_exit(0);
+	}
+	return pid;
+}
+
+static void bystander_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Per-CPU events of every process: the parts that do not depend on how events
+ * are opened, with another process busy beside them, none of whose records may
+ * reach the sink. Mappings are not among them: these events ask for no MMAP2
+ * (every process's mmap would make one); the writer's watch of the loader
+ * covers dlopen (test_sampling). */
+static void part_cpu_wide(int no_bpf)
+{
+	printf("cpu mode: per-CPU events of every process%s\n",
+	       no_bpf ? ", no BPF filter (forced: other processes' samples dropped by the drain)" : "");
+	struct ss_sampler_config c = cfg_of(SS_SAMPLER_CPU, 0, 0, 0);
+	c.no_bpf_filter = no_bpf;
+	ss_sampler_start(&c, status, sizeof status);
+	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
+	col_reset();
+	if (ss_sampler_per_cpu() != 2) {
+		CHECK(strstr(status, "per-CPU events of every process refused"),
+		      "cpu mode neither used nor refused with a reason: %s", status);
+		printf("  SKIP cpu mode: refused (%s)\n", status);
+		ss_sampler_stop();
+		return;
+	}
+	CHECK(ss_sampler_mode() == SS_SAMPLER_PERF, "cpu mode runs as perf");
+	CHECK(!no_bpf || strstr(status, "samples taken and dropped here: no BPF filter (asked)"),
+	      "forced unfiltered events not said: %s", status);
+	pid_t by = bystander_start();
+	part_stacks("cpu");
+	part_sleep();
+	part_migrate();
+	part_enable("cpu");
+	ss_sampler_drain(&SINK);
+	bystander_stop(by);
+	struct ss_sampler_stats st;
+	ss_sampler_get_stats(&st);
+	size_t leaked = 0;
+	for (size_t i = 0; i < C.ns; i++)
+		leaked += C.s[i].tid == (uint32_t)by;
+	for (size_t i = 0; i < C.nsw; i++)
+		leaked += C.sw[i].tid == (uint32_t)by;
+	printf("  other processes: %llu records dropped, %zu of the bystander's handed on\n",
+	       (unsigned long long)st.foreign, leaked);
+	CHECK(st.foreign > 0, "no record of another process seen (the bystander ran beside us)");
+	CHECK(leaked == 0, "another process's records reached the sink");
+	ss_sampler_stop();
+	if (no_bpf)
+		return; /* the rest does not depend on the filter */
+	c = cfg_of(SS_SAMPLER_CPU, 20000, 1, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	col_reset();
+	part_tiny(1);
+	ss_sampler_stop();
+	c = cfg_of(SS_SAMPLER_CPU, 0, 0, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	col_reset();
+	part_many("cpu", many_threads());
+	ss_sampler_stop();
+}
+
+/* Forced cpu mode where it is refused (as nobody, perf_event_paranoid >= 1): the
+ * process's own per-CPU events take over and the status says why. In a child:
+ * the uid cannot be taken back. */
+static void part_cpu_refused(void)
+{
+	int paranoid = 2;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = 2;
+		fclose(f);
+	}
+	if (geteuid() != 0 || paranoid < 1) {
+		printf("  SKIP cpu mode refused: needs root to drop to nobody, and paranoid >= 1 "
+		       "(euid %d, paranoid %d)\n", (int)geteuid(), paranoid);
+		return;
+	}
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+		    setresuid(65534, 65534, 65534) != 0)
+			_exit(77);
+		struct ss_sampler_config c = cfg_of(SS_SAMPLER_CPU, 0, 0, 0);
+		ss_sampler_start(&c, status, sizeof status);
+		printf("  as nobody: [%s] %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
+		CHECK(ss_sampler_mode() == SS_SAMPLER_PERF && ss_sampler_per_cpu() != 2,
+		      "cpu mode as nobody: %s", status);
+		CHECK(strstr(status, "per-CPU events of every process refused") &&
+		      (strstr(status, "EACCES") || strstr(status, "EPERM")) &&
+		      strstr(status, "perf_event_paranoid"), "refusal not explained: %s", status);
+		col_reset();
+		part_stacks("cpu refused, fallback");
+		ss_sampler_stop();
+		fflush(stdout);
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+		printf("  SKIP cpu mode refused: could not become nobody\n");
+		return;
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cpu-refused child failed (status %#x)", st);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1000,6 +1133,10 @@ int main(void)
 		part_sleep();
 		ss_sampler_stop();
 		offcpu_copy = 0;
+
+		part_cpu_wide(0);
+		part_cpu_wide(1);
+		part_cpu_refused();
 	}
 
 	printf("timer mode\n");

@@ -353,7 +353,10 @@ void culprit_yield_wait(void)
 
 /* ---- workers ---- */
 
-enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL };
+enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL, J_QUIET };
+
+/* J_QUIET's worker stays parked until this is set. */
+static _Atomic int quiet_go;
 
 struct worker {
 	pthread_t th;
@@ -423,6 +426,17 @@ static void *worker_main(void *p)
 		stallscope_poll_end();
 		break;
 	}
+	case J_QUIET:
+		stallscope_park();
+		while (!atomic_load(&quiet_go))
+			sleep_ms(5);
+		stallscope_unpark();
+		stallscope_poll_begin(w->task0, 0);
+		atomic_store(&spinning_task, w->task0);
+		long_poll_body(60000000);
+		atomic_store(&spinning_task, 0);
+		stallscope_poll_end();
+		break;
 	case J_YIELD:
 	case J_YIELD_REPOLL:
 		for (uint64_t i = 0; i < 20; i++) {
@@ -706,6 +720,69 @@ static void test_task_dumps(void)
 	CHECK(R.nd == 0, "%zu task dumps with the feature off", R.nd);
 }
 
+/* The watchdog's looks so far (its wake-ups counter in the metrics text). */
+static long long watchdog_looks(void)
+{
+	static char buf[65536];
+	stallscope_metrics_text(buf, sizeof buf);
+	const char *key = "stallscope_recorder_wakeups_total{thread=\"watchdog\"} ";
+	const char *p = strstr(buf, key);
+	CHECK(p != NULL, "no watchdog wake-ups in the metrics text");
+	return atoll(p + strlen(key));
+}
+
+/* The power of two of the threshold an age has reached: 0 at 1x, 1 at 2x ... */
+static int age_bucket(uint64_t age)
+{
+	int b = 0;
+	while (b < 62 && age >= (10000000ull << (b + 1)))
+		b++;
+	return b;
+}
+
+/* A quiet spell (the only worker parked: no poll begins or ends) thins the
+ * watchdog's looks out to one per 8 thresholds, and the first poll after it is
+ * still captured: no earlier than the threshold, each later capture at a power
+ * of two of the threshold the poll had not reached at the one before (a late
+ * first look is not followed by a burst). Load only delays looks, so the bound
+ * on their number holds on any machine. */
+static void test_quiet(void)
+{
+	printf("quiet\n");
+	char *dir = start("stall-quiet", 10, 0, 10);
+	struct worker w[1] = { { .job = J_QUIET, .task0 = 500, .cpu = -1 } };
+	atomic_store(&quiet_go, 0);
+	atomic_store(&released_task, 0);
+	run(w, 1);
+	sleep_ms(100); /* the park seen, the spell begun */
+	long long l0 = watchdog_looks();
+	sleep_ms(400);
+	long long looks = watchdog_looks() - l0;
+	printf("  %lld watchdog looks in 400 ms of quiet (one a threshold would be 40)\n", looks);
+	CHECK(looks <= 12, "%lld watchdog looks in 400 ms with no poll (want <= 12)", looks);
+	atomic_store(&quiet_go, 1);
+	wait_spin_captures(dir, 500);
+	atomic_store(&released_task, 500);
+	join(w, 1);
+	finish(dir);
+	int caps = 0, last = -1;
+	for (size_t i = 0; i < R.ns; i++) {
+		const struct stall *s = &R.s[i];
+		if (s->task != 500)
+			continue;
+		print_stall(s);
+		uint64_t age = s->ts - s->poll_ts;
+		CHECK(age >= (10000000ull << s->index), "capture #%llu at %llu ns",
+		      (unsigned long long)s->index, (unsigned long long)age);
+		CHECK(age_bucket(age) > last, "capture #%llu at %llu ns: no later power of two of "
+		      "the threshold than the capture before", (unsigned long long)s->index,
+		      (unsigned long long)age);
+		last = age_bucket(age);
+		caps++;
+	}
+	CHECK(caps >= 2, "%d captures of the poll after the quiet spell (want >= 2)", caps);
+}
+
 int main(int argc, char **argv)
 {
 	R_spin = fn_range((void *)culprit_spin, "culprit_spin");
@@ -721,6 +798,7 @@ int main(int argc, char **argv)
 	RUN("starvation", test_starvation);
 	RUN("eintr", test_eintr);
 	RUN("task-dumps", test_task_dumps);
+	RUN("quiet", test_quiet);
 	printf("PASS\n");
 	return 0;
 }

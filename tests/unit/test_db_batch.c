@@ -78,9 +78,10 @@ static void run(const char *path, bool threaded)
 	ss_bind_i(r, 1, 3);
 	ss_bind_i(r, 2, 100);
 	ss_bind_i(r, 3, 50);
-	ss_bind_st(r, 4, "span name \xc3\xa9");
+	ss_bind_null(r, 4);
 	ss_bind_i(r, 5, 0);
 	ss_bind_i(r, 6, 1);
+	ss_bind_st(r, 9, "span fields \xc3\xa9");
 	ss_db_step(&d, ST_INS_SPAN);
 	r = ss_row(&d, ST_INS_SAMPLE);
 	ss_bind_i(r, 1, 4242);
@@ -101,8 +102,9 @@ static void run(const char *path, bool threaded)
 	      query(&d, "SELECT count(*) FROM polls WHERE id % 5 = 0"), "NULL task ids");
 	CHECK(query(&d, "SELECT count(*) FROM polls WHERE id BETWEEN 5000 AND 5099") == 0,
 	      "a gap was filled");
-	CHECK(query(&d, "SELECT count(*) FROM spans WHERE name = 'span name \xc3\xa9' AND dur = 50"
-		  " AND incomplete = 1 AND thread_id = 3") == 1, "span text");
+	CHECK(query(&d, "SELECT count(*) FROM span_rows WHERE fields = 'span fields \xc3\xa9' AND dur = 50"
+		  " AND incomplete = 1 AND thread_id = 3 AND name_id IS NULL AND span_id IS NULL") == 1,
+	      "span text");
 	CHECK(query(&d, "SELECT count(*) FROM samples WHERE ts = 4242 AND worker_id IS NULL"
 		  " AND poll_id IS NULL AND callsite_id = 11 AND weight = 2 AND kind = 1") == 1,
 	      "sample row");

@@ -54,8 +54,10 @@ struct stallscope_config {
 	int32_t task_dump_enabled;     /* 1 record idle-task backtraces (0) */
 	uint32_t task_dump_idle_threshold_ms; /* mean idle time before a dump (10) */
 	const char *metrics_file;      /* Prometheus textfile, rewritten every 10 s (NULL) */
-	int32_t sampler;               /* STALLSCOPE_SAMPLER_AUTO (perf, else timer), _PERF,
-					* _TIMER or _OFF (AUTO) */
+	int32_t sampler;               /* STALLSCOPE_SAMPLER_AUTO (_PERF, else the timer),
+					* _PERF (events of this process's threads), _CPU
+					* (per-CPU events of every process, this one's
+					* records kept; else as AUTO), _TIMER or _OFF (AUTO) */
 	int32_t offcpu_stacks;         /* stacks at every switch-out where permitted:
 					* STALLSCOPE_OFFCPU_AUTO, _ON or _OFF (AUTO) */
 	int32_t sample_all_threads;    /* 1 sample every thread that made a hook, not only
@@ -79,7 +81,7 @@ struct stallscope_config {
 
 enum {
 	STALLSCOPE_SAMPLER_AUTO = 0, STALLSCOPE_SAMPLER_PERF = 1,
-	STALLSCOPE_SAMPLER_TIMER = 2, STALLSCOPE_SAMPLER_OFF = 3,
+	STALLSCOPE_SAMPLER_TIMER = 2, STALLSCOPE_SAMPLER_OFF = 3, STALLSCOPE_SAMPLER_CPU = 4,
 };
 enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2 };
 enum { STALLSCOPE_UNWIND_AUTO = 0, STALLSCOPE_UNWIND_FP = 1, STALLSCOPE_UNWIND_DWARF = 2 };

@@ -14,6 +14,14 @@
 #include "pg_tables.h"
 #include "schema_sql.h"
 
+/* The version of PostgreSQL's tables (pg_tables.c), which follow SQLite's
+ * schema but not its storage: SQLite's version 6 stored the names of marks
+ * and spans once (marks and spans became views there), while PostgreSQL's
+ * marks and spans keep their name column, so its tables are still version 5
+ * and a store stays usable by the stallscope before. */
+#define PG_SCHEMA_VERSION 5
+_Static_assert(PG_SCHEMA_VERSION <= SS_SCHEMA_VERSION, "PostgreSQL's tables follow SQLite's schema");
+
 /* Advisory lock keys (the two-int form: a key space apart from the session
  * ids that lock recordings). */
 #define LOCK_CLASS 0x5353
@@ -263,7 +271,7 @@ static int create_schema(struct ss_pg *p)
 			return -1;
 	}
 	char *sql = ss_pg_fmt("INSERT INTO schema_info SELECT %d WHERE NOT EXISTS (SELECT 1 FROM schema_info"
-			      " WHERE version >= %d)", SS_SCHEMA_VERSION, SS_SCHEMA_VERSION);
+			      " WHERE version >= %d)", PG_SCHEMA_VERSION, PG_SCHEMA_VERSION);
 	int rc = ss_pg_exec(p, p->side, sql);
 	free(sql);
 	return rc;
@@ -302,9 +310,9 @@ static int schema_version(struct ss_pg *p)
 		return 0;
 	if (ss_pg_query_int(p, p->side, "SELECT max(version) FROM schema_info", 0, &version) != 0)
 		return -1;
-	if (version > SS_SCHEMA_VERSION) {
+	if (version > PG_SCHEMA_VERSION) {
 		snprintf(p->err, sizeof p->err, "%s has stallscope schema version %lld; this stallscope"
-			 " knows up to %d: use a newer stallscope", p->shown, (long long)version, SS_SCHEMA_VERSION);
+			 " knows up to %d: use a newer stallscope", p->shown, (long long)version, PG_SCHEMA_VERSION);
 		return -1;
 	}
 	return (int)version;
@@ -315,7 +323,7 @@ static int ensure_schema(struct ss_pg *p)
 	int v = schema_version(p);
 	if (v < 0)
 		return -1;
-	if (v == SS_SCHEMA_VERSION)
+	if (v == PG_SCHEMA_VERSION)
 		return load_widths(p);
 	/* Two first imports at once: one creates, the other finds it made (and
 	 * must not run the DDL again: ALTER TABLE would queue behind the first
@@ -326,7 +334,7 @@ static int ensure_schema(struct ss_pg *p)
 	if (rc)
 		return -1;
 	v = schema_version(p);
-	rc = v < 0 ? -1 : v == SS_SCHEMA_VERSION ? 0 : create_schema(p);
+	rc = v < 0 ? -1 : v == PG_SCHEMA_VERSION ? 0 : create_schema(p);
 	if (!rc)
 		rc = load_widths(p);
 	char *unlock = ss_pg_fmt("SELECT pg_advisory_unlock(%d, %d)", LOCK_CLASS, LOCK_SCHEMA);

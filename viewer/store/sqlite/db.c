@@ -46,8 +46,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" VALUES(?,?,?,?,?,?)",
 	[ST_DEL_WAKE] = "DELETE FROM wakes WHERE rowid = ?1",
 	[ST_INS_QUEUE] = "INSERT INTO queue_depths(thread_id, worker_id, ts, local, global) VALUES(?,?,?,?,?)",
-	[ST_INS_MARK] = "INSERT INTO marks(thread_id, ts, name, value) VALUES(?,?,?,?)",
-	[ST_INS_SPAN] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete, span_id, parent_span_id,"
+	/* name_id: the sink's cache of names (sqlite_sink.c) */
+	[ST_INS_MARK] = "INSERT INTO mark_rows(thread_id, ts, name_id, value) VALUES(?,?,?,?)",
+	[ST_INS_SPAN] = "INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,"
 		" fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CPU] = "INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES(?,?,?,?,?)",
 	[ST_INS_SAMPLE] = "INSERT INTO samples(ts, thread_id, worker_id, poll_id, callsite_id, weight,"
@@ -105,6 +106,25 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      " sched_wait_ns FROM parks ORDER BY worker_id, ts, dur, incomplete;"
 	      "DROP TABLE parks;"
 	      "ALTER TABLE parks_v5 RENAME TO parks;",
+	/* The names of marks and spans stored once, in names: their rows move to
+	 * mark_rows and span_rows (in their order), and the schema then makes
+	 * marks and spans views of them with the name spelled out. */
+	[6] = "CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+	      "INSERT INTO names(name) SELECT name FROM marks WHERE name IS NOT NULL"
+	      " UNION SELECT name FROM spans WHERE name IS NOT NULL;"
+	      "CREATE TABLE mark_rows (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " name_id INTEGER REFERENCES names(id), value INTEGER);"
+	      "INSERT INTO mark_rows SELECT m.thread_id, m.ts, n.id, m.value FROM marks m"
+	      " LEFT JOIN names n ON n.name = m.name ORDER BY m.rowid;"
+	      "DROP TABLE marks;"
+	      "CREATE TABLE span_rows (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " dur INTEGER NOT NULL, name_id INTEGER REFERENCES names(id), depth INTEGER NOT NULL,"
+	      " incomplete INTEGER NOT NULL DEFAULT 0, span_id INTEGER, parent_span_id INTEGER, fields TEXT,"
+	      " location_id INTEGER REFERENCES locations(id));"
+	      "INSERT INTO span_rows SELECT s.thread_id, s.ts, s.dur, n.id, s.depth, s.incomplete, s.span_id,"
+	      " s.parent_span_id, s.fields, s.location_id FROM spans s"
+	      " LEFT JOIN names n ON n.name = s.name ORDER BY s.rowid;"
+	      "DROP TABLE spans;",
 };
 
 static const char *const id_table[ID_COUNT] = {

@@ -13,6 +13,7 @@
 
 #include "db.h"
 #include "model.h"
+#include "name_cache.h"
 #include "summary_levels.h"
 
 struct ss_sqlite_store {
@@ -20,6 +21,10 @@ struct ss_sqlite_store {
 	int64_t first_new_sample, first_new_poll;
 	/* the statements of the state written where an import ends */
 	sqlite3_stmt *st_wake, *st_pending, *st_thread_state, *st_span, *st_summary, *st_ended;
+	/* names.id of the names of marks and spans met so far, and the two
+	 * statements that add and read a new one */
+	struct ss_name_cache names;
+	sqlite3_stmt *st_name_add, *st_name_id;
 	const struct ss_sqlite_stage *stage; /* NULL: this file is the database */
 	/* The graveyard of the recording being handed over (s_ended_task): its
 	 * oldest and newest entries, written when it is complete. */
@@ -279,13 +284,51 @@ static int s_queue(void *ctx, const struct ss_queue_row *x)
 	return step(s, ST_INS_QUEUE);
 }
 
+static int prep(struct ss_sqlite_store *s, sqlite3_stmt **st, const char *sql);
+
+/* names.id of a name, which a new name gets from SQLite (so rows that reach
+ * names another way, a pull's or a stage's INSERT into the marks and spans
+ * views, never share an id); 0 for no name (SQL NULL), -1 on an error (err
+ * set). A new name waits for the inserting thread once: programs name marks
+ * and spans with a few constant strings. */
+static int64_t name_id(struct ss_sqlite_store *s, struct ss_text t)
+{
+	int64_t id = 0;
+	if (!t.p)
+		return 0;
+	if (ss_name_cache_get(&s->names, t.p, t.n, &id))
+		return id;
+	if (prep(s, &s->st_name_add, "INSERT OR IGNORE INTO names(name) VALUES(?1)") != 0 ||
+	    prep(s, &s->st_name_id, "SELECT id FROM names WHERE name = ?1") != 0)
+		return -1;
+	sqlite3_bind_text(s->st_name_add, 1, t.p, (int)t.n, SQLITE_STATIC);
+	sqlite3_bind_text(s->st_name_id, 1, t.p, (int)t.n, SQLITE_STATIC);
+	id = -1;
+	if (sqlite3_step(s->st_name_add) == SQLITE_DONE && sqlite3_step(s->st_name_id) == SQLITE_ROW)
+		id = sqlite3_column_int64(s->st_name_id, 0);
+	if (id < 0)
+		snprintf(s->db.err, sizeof s->db.err, "names: %s", sqlite3_errmsg(s->db.db));
+	sqlite3_reset(s->st_name_add);
+	sqlite3_reset(s->st_name_id);
+	sqlite3_clear_bindings(s->st_name_add);
+	sqlite3_clear_bindings(s->st_name_id);
+	if (id >= 0 && ss_name_cache_put(&s->names, t.p, t.n, id) != 0) {
+		snprintf(s->db.err, sizeof s->db.err, "out of memory");
+		return -1;
+	}
+	return id;
+}
+
 static int s_mark(void *ctx, const struct ss_mark_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
+	int64_t name = name_id(s, x->name);
+	if (name < 0)
+		return -1;
 	struct ss_row *r = ss_row(&s->db, ST_INS_MARK);
 	ss_bind_i(r, 1, x->thread_id);
 	ss_bind_i(r, 2, x->ts);
-	bind_text(r, 3, x->name);
+	ss_bind_z(r, 3, name);
 	ss_bind_i(r, 4, x->value);
 	return step(s, ST_INS_MARK);
 }
@@ -293,11 +336,14 @@ static int s_mark(void *ctx, const struct ss_mark_row *x)
 static int s_span(void *ctx, const struct ss_span_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
+	int64_t name = name_id(s, x->name);
+	if (name < 0)
+		return -1;
 	struct ss_row *r = ss_row(&s->db, ST_INS_SPAN);
 	ss_bind_i(r, 1, x->thread_id);
 	ss_bind_i(r, 2, x->ts);
 	ss_bind_i(r, 3, x->dur);
-	bind_text(r, 4, x->name);
+	ss_bind_z(r, 4, name);
 	ss_bind_i(r, 5, x->depth);
 	ss_bind_i(r, 6, x->incomplete);
 	ss_bind_z(r, 7, (int64_t)x->span_id);
@@ -946,9 +992,9 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 	long long r = (long long)rid;
 	if (exec_fmt(s, "DELETE FROM import_open_summary WHERE worker_id IN"
 		     " (SELECT id FROM workers WHERE recording_id = %lld)", r) ||
-	    exec_fmt(s, "DELETE FROM spans WHERE incomplete AND EXISTS (SELECT 1 FROM import_open_spans o"
+	    exec_fmt(s, "DELETE FROM span_rows WHERE incomplete AND EXISTS (SELECT 1 FROM import_open_spans o"
 		     " JOIN threads t ON t.id = o.thread_id WHERE t.recording_id = %lld AND"
-		     " o.thread_id = spans.thread_id AND o.ts = spans.ts AND o.depth = spans.depth)", r) ||
+		     " o.thread_id = span_rows.thread_id AND o.ts = span_rows.ts AND o.depth = span_rows.depth)", r) ||
 	    exec_fmt(s, "DELETE FROM import_thread_state WHERE thread_id IN"
 		     " (SELECT id FROM threads WHERE recording_id = %lld);"
 		     "DELETE FROM import_open_spans WHERE thread_id IN"
@@ -1024,6 +1070,9 @@ void ss_sqlite_close(struct ss_sqlite_store *s)
 	sqlite3_finalize(s->st_span);
 	sqlite3_finalize(s->st_summary);
 	sqlite3_finalize(s->st_ended);
+	sqlite3_finalize(s->st_name_add);
+	sqlite3_finalize(s->st_name_id);
+	ss_name_cache_free(&s->names);
 	ss_db_close(&s->db);
 	free(s);
 }
