@@ -591,8 +591,10 @@ SELECT s.rowid AS sample_id, s.ts, s.kind, s.thread_id, th.name AS thread, s.wor
   LEFT JOIN workers w ON w.id = s.worker_id
   LEFT JOIN callsite_text ct ON ct.callsite_id = s.callsite_id;
 
--- @indexes: the importer runs the statements below this line after bulk loading,
--- because building an index once is much cheaper than maintaining it per row.
+-- @indexes: the importer runs the statements below this line separately from the
+-- tables: on a fresh database before its first row (its inserting thread keeps
+-- them up while the model decodes, which on two CPUs ends sooner than a sort
+-- after the load; viewer/store/sqlite/db.c), otherwise after the load.
 -- They serve the viewer's lanes (a worker's polls in a time range; parks are
 -- stored in that order and need none) and a thread's samples and CPU states. Joins through ids (wakes.poll_id, poll_id,
 -- task_id = tasks.id ...) use the rowid and need none. Add your own for other

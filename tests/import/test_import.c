@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "schema_sql.h"
 #include "segment_builder.h"
 #include "segment_reader.h"
 #include "soft_check.h"
@@ -295,6 +296,19 @@ static void test_demo(const char *demo, const char *dbpath)
 	CHECK(stitched > 0, "the demo has no poll open across a rotation");
 	printf("demo: %d segments, %llu events, %lld polls, %d stitched across rotations\n", n,
 	       (unsigned long long)t.events, (long long)polls, stitched);
+
+	/* Every index of the schema is there and holds exactly its table's rows: a
+	 * fresh database gets them before its first row, kept up during the load. */
+	int indexes = 0;
+	for (const char *p = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER); p && (p = strstr(p, "\nCREATE INDEX")); p++)
+		indexes++;
+	CHECK(indexes > 0, "no index in the schema's index part");
+	CHECK(q1(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL") == indexes,
+	      "indexes after a fresh import: %lld of the schema's %d",
+	      (long long)q1(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"), indexes);
+	char *integrity = qs(db, "PRAGMA integrity_check");
+	CHECK(integrity && strcmp(integrity, "ok") == 0, "integrity_check: %s", integrity ? integrity : "(none)");
+	free(integrity);
 
 	/* Again: nothing new. */
 	rc = import(dbpath, &res, NULL, 0, 1, demo);

@@ -47,6 +47,7 @@ struct ss_db {
 	sqlite3_stmt *st[ST_COUNT];
 	struct ss_batch *batch[ST_COUNT]; /* high-volume tables: rows collect here (db_batch.c) */
 	bool fresh;          /* the file held no schema before: bulk settings are safe */
+	bool indexed;        /* the schema's indexes exist (ss_db_create_indexes ran) */
 	char err[512];
 	struct ss_row row;
 	/* the pipeline (db.c) */
@@ -67,7 +68,8 @@ int ss_db_prepare(struct ss_db *d, bool threaded);
  * directly. Returns 0, or -1 when an insert failed (d->err). */
 int ss_db_sync(struct ss_db *d);
 int ss_db_exec(struct ss_db *d, const char *sql);
-/* Runs the index part of the schema. */
+/* Runs the index part of the schema, once (ss_db_prepare runs it for a fresh
+ * database). */
 int ss_db_create_indexes(struct ss_db *d);
 void ss_db_close(struct ss_db *d);
 

@@ -58,7 +58,21 @@ struct rows_cursor {
 	sqlite3_vtab_cursor base;
 	const struct ss_batch *b;
 	int i;
+	/* The current row's values and types: found once per row, not once per
+	 * column (xColumn runs ncols times a row on the inserting thread). */
+	const int64_t *v;
+	const uint8_t *ty;
 };
+
+static void rows_at(struct rows_cursor *c)
+{
+	const struct ss_batch *b = c->b;
+	if (!b || c->i >= b->n)
+		return;
+	size_t row = b->ordered_ids ? b->order[c->i] : (size_t)c->i;
+	c->v = b->v + row * (size_t)b->ncols;
+	c->ty = b->ty + row * (size_t)b->ncols;
+}
 
 static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
 			sqlite3_vtab **out, char **err)
@@ -127,12 +141,15 @@ static int rows_filter(sqlite3_vtab_cursor *cur, int idx_num, const char *idx_st
 	struct rows_cursor *c = (struct rows_cursor *)cur;
 	c->b = idx_num == 1 && argc == 1 ? sqlite3_value_pointer(argv[0], "ss_batch") : NULL;
 	c->i = 0;
+	rows_at(c);
 	return SQLITE_OK;
 }
 
 static int rows_next(sqlite3_vtab_cursor *cur)
 {
-	((struct rows_cursor *)cur)->i++;
+	struct rows_cursor *c = (struct rows_cursor *)cur;
+	c->i++;
+	rows_at(c);
 	return SQLITE_OK;
 }
 
@@ -145,18 +162,15 @@ static int rows_eof(sqlite3_vtab_cursor *cur)
 static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
 {
 	const struct rows_cursor *c = (const struct rows_cursor *)cur;
-	const struct ss_batch *b = c->b;
-	if (col >= b->ncols)
+	if (col >= c->b->ncols)
 		return SQLITE_OK; /* NULL */
-	size_t row = b->ordered_ids ? b->order[c->i] : (size_t)c->i;
-	size_t at = row * (size_t)b->ncols + (size_t)col;
-	int64_t v = b->v[at];
-	switch (b->ty[at]) {
+	int64_t v = c->v[col];
+	switch (c->ty[col]) {
 	case B_INT:
 		sqlite3_result_int64(ctx, v);
 		break;
 	case B_TEXT:
-		sqlite3_result_text(ctx, b->text + ((uint64_t)v >> 32), (int)(v & 0xffffffff), SQLITE_STATIC);
+		sqlite3_result_text(ctx, c->b->text + ((uint64_t)v >> 32), (int)(v & 0xffffffff), SQLITE_STATIC);
 		break;
 	default:
 		break;

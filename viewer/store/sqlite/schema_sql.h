@@ -1,7 +1,8 @@
 /*
  * schema_sql.h - the text of schema/stallscope.sql, embedded at build time
  * (embed_sql.py). The part before the "-- @indexes" line creates tables and views;
- * the part after it creates the indexes, which the importer runs after bulk loading.
+ * the part after it creates the indexes, which the importer runs before the first
+ * row of a fresh database and after the load otherwise (db.c).
  */
 #ifndef STALLSCOPE_SCHEMA_SQL_H
 #define STALLSCOPE_SCHEMA_SQL_H

@@ -1155,6 +1155,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Samples of an earlier import that no poll held then, inside a poll of this
  * one: a trace whose threads are written in batches (dial9) can bring a poll
  * after samples taken during it. Per worker, from its first new poll on, so
@@ -1197,15 +1204,20 @@ failed:
 int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const char *what), void *ctx, bool timing,
 		     FILE *log)
 {
+	double t0 = now_s();
 	if (grave_write(s) != 0 || ss_db_flush(&s->db) != 0)
 		return -1;
-	double t0 = now_s();
+	/* The rows still queued for the inserting thread when the model ended. */
+	if (timing)
+		fprintf(log, "import: last rows %.2f s\n", now_s() - t0);
+	t0 = now_s();
+	double c0 = cpu_s();
 	if (phase)
 		phase(ctx, "creating indexes");
 	if (ss_db_create_indexes(&s->db) != 0)
 		return -1;
 	if (timing)
-		fprintf(log, "import: indexes %.2f s\n", now_s() - t0);
+		fprintf(log, "import: indexes %.2f s, CPU %.2f s\n", now_s() - t0, cpu_s() - c0);
 	t0 = now_s();
 	if (phase)
 		phase(ctx, "linking samples to polls");
