@@ -164,6 +164,20 @@ static int open_one(struct perf_event_attr *a, uint32_t tid, uint32_t cpu, uint6
 	return 0;
 }
 
+/* The id of a context-switches event, kept so the drain knows its samples
+ * (switch-out stacks) from the cpu-clock ones. */
+static int cs_id_add(uint64_t id, char *why, size_t len)
+{
+	uint64_t *n = realloc(ss_smp.pc_cs_ids, (ss_smp.pc_ncs + 1) * sizeof *n);
+	if (!n) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	ss_smp.pc_cs_ids = n;
+	n[ss_smp.pc_ncs++] = id;
+	return 0;
+}
+
 static int open_thread(uint32_t tid, char *why, size_t len)
 {
 	struct perf_event_attr a;
@@ -183,13 +197,9 @@ static int open_thread(uint32_t tid, char *why, size_t len)
 		r = open_one(&a, tid, c, &id, why, len);
 		if (r != 0)
 			return r;
-		uint64_t *n = realloc(ss_smp.pc_cs_ids, (ss_smp.pc_ncs + 1) * sizeof *n);
-		if (!n) {
-			snprintf(why, len, "out of memory");
-			return -ENOMEM;
-		}
-		ss_smp.pc_cs_ids = n;
-		n[ss_smp.pc_ncs++] = id;
+		r = cs_id_add(id, why, len);
+		if (r != 0)
+			return r;
 	}
 	return 0;
 }
@@ -336,14 +346,7 @@ static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, 
 	if (r != 0)
 		return r;
 	filter_last(prog, filtered);
-	uint64_t *n = realloc(ss_smp.pc_cs_ids, (ss_smp.pc_ncs + 1) * sizeof *n);
-	if (!n) {
-		snprintf(why, len, "out of memory");
-		return -ENOMEM;
-	}
-	ss_smp.pc_cs_ids = n;
-	n[ss_smp.pc_ncs++] = id;
-	return 0;
+	return cs_id_add(id, why, len);
 }
 
 SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
