@@ -237,6 +237,23 @@ static long cpus_alloc(char *why, size_t len)
 	return ncpu;
 }
 
+/* The end of an open of either kind: on failure everything is closed; else
+ * the context-switch ids sorted for the drain's lookup, and the events on. */
+static int open_done(int rc)
+{
+	if (rc != 0) {
+		ss_percpu_close();
+		return rc;
+	}
+	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
+		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
+	ss_smp.percpu = 1;
+	ss_smp.pc_hash_dirty = 1;
+	if (ss_smp.enabled)
+		ss_percpu_enable(1);
+	return 0;
+}
+
 SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 {
 	long ncpu = cpus_alloc(why, len);
@@ -301,16 +318,9 @@ SS_INTERNAL int ss_percpu_open(char *why, size_t len)
 		snprintf(why, len, "threads kept appearing over %d passes of /proc/self/task", MAX_SCANS);
 		rc = -EAGAIN;
 	}
-	if (rc != 0) {
-		ss_percpu_close();
+	rc = open_done(rc);
+	if (rc != 0)
 		return rc;
-	}
-	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
-		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
-	ss_smp.percpu = 1;
-	ss_smp.pc_hash_dirty = 1;
-	if (ss_smp.enabled)
-		ss_percpu_enable(1);
 	snprintf(why, len, "%u threads at start, %u CPUs, %u fds", ntids, ss_smp.ncpu_rings,
 		 ss_smp.pc_nfds);
 	return 0;
@@ -379,18 +389,13 @@ SS_INTERNAL int ss_percpu_open_wide(char *why, size_t len)
 	}
 	if (prog >= 0)
 		close(prog); /* the events hold it */
-	if (rc != 0) {
-		ss_percpu_close();
-		return rc;
+	if (rc == 0) {
+		ss_smp.cpu_wide = 1;
+		ss_smp.pc_filtered = filtered == ss_smp.pc_nfds;
 	}
-	if (ss_smp.pc_ncs) /* none without off-CPU stacks: qsort must not see NULL */
-		qsort(ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof *ss_smp.pc_cs_ids, cmp_u64);
-	ss_smp.percpu = 1;
-	ss_smp.cpu_wide = 1;
-	ss_smp.pc_filtered = filtered == ss_smp.pc_nfds;
-	ss_smp.pc_hash_dirty = 1;
-	if (ss_smp.enabled)
-		ss_percpu_enable(1);
+	rc = open_done(rc);
+	if (rc != 0)
+		return rc;
 	char off[64] = "";
 	if (ss_smp.pc_cpus_off)
 		snprintf(off, sizeof off, ", %u offline (not covered if onlined)", ss_smp.pc_cpus_off);
