@@ -398,9 +398,10 @@ static void emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t t
 }
 
 /* A switch-out sample's { u64 abi; u64 bp, sp, ip; } { u64 size; char data[size];
- * u64 dyn_size; }: the pc, then the return addresses of the frame-pointer chain
- * as far as it stays inside the copy, each frame above the last (the kernel's
- * walk of the live stack, run over the copy). */
+ * u64 dyn_size; }: the pc, the leaf's return address where its CFI finds it, then
+ * the return addresses of the frame-pointer chain as far as it stays inside the
+ * copy, each frame above the last (the kernel's walk of the live stack, run over
+ * the copy). */
 static uint32_t cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out)
 {
 	if (end - q < 40 || rd64(q) == PERF_SAMPLE_REGS_ABI_NONE)
@@ -416,6 +417,12 @@ static uint32_t cs_walk(const unsigned char *q, const unsigned char *end, uint64
 	}
 	uint32_t nf = 0;
 	out[nf++] = pc;
+	/* A switch-out is mostly in a system call's wrapper, which sets up no frame:
+	 * its caller's return address is found by the leaf's CFI, else the chain
+	 * below would begin at the caller's caller. */
+	uint64_t ra;
+	if (len && ss_unwind_leaf(pc, sp, data, len, &fp, &ra))
+		out[nf++] = ra;
 	uint64_t lo = sp;
 	while (nf < SS_MAX_FRAMES) {
 		if ((fp & 7) || fp < lo || fp - sp + 16 > len)

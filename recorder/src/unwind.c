@@ -224,13 +224,14 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 		snprintf(status, len, "dwarf: every user stack unwound by CFI (.eh_frame, .debug_frame) "
 			 "with libdw %s on the registers and a %u-byte copy of the stack taken with "
 			 "each sample and stall capture; task dumps and off-CPU stacks keep "
-			 "frame-pointer chains", ss_dw_version(), copy);
+			 "frame-pointer chains (off-CPU ones after one CFI step out of their leaf)", ss_dw_version(), copy);
 	else
 		snprintf(status, len, "auto: frame-pointer chains where they are whole (ending in a "
 			 "zero frame pointer, the sampled function's frame set up), CFI (.eh_frame, "
 			 ".debug_frame) with libdw %s where they are not, on the registers and a "
 			 "%u-byte copy of the stack taken with each sample and stall capture; task "
-			 "dumps and off-CPU stacks keep frame-pointer chains", ss_dw_version(), copy);
+			 "dumps and off-CPU stacks keep frame-pointer chains (off-CPU ones after one "
+			 "CFI step out of their leaf)", ss_dw_version(), copy);
 #endif
 done:
 	atomic_store_explicit(&published_copy, mode == SS_UNWIND_FP ? 0u : copy, memory_order_relaxed);
@@ -362,6 +363,44 @@ static uint32_t scan_records(const struct ss_ustack *us, uint64_t sp, uint64_t *
 		return n;
 	}
 	return n;
+}
+
+int ss_unwind_leaf(uint64_t pc, uint64_t sp, const uint8_t *data, uint64_t len, uint64_t *fp,
+		   uint64_t *ra)
+{
+	if (ss_unwind_mode() == SS_UNWIND_FP || ss_target_pid())
+		return 0;
+	ensure_dw();
+#ifdef STALLSCOPE_HAVE_LIBDW
+	if (!U.have_dw)
+		return 0;
+	if (U.maps_dirty || !ss_unwind_is_code(pc)) {
+		ss_unwind_refresh_code(U.maps_dirty);
+		U.maps_dirty = 0;
+	}
+	struct ss_dw_leaf r;
+	if (!ss_unwind_is_code(pc) || !ss_dw_leaf_rule(pc, &r))
+		return 0;
+	/* Offsets from sp into the copy (each a few KiB at most). */
+	(void)sp;
+	int64_t ra_at = (int64_t)r.cfa_off + r.ra_off, fp_at = (int64_t)r.cfa_off + r.fp_off;
+	if (ra_at < 0 || (uint64_t)ra_at + 8 > len || (ra_at & 7))
+		return 0;
+	uint64_t ret;
+	memcpy(&ret, data + ra_at, 8);
+	if (!ss_unwind_is_code(ret - 1))
+		return 0;
+	if (r.fp_saved) {
+		if (fp_at < 0 || (uint64_t)fp_at + 8 > len || (fp_at & 7))
+			return 0;
+		memcpy(fp, data + fp_at, 8);
+	}
+	*ra = ret;
+	return 1;
+#else
+	(void)pc, (void)sp, (void)data, (void)len, (void)fp, (void)ra;
+	return 0;
+#endif
 }
 
 uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out, uint32_t max,

@@ -91,6 +91,16 @@ SS_INTERNAL const char *ss_unwind_brief(void);
  * stall capture). *flags receives SS_STACK_F_*. Writer thread. */
 SS_INTERNAL uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out,
 				    uint32_t max, uint32_t *flags);
+/* One CFI step out of the leaf of a stack walked by frame pointers elsewhere (a
+ * switch-out sample's copy, data: len bytes at sp): when the function at pc has
+ * no frame set up (a system call's wrapper in libc), the frame-pointer chain
+ * starts at its caller's frame and would skip the caller. 1 with *ra the leaf's
+ * return address (in code) and *fp the caller's frame pointer (updated where the
+ * leaf saved it), 0 to walk as before: the frame is set up, the CFI is unknown, the
+ * slot is outside the copy, no libdw, fp mode, or another process (the session's
+ * CFI is this process's). Writer thread. */
+SS_INTERNAL int ss_unwind_leaf(uint64_t pc, uint64_t sp, const uint8_t *data, uint64_t len,
+			       uint64_t *fp, uint64_t *ra);
 /* The process mapped new code (a dlopen): modules are reported again before the
  * next unwind. */
 SS_INTERNAL void ss_unwind_mappings_changed(void);
@@ -125,6 +135,16 @@ SS_INTERNAL uint32_t ss_dw_unwind(const struct ss_ustack *us, uint64_t *out, uin
 /* 1 when the CFI at pc computes the frame address from the frame pointer (the
  * function has set up its frame there), 0 when not or unknown. */
 SS_INTERNAL int ss_dw_pc_uses_fp(uint64_t pc);
+/* Where the CFI at pc finds the caller when the frame is computed from the stack
+ * pointer (a function that sets up no frame, or one not yet set up): CFA = sp +
+ * cfa_off, the return address at CFA + ra_off, the caller's frame pointer at CFA
+ * + fp_off when fp_saved, else unchanged. 1 with *leaf filled, 0 when the frame
+ * is computed otherwise or the CFI is unknown. */
+struct ss_dw_leaf {
+	int32_t cfa_off, ra_off, fp_off;
+	int32_t fp_saved;
+};
+SS_INTERNAL int ss_dw_leaf_rule(uint64_t pc, struct ss_dw_leaf *leaf);
 
 /* ---- unwind.c, for unwind_libdw.c -------------------------------------------- */
 

@@ -28,7 +28,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FP_CACHE 4096 /* sampled pcs remembered by ss_dw_pc_uses_fp, direct-mapped */
+#define FP_CACHE 4096 /* sampled pcs' CFI rows remembered (rules_at), direct-mapped */
+
+/* What the CFI row at one pc says, in the two forms the callers ask about. */
+struct rules {
+	uint64_t pc;
+	int8_t uses_fp;    /* CFA = rbp + 16 */
+	int8_t sp_based;   /* CFA = rsp + cfa_off, return address at CFA + ra_off */
+	int8_t fp_saved;   /* rbp saved at CFA + fp_off (else unchanged) */
+	int16_t cfa_off, ra_off, fp_off;
+};
 
 static struct {
 	Dwfl *dwfl;
@@ -46,7 +55,7 @@ static struct {
 	uint64_t last_lookup;     /* where the last frame's CFI is looked up */
 	enum ss_dw_end end;
 	int read_past_copy;
-	struct { uint64_t pc; int8_t v; } fp_cache[FP_CACHE];
+	struct rules fp_cache[FP_CACHE];
 } W;
 
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -272,25 +281,76 @@ uint32_t ss_dw_unwind(const struct ss_ustack *us, uint64_t *out, uint32_t max,
 	return W.n;
 }
 
-int ss_dw_pc_uses_fp(uint64_t pc)
+/* A register kept in memory at CFA + *off: DW_OP_call_frame_cfa, then nothing
+ * or DW_OP_plus_uconst (libdw's form for offset(N), N negative as unsigned). */
+static int at_cfa(const Dwarf_Op *ops, size_t nops, int16_t *off)
+{
+	if (nops < 1 || nops > 2 || ops[0].atom != DW_OP_call_frame_cfa)
+		return 0;
+	int64_t v = nops == 2 ? (int64_t)ops[1].number : 0;
+	if (nops == 2 && ops[1].atom != DW_OP_plus_uconst)
+		return 0;
+	if (v < -4096 || v > 4096)
+		return 0;
+	*off = (int16_t)v;
+	return 1;
+}
+
+static const struct rules *rules_at(uint64_t pc)
 {
 	uint32_t h = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 52) & (FP_CACHE - 1);
-	if (W.fp_cache[h].pc == pc && pc)
-		return W.fp_cache[h].v;
-	int v = 0;
+	struct rules *r = &W.fp_cache[h];
+	if (r->pc == pc && pc)
+		return r;
+	memset(r, 0, sizeof *r);
+	r->pc = pc;
 	Dwarf_Frame *frame = cfi_row(pc);
-	if (frame) {
-		Dwarf_Op *ops = NULL;
-		size_t nops = 0;
-		/* CFA = rbp + 16: the frame record is at rbp. libdw gives a register +
-		 * offset rule as one DW_OP_bregx (register, offset). */
-		if (dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 &&
-		    ((ops[0].atom == DW_OP_bregx && ops[0].number == SS_UREG_FP && ops[0].number2 == 16) ||
-		     (ops[0].atom == DW_OP_breg0 + SS_UREG_FP && ops[0].number == 16)))
-			v = 1;
-		free(frame);
+	if (!frame)
+		return r;
+	Dwarf_Op *ops = NULL;
+	size_t nops = 0;
+	/* CFA = rbp + 16: the frame record is at rbp. libdw gives a register +
+	 * offset rule as one DW_OP_bregx (register, offset). */
+	if (dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1) {
+		int bregx = ops[0].atom == DW_OP_bregx;
+		uint64_t reg = bregx ? ops[0].number : (uint64_t)(ops[0].atom - DW_OP_breg0);
+		int64_t off = bregx ? (int64_t)ops[0].number2 : (int64_t)ops[0].number;
+		int breg = bregx || (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31);
+		if (breg && reg == SS_UREG_FP && off == 16)
+			r->uses_fp = 1;
+		Dwarf_Op mem[3], *rops = NULL;
+		size_t rn = 0;
+		if (breg && reg == SS_UREG_SP && off > 0 && off <= 4096 &&
+		    dwarf_frame_register(frame, SS_UREG_PC, mem, &rops, &rn) == 0 &&
+		    at_cfa(rops, rn, &r->ra_off)) {
+			r->cfa_off = (int16_t)off;
+			rops = NULL;
+			rn = 0;
+			if (dwarf_frame_register(frame, SS_UREG_FP, mem, &rops, &rn) == 0) {
+				if (rn == 0 && rops == NULL)
+					r->sp_based = 1; /* same value: the caller's frame pointer */
+				else if (at_cfa(rops, rn, &r->fp_off))
+					r->sp_based = r->fp_saved = 1;
+			}
+		}
 	}
-	W.fp_cache[h].pc = pc;
-	W.fp_cache[h].v = (int8_t)v;
-	return v;
+	free(frame);
+	return r;
+}
+
+int ss_dw_pc_uses_fp(uint64_t pc)
+{
+	return rules_at(pc)->uses_fp;
+}
+
+int ss_dw_leaf_rule(uint64_t pc, struct ss_dw_leaf *leaf)
+{
+	const struct rules *r = rules_at(pc);
+	if (!r->sp_based)
+		return 0;
+	leaf->cfa_off = r->cfa_off;
+	leaf->ra_off = r->ra_off;
+	leaf->fp_saved = r->fp_saved;
+	leaf->fp_off = r->fp_off;
+	return 1;
 }

@@ -52,11 +52,14 @@ def busy_share():
     return 1 - (i1 - i0) / max(1, t1 - t0)
 
 
-def record(scenario, tag, seconds="1.5", rate="1500"):
+LOGS = {}
+
+
+def record(scenario, tag, seconds="1.5", rate="1500", env_extra=None):
     out = os.path.join(tmp, tag)
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, STALLSCOPE_ENABLED="1", STALLSCOPE_OUTPUT_DIR=out,
-               STALLSCOPE_FILE_PREFIX=scenario, STALLSCOPE_TASK_DUMP_ENABLED="1")
+               STALLSCOPE_FILE_PREFIX=scenario, STALLSCOPE_TASK_DUMP_ENABLED="1", **(env_extra or {}))
     cmd = [exe, "--scenario", scenario, "--workers", "4", "--duration", seconds, "--rate", rate,
            "--seed", "1"]
     if os.geteuid() == 0:
@@ -64,6 +67,7 @@ def record(scenario, tag, seconds="1.5", rate="1500"):
     if scenario == "starvation" and os.path.exists("/usr/bin/taskset"):
         cmd = ["taskset", "-c", "0"] + cmd  # as record-demo.sh: four busy workers, one CPU
     r = run(cmd, env=env, timeout=120)
+    LOGS[tag] = r.stderr
     check(r.returncode == 0, f"{scenario}: the example runtime ran ({r.stderr[-300:]})")
     db = os.path.join(tmp, tag + ".db")
     r = run([cli, "import", "--quiet", out, "-o", db], timeout=300)
@@ -139,6 +143,21 @@ def culprit(f):
     return f.get("culprit") or ""
 
 
+def diagnose(db, tag):
+    """After a failed check on a recording: what the recorder said and captured."""
+    print(f"--- {tag}: the recorder's log:\n{LOGS.get(tag, '')[-1500:]}")
+    d = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    for q in ("SELECT key, value FROM metadata WHERE key IN ('unwind', 'sampler', 'stalls')",
+              "SELECT count(*), sum(dur > 10000000) FROM polls",
+              "SELECT count(*) FROM stalls",
+              "SELECT kind, count(*) FROM samples GROUP BY kind",
+              "SELECT reason, count(*) FROM stall_captures GROUP BY reason ORDER BY 2 DESC LIMIT 8"):
+        try:
+            print(f"--- {q}:", d.execute(q).fetchall())
+        except sqlite3.Error as e:
+            print(f"--- {q}: {e}")
+
+
 # ---- blocking: a blocking-in-poll naming read and culprit_blocking_syscall --------
 db = record("blocking", "blocking")
 doc = report(db)
@@ -147,6 +166,8 @@ sql_rows(db, doc, "blocking")
 bl = find(doc, "blocking-in-poll", lambda f: f["syscall"] == "read" and culprit(f) == "culprit_blocking_syscall")
 check(bl, f"blocking: a blocking-in-poll finding for read in culprit_blocking_syscall: "
           f"{[(f['check'], f['syscall'], culprit(f)) for f in doc['findings']]}")
+if not bl:
+    diagnose(db, "blocking")
 for f in bl:
     # The scenario blocks 10-40 ms: over the warning level.
     check(LEVELS[f["severity"]] >= LEVELS["warning"] and f["value"] > 10, f"blocking: severity {f['severity']} {f['value']}")
@@ -154,6 +175,24 @@ for f in bl:
     check("culprit_blocking_syscall" in [fr["function"] for fr in f["frames"]], "blocking: frames hold the culprit")
 # The code responsible is the own frame, not libc's read wrapper.
 check(all(not culprit(f).startswith("__libc") for f in doc["findings"]), "blocking: no libc frame blamed")
+
+# ---- blocking without the watchdog: the off-CPU stacks alone name the culprit --------
+# libc's read() sets up no frame: a frame-pointer walk from it skips its caller
+# (the recorder steps out of it by its CFI). Needs off-CPU stacks and CFI.
+dbn = record("blocking", "blocking-nowatch", env_extra={"STALLSCOPE_STALL_THRESHOLD_MS": "0"})
+meta = dict(sqlite3.connect(f"file:{dbn}?mode=ro", uri=True).execute(
+    "SELECT key, value FROM metadata WHERE key IN ('unwind', 'sampler')").fetchall())
+if "off-CPU stacks on" not in meta.get("sampler", "") or meta.get("unwind", "fp").startswith("fp"):
+    print(f"note: blocking without the watchdog not checked: {meta}")
+else:
+    docn = report(dbn)
+    check(docn["summary"]["stalls"]["count"] == 0,
+          f"blocking-nowatch: no stalls with the watchdog off: {docn['summary']['stalls']}")
+    bn = find(docn, "blocking-in-poll", lambda f: culprit(f) == "culprit_blocking_syscall")
+    check(bn, "blocking-nowatch: a blocking-in-poll finding in culprit_blocking_syscall from off-CPU "
+              f"stacks alone: {[(f['check'], f['syscall'], culprit(f), f['count']) for f in docn['findings']]}")
+    if not bn:
+        diagnose(dbn, "blocking-nowatch")
 
 # Verdicts are the 80/20 rules of verdict.h, and the view's SQL says the same.
 d = sqlite3.connect(db)

@@ -17,7 +17,10 @@
  *       own measure of it; ~5 ms (median 5 +- 1 ms, 3/4 within 5 +- 3 ms) unless
  *       the worker itself saw the machine delay its wakeups; with off-CPU stacks,
  *       the off-CPU samples of the sleeps have the sleeping function in their
- *       stacks;
+ *       stacks, and so do those of 8 more sleeps in libc's poll(), whose wrapper
+ *       sets up no frame: the leaf's CFI must give its caller, which a
+ *       frame-pointer walk would skip (unless the META record says frame
+ *       pointers only);
  *   (d) the timer fallback forced by config (sampler = TIMER) gives the same
  *       leaf/caller stacks (the frame walk uses the stack bounds that
  *       stallscope_worker_begin recorded), and STALLSCOPE_SAMPLER=timer through
@@ -37,6 +40,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -51,6 +55,8 @@
 #define TASK_SETTLE 1
 #define TASK_SPIN 2
 #define TASK_SLEEP0 100
+#define NLIBC 8
+#define TASK_LIBC0 200
 /* CPU samples of the worker may fall outside every poll: thread start and exit,
  * worker_begin/end. They must stay this close to a poll. */
 #define OUTSIDE_SLOP_NS 50000000ull
@@ -71,6 +77,7 @@ uint64_t sampling_spin_leaf(uint64_t n);
 void sampling_spin_caller(uint64_t ns);
 void sampling_sleep_inner(long ns);
 void sampling_sleeper(int times, long ns);
+void sampling_libc_sleeper(void);
 
 static volatile uint64_t sink_v;
 
@@ -129,11 +136,20 @@ __attribute__((noinline)) void sampling_sleeper(int times, long ns)
 		sampling_sleep_inner(ns);
 }
 
+/* Sleeps 5 ms in libc's poll(): in a process with threads its wrapper moves sp
+ * and sets up no frame (libc has no frame pointers), so the frame-pointer chain
+ * from its pc begins with our caller. The result is used so that the call is no
+ * tail call. */
+__attribute__((noinline)) void sampling_libc_sleeper(void)
+{
+	sink_v += (uint64_t)poll(NULL, 0, (int)(SLEEP_NS / 1000000));
+}
+
 struct range {
 	uint64_t lo, hi;
 };
 
-static struct range R_leaf, R_caller, R_sleep_inner, R_sleeper;
+static struct range R_leaf, R_caller, R_sleep_inner, R_sleeper, R_libc_sleeper;
 
 static struct range fn_range(void *fn)
 {
@@ -158,7 +174,7 @@ static int in(struct range r, uint64_t a)
 struct run {
 	uint32_t tid;
 	uint64_t spin_ns;
-	int sleeps;
+	int sleeps, libc_sleeps;
 	uint64_t slept_b[NSLEEPS], slept_e[NSLEEPS]; /* the worker's clock around each sleep */
 };
 
@@ -184,6 +200,11 @@ static void *worker(void *arg)
 		r->slept_b[i] = now_ns();
 		sampling_sleeper(1, SLEEP_NS);
 		r->slept_e[i] = now_ns();
+		stallscope_poll_end();
+	}
+	for (int i = 0; i < r->libc_sleeps; i++) {
+		stallscope_poll_begin(TASK_LIBC0 + (uint64_t)i, loc);
+		sampling_libc_sleeper();
 		stallscope_poll_end();
 	}
 	stallscope_worker_end();
@@ -242,7 +263,7 @@ struct session {
 	char sampler[512];     /* the META "sampler" value */
 	char mode[16];         /* its first word */
 	uint64_t thread;       /* the worker's recorder thread number */
-	struct window polls[NSLEEPS + 8];
+	struct window polls[NSLEEPS + NLIBC + 8];
 	size_t npolls;
 	const struct window *spin;
 };
@@ -273,6 +294,7 @@ static void record(struct session *s, const char *tag, const struct stallscope_c
 	}
 	s->run.spin_ns = spin_ns;
 	s->run.sleeps = sleeps;
+	s->run.libc_sleeps = sleeps == NSLEEPS ? NLIBC : 0;
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, worker, &s->run) == 0, "pthread_create");
 	/* While it runs: the metric names the session's mode (checked by the caller
@@ -319,8 +341,8 @@ static void record(struct session *s, const char *tag, const struct stallscope_c
 			open_b = 0;
 		}
 	}
-	CHECK(s->npolls == (size_t)sleeps + 2, "%zu polls decoded, expected %d", s->npolls,
-	      sleeps + 2);
+	CHECK(s->npolls == (size_t)(sleeps + s->run.libc_sleeps) + 2, "%zu polls decoded, expected %d",
+	      s->npolls, sleeps + s->run.libc_sleeps + 2);
 	for (size_t i = 0; i < s->npolls; i++)
 		if (s->polls[i].task == TASK_SPIN)
 			s->spin = &s->polls[i];
@@ -518,7 +540,7 @@ static void check_sleeps(const struct session *s)
 	size_t off = 0, found = 0, polls_found = 0;
 	for (size_t p = 0; p < s->npolls; p++) {
 		const struct window *w = &s->polls[p];
-		if (w->task < TASK_SLEEP0)
+		if (w->task < TASK_SLEEP0 || w->task >= TASK_SLEEP0 + NSLEEPS)
 			continue;
 		size_t here = 0;
 		for (size_t i = 0; i < t->nsamples; i++) {
@@ -546,6 +568,41 @@ static void check_sleeps(const struct session *s)
 	       off, found, polls_found, NSLEEPS);
 	CHECK(polls_found == NSLEEPS, "off-CPU stacks of the sleeps: %zu of %d polls", polls_found,
 	      NSLEEPS);
+
+	/* The sleeps in libc: every one has an off-CPU stack naming its caller. */
+	const char *uw = tc_meta(t, "unwind");
+	if (!uw || !strncmp(uw, "fp", 2)) {
+		printf("  note: frame-pointer unwinding only (%s): libc sleeps not checked\n",
+		       uw ? uw : "no META unwind");
+		return;
+	}
+	size_t lpolls = 0, loff = 0, lfound = 0;
+	for (size_t p = 0; p < s->npolls; p++) {
+		const struct window *w = &s->polls[p];
+		if (w->task < TASK_LIBC0 || w->task >= TASK_LIBC0 + NLIBC)
+			continue;
+		size_t here = 0;
+		for (size_t i = 0; i < t->nsamples; i++) {
+			const struct tc_sample *sm = &t->samples[i];
+			if (sm->tid != s->run.tid || sm->kind != SS_SAMPLE_KIND_OFFCPU || sm->ts < w->b ||
+			    sm->ts > w->e)
+				continue;
+			loff++;
+			const struct tc_stack *st = tc_sample_stack(t, sm);
+			for (uint32_t j = st ? st->nkernel + 1 : 0; st && j < st->nframes; j++)
+				if (in(R_libc_sleeper, st->frames[j] - 1)) {
+					here++;
+					break;
+				}
+		}
+		lfound += here;
+		lpolls += here > 0;
+	}
+	printf("  perf off-CPU stacks in libc: %zu off-CPU samples in the poll() sleeps, %zu with "
+	       "sampling_libc_sleeper in the user frames, %zu of %d polls covered\n", loff, lfound,
+	       lpolls, NLIBC);
+	CHECK(lpolls == NLIBC, "off-CPU stacks of the sleeps in libc's poll(): %zu of %d polls name "
+	      "sampling_libc_sleeper", lpolls, NLIBC);
 }
 
 int main(void)
@@ -555,6 +612,7 @@ int main(void)
 	R_caller = fn_range((void *)sampling_spin_caller);
 	R_sleep_inner = fn_range((void *)sampling_sleep_inner);
 	R_sleeper = fn_range((void *)sampling_sleeper);
+	R_libc_sleeper = fn_range((void *)sampling_libc_sleeper);
 	int ran = 0;
 
 	check_metric("off"); /* no session yet */
