@@ -393,7 +393,8 @@ static void decode(const struct ss_merge *m, const struct ss_merge_stream *s,
 		ev->u.stall.reason = m->arena + e->f[1];
 		return;
 	}
-	memset(ev, 0, sizeof *ev);
+	static const struct ss_event zero; /* copied, not memset: see ss_decode_record */
+	*ev = zero;
 	ev->type = e->type;
 	ev->ts = e->ts;
 	ev->thread = s->thread;
