@@ -160,15 +160,17 @@ CREATE TABLE IF NOT EXISTS polls (
 
 -- How to find a worker's polls in a time range without an index on polls (one
 -- would cost a sixth of the database): the importer hands out poll ids in time
--- order across all workers, and writes a row here for each run of about 128
--- polls of one worker in start order (never split between polls that start at
--- one ts): its first poll's start and its lowest and highest poll id. Every
+-- order across all workers, and writes a row here for each run of up to 64
+-- polls of one worker in start order, spanning at most 64 poll ids (never
+-- split between polls that start at one ts): its first poll's start and its
+-- lowest and highest poll id. Every
 -- poll of the worker starting from a chunk's ts up to the next chunk's has an
 -- id in that chunk's range, so a worker's polls starting in [A, B] are among
 -- the polls with ids between min(id_lo) and max(id_hi) of its chunks with
 --   ts <= B AND ts >= coalesce((SELECT max(ts) FROM poll_chunks
 --                               WHERE worker_id = W AND ts <= A), A)
--- (a rowid range of polls; README, "Querying the database", shows the query).
+-- (a rowid range of polls; README, "Importing into SQLite", shows the query).
+-- A program that inserts polls itself must add their chunks (README says how).
 -- Schema version 7 replaced the polls_by_worker index with this table, and
 -- builds it for an older database at its next import.
 CREATE TABLE IF NOT EXISTS poll_chunks (
