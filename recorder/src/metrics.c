@@ -92,7 +92,7 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
 	};
 	size_t need = 0;
-	char line[1024];
+	char line[2048];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
 		int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name,
 				 m[i].help, m[i].name, m[i].type, m[i].name,
@@ -153,13 +153,18 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		     "work (writer cycles, watchdog looks).\n"
 		     "# TYPE stallscope_recorder_wakeups_total counter\n"
 		     "stallscope_recorder_wakeups_total{thread=\"writer\"} %llu\n"
-		     "stallscope_recorder_wakeups_total{thread=\"watchdog\"} %llu\n",
+		     "stallscope_recorder_wakeups_total{thread=\"watchdog\"} %llu\n"
+		     "# HELP stallscope_stall_captures_total Stall captures the watchdog took (each "
+		     "a classification and a backtrace of a poll past a power of two of the threshold).\n"
+		     "# TYPE stallscope_stall_captures_total counter\n"
+		     "stallscope_stall_captures_total %llu\n",
 		     (double)atomic_load(&ss_counters.cpu_start_ns) / 1e9,
 		     (double)atomic_load(&ss_counters.cpu_stop_ns) / 1e9,
 		     (double)atomic_load(&ss_counters.cpu_writer_ns) / 1e9,
 		     (double)atomic_load(&ss_counters.cpu_watchdog_ns) / 1e9,
 		     (unsigned long long)atomic_load(&ss_counters.writer_wakeups),
-		     (unsigned long long)atomic_load(&ss_counters.watchdog_wakeups));
+		     (unsigned long long)atomic_load(&ss_counters.watchdog_wakeups),
+		     (unsigned long long)atomic_load(&ss_counters.stall_captures));
 	append(buf, len, &need, line, n);
 	if (buf && len)
 		buf[need < len ? need : len - 1] = 0;

@@ -731,6 +731,17 @@ static long long watchdog_looks(void)
 	return atoll(p + strlen(key));
 }
 
+/* The captures the watchdog says it took (stallscope_stall_captures_total). */
+static long long captures_taken(void)
+{
+	static char buf[65536];
+	stallscope_metrics_text(buf, sizeof buf);
+	const char *key = "\nstallscope_stall_captures_total ";
+	const char *p = strstr(buf, key);
+	CHECK(p != NULL, "no stallscope_stall_captures_total in the metrics text");
+	return p ? atoll(p + strlen(key)) : -1;
+}
+
 /* The power of two of the threshold an age has reached: 0 at 1x, 1 at 2x ... */
 static int age_bucket(uint64_t age)
 {
@@ -749,6 +760,7 @@ static int age_bucket(uint64_t age)
 static void test_quiet(void)
 {
 	printf("quiet\n");
+	long long taken0 = captures_taken();
 	char *dir = start("stall-quiet", 10, 0, 10);
 	struct worker w[1] = { { .job = J_QUIET, .task0 = 500, .cpu = -1 } };
 	atomic_store(&quiet_go, 0);
@@ -781,6 +793,10 @@ static void test_quiet(void)
 		caps++;
 	}
 	CHECK(caps >= 2, "%d captures of the poll after the quiet spell (want >= 2)", caps);
+	long long taken = captures_taken() - taken0;
+	printf("  stallscope_stall_captures_total went up by %lld, %zu captures decoded\n", taken, R.ns);
+	CHECK(taken == (long long)R.ns, "the metric counted %lld captures, the segments hold %zu",
+	      taken, R.ns);
 }
 
 int main(int argc, char **argv)
