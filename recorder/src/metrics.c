@@ -24,11 +24,15 @@ struct metric {
 	uint64_t value;
 };
 
-/* Like snprintf: as much as fits, even part of a line; need counts it all. */
-static void append(char *buf, size_t len, size_t *need, const char *line, int n)
+/* Like snprintf: as much as fits, even part of a line; need counts it all. n is
+ * snprintf's result into line (cap bytes): a line cut there counts as cut, so
+ * that no copy reads past it and every call's text is the same. */
+static void append_line(char *buf, size_t len, size_t *need, const char *line, size_t cap, int n)
 {
-	if (n < 0)
+	if (n < 0 || !cap)
 		return;
+	if ((size_t)n >= cap)
+		n = (int)(cap - 1);
 	if (buf && *need + 1 < len) {
 		size_t room = len - 1 - *need;
 		memcpy(buf + *need, line, (size_t)n < room ? (size_t)n : room);
@@ -37,6 +41,8 @@ static void append(char *buf, size_t len, size_t *need, const char *line, int n)
 }
 
 /* An enum as a labelled gauge: one series per value, 1 for the one in use. */
+#define append(buf, len, need, line, n) append_line(buf, len, need, line, sizeof line, n)
+
 static void enum_gauge(char *buf, size_t len, size_t *need, const char *name, const char *help,
 		       const char *const *values, size_t nvalues, const char *cur)
 {
