@@ -1,6 +1,6 @@
 /*
  * test_dir_deleted.c - removing the output directory while recording does not stop
- * the host or the recording: `rm -rf` of the directory mid-run while threads keep
+ * the host or the recording: the directory removed mid-run (renamed away, then `rm -rf`) while threads keep
  * producing for more than 500 ms; the writer notices, recreates the directory and
  * continues. After stop the directory holds new segments that decode, with the
  * events produced after the deletion and a LOSS record (WRITE_FAILED) that accounts
