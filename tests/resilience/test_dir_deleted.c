@@ -1,7 +1,8 @@
 /*
  * test_dir_deleted.c - removing the output directory while recording does not stop
- * the host or the recording: the directory removed mid-run (renamed away, then `rm -rf`) while threads keep
- * producing for more than 500 ms; the writer notices, recreates the directory and
+ * the host or the recording: the directory removed mid-run (renamed away, then
+ * `rm -rf`) while threads keep producing for more than 500 ms; the writer
+ * notices, recreates the directory and
  * continues. After stop the directory holds new segments that decode, with the
  * events produced after the deletion and a LOSS record (WRITE_FAILED) that accounts
  * for every event lost with the vanished file (== stats events_lost_on_disk);
