@@ -720,26 +720,26 @@ static void test_task_dumps(void)
 	CHECK(R.nd == 0, "%zu task dumps with the feature off", R.nd);
 }
 
-/* The watchdog's looks so far (its wake-ups counter in the metrics text). */
-static long long watchdog_looks(void)
+/* A counter of the metrics text (key: "\nNAME "), -1 when absent. */
+static long long metric_counter(const char *key)
 {
 	static char buf[65536];
 	stallscope_metrics_text(buf, sizeof buf);
-	const char *key = "stallscope_recorder_wakeups_total{thread=\"watchdog\"} ";
 	const char *p = strstr(buf, key);
-	CHECK(p != NULL, "no watchdog wake-ups in the metrics text");
-	return atoll(p + strlen(key));
+	CHECK(p != NULL, "no%s in the metrics text", key);
+	return p ? atoll(p + strlen(key)) : -1;
 }
 
-/* The captures the watchdog says it took (stallscope_stall_captures_total). */
+/* The watchdog's looks so far (its wake-ups counter). */
+static long long watchdog_looks(void)
+{
+	return metric_counter("\nstallscope_recorder_wakeups_total{thread=\"watchdog\"} ");
+}
+
+/* The captures the watchdog says it took. */
 static long long captures_taken(void)
 {
-	static char buf[65536];
-	stallscope_metrics_text(buf, sizeof buf);
-	const char *key = "\nstallscope_stall_captures_total ";
-	const char *p = strstr(buf, key);
-	CHECK(p != NULL, "no stallscope_stall_captures_total in the metrics text");
-	return p ? atoll(p + strlen(key)) : -1;
+	return metric_counter("\nstallscope_stall_captures_total ");
 }
 
 /* The power of two of the threshold an age has reached: 0 at 1x, 1 at 2x ... */
