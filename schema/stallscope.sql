@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 6 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 7 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -157,6 +157,29 @@ CREATE TABLE IF NOT EXISTS polls (
   dur INTEGER NOT NULL,             -- POLL_END - POLL_BEGIN, ns (lower bound when incomplete)
   incomplete INTEGER NOT NULL DEFAULT 0 -- 1: no POLL_END in the data
 );
+
+-- How to find a worker's polls in a time range without an index on polls (one
+-- would cost a sixth of the database): the importer hands out poll ids in time
+-- order across all workers, and writes a row here for each run of up to 64
+-- polls of one worker in start order, spanning at most 64 poll ids (never
+-- split between polls that start at one ts): its first poll's start and its
+-- lowest and highest poll id. Every
+-- poll of the worker starting from a chunk's ts up to the next chunk's has an
+-- id in that chunk's range, so a worker's polls starting in [A, B] are among
+-- the polls with ids between min(id_lo) and max(id_hi) of its chunks with
+--   ts <= B AND ts >= coalesce((SELECT max(ts) FROM poll_chunks
+--                               WHERE worker_id = W AND ts <= A), A)
+-- (a rowid range of polls; README, "Importing into SQLite", shows the query).
+-- A program that inserts polls itself must add their chunks (README says how).
+-- Schema version 7 replaced the polls_by_worker index with this table, and
+-- builds it for an older database at its next import.
+CREATE TABLE IF NOT EXISTS poll_chunks (
+  worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL,              -- start of the chunk's first poll, ns
+  id_lo INTEGER NOT NULL,           -- lowest polls.id in the chunk
+  id_hi INTEGER NOT NULL,           -- highest polls.id in the chunk
+  PRIMARY KEY (worker_id, ts)
+) WITHOUT ROWID;
 
 -- Parks: a worker sleeping for lack of work, PARK to UNPARK.
 -- Stored in (worker_id, ts) order (a table without rowid, whose key is
@@ -595,11 +618,10 @@ SELECT s.rowid AS sample_id, s.ts, s.kind, s.thread_id, th.name AS thread, s.wor
 -- tables: on a fresh database before its first row (its inserting thread keeps
 -- them up while the model decodes, which on two CPUs ends sooner than a sort
 -- after the load; viewer/store/sqlite/db.c), otherwise after the load.
--- They serve the viewer's lanes (a worker's polls in a time range; parks are
--- stored in that order and need none) and a thread's samples and CPU states. Joins through ids (wakes.poll_id, poll_id,
+-- They serve a thread's samples and CPU states (the viewer's lanes of polls go
+-- through poll_chunks, and parks are stored in (worker_id, ts) order). Joins through ids (wakes.poll_id, poll_id,
 -- task_id = tasks.id ...) use the rowid and need none. Add your own for other
 -- access paths, e.g. CREATE INDEX polls_by_task ON polls(task_id).
-CREATE INDEX IF NOT EXISTS polls_by_worker ON polls(worker_id, ts);
 CREATE INDEX IF NOT EXISTS samples_by_thread ON samples(thread_id, ts);
 CREATE INDEX IF NOT EXISTS cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
 CREATE INDEX IF NOT EXISTS callsites_by_parent ON callsites(parent_id);

@@ -24,11 +24,15 @@ struct metric {
 	uint64_t value;
 };
 
-/* Like snprintf: as much as fits, even part of a line; need counts it all. */
-static void append(char *buf, size_t len, size_t *need, const char *line, int n)
+/* Like snprintf: as much as fits, even part of a line; need counts it all. n is
+ * snprintf's result into line (cap bytes): a line cut there counts as cut, so
+ * that no copy reads past it and every call's text is the same. */
+static void append_line(char *buf, size_t len, size_t *need, const char *line, size_t cap, int n)
 {
-	if (n < 0)
+	if (n < 0 || !cap)
 		return;
+	if ((size_t)n >= cap)
+		n = (int)(cap - 1);
 	if (buf && *need + 1 < len) {
 		size_t room = len - 1 - *need;
 		memcpy(buf + *need, line, (size_t)n < room ? (size_t)n : room);
@@ -37,6 +41,8 @@ static void append(char *buf, size_t len, size_t *need, const char *line, int n)
 }
 
 /* An enum as a labelled gauge: one series per value, 1 for the one in use. */
+#define append(buf, len, need, line, n) append_line(buf, len, need, line, sizeof line, n)
+
 static void enum_gauge(char *buf, size_t len, size_t *need, const char *name, const char *help,
 		       const char *const *values, size_t nvalues, const char *cur)
 {
@@ -92,7 +98,7 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
 	};
 	size_t need = 0;
-	char line[1024];
+	char line[2048];
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
 		int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name,
 				 m[i].help, m[i].name, m[i].type, m[i].name,
@@ -153,13 +159,18 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		     "work (writer cycles, watchdog looks).\n"
 		     "# TYPE stallscope_recorder_wakeups_total counter\n"
 		     "stallscope_recorder_wakeups_total{thread=\"writer\"} %llu\n"
-		     "stallscope_recorder_wakeups_total{thread=\"watchdog\"} %llu\n",
+		     "stallscope_recorder_wakeups_total{thread=\"watchdog\"} %llu\n"
+		     "# HELP stallscope_stall_captures_total Stall captures the watchdog took (each "
+		     "a classification and a backtrace of a poll past a power of two of the threshold).\n"
+		     "# TYPE stallscope_stall_captures_total counter\n"
+		     "stallscope_stall_captures_total %llu\n",
 		     (double)atomic_load(&ss_counters.cpu_start_ns) / 1e9,
 		     (double)atomic_load(&ss_counters.cpu_stop_ns) / 1e9,
 		     (double)atomic_load(&ss_counters.cpu_writer_ns) / 1e9,
 		     (double)atomic_load(&ss_counters.cpu_watchdog_ns) / 1e9,
 		     (unsigned long long)atomic_load(&ss_counters.writer_wakeups),
-		     (unsigned long long)atomic_load(&ss_counters.watchdog_wakeups));
+		     (unsigned long long)atomic_load(&ss_counters.watchdog_wakeups),
+		     (unsigned long long)atomic_load(&ss_counters.stall_captures));
 	append(buf, len, &need, line, n);
 	if (buf && len)
 		buf[need < len ? need : len - 1] = 0;

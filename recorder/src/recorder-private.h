@@ -298,6 +298,8 @@ struct ss_counters {
 	 * wake-ups so far (process totals). */
 	_Atomic uint64_t cpu_start_ns, cpu_stop_ns, cpu_writer_ns, cpu_watchdog_ns;
 	_Atomic uint64_t writer_wakeups, watchdog_wakeups;
+	/* Stall captures the watchdog took (process total): what its looks found. */
+	_Atomic uint64_t stall_captures;
 };
 extern SS_INTERNAL struct ss_counters ss_counters;
 

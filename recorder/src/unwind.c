@@ -195,14 +195,24 @@ void ss_unwind_start(int asked, uint32_t copy_bytes, char *status, size_t len)
 		snprintf(brief, sizeof brief, "fp (frame-pointer chains, as asked)");
 		goto done;
 	}
+	/* The libdw session and the code table are this process's: another one's
+	 * stack copies (record -p, a static program recorded from outside) would be
+	 * unwound against the wrong modules and end at their first frame. */
+	if (ss_target_pid())
+		snprintf(why, sizeof why, "process %d is recorded from outside (its modules are not "
+			 "this process's); the kernel's frame-pointer chains", (int)ss_target_pid());
 #if !defined(__x86_64__)
-	snprintf(why, sizeof why, "CFI unwinding is implemented for x86-64 only");
+	else
+		snprintf(why, sizeof why, "CFI unwinding is implemented for x86-64 only");
 #elif !defined(STALLSCOPE_HAVE_LIBDW)
-	snprintf(why, sizeof why, "this libstallscope was built without libdw");
+	else
+		snprintf(why, sizeof why, "this libstallscope was built without libdw");
 #else
-	U.dw_pending = 1;
-	U.status = status;
-	U.status_len = len;
+	else {
+		U.dw_pending = 1;
+		U.status = status;
+		U.status_len = len;
+	}
 #endif
 	if (!U.dw_pending) {
 		snprintf(status, len, "fp: %s asked for, CFI refused: %s; frame-pointer chains instead",

@@ -265,6 +265,7 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	m->index = w->captures;
 	ss_capture(s, i, m);
 	enqueue(m);
+	atomic_fetch_add_explicit(&ss_counters.stall_captures, 1, memory_order_relaxed);
 	w->captures++;
 	/* The next power of two of the threshold the poll has not reached yet: a
 	 * first capture that came late (the watchdog was preempted, or looked

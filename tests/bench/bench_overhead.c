@@ -131,6 +131,7 @@ struct account {
 	int ok;                /* the library reported its own CPU */
 	double part_ms[NPARTS];
 	double events, wake_writer, wake_watchdog;
+	double captures; /* stall captures, -1 when the library does not say */
 };
 
 struct config {
@@ -151,6 +152,7 @@ struct config {
 static void read_account(const char *path, struct account *a)
 {
 	memset(a, 0, sizeof *a);
+	a->captures = -1;
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return;
@@ -170,6 +172,9 @@ static void read_account(const char *path, struct account *a)
 		const char *ev = "stallscope_events_total ";
 		const char *ww = "stallscope_recorder_wakeups_total{thread=\"writer\"} ";
 		const char *wd = "stallscope_recorder_wakeups_total{thread=\"watchdog\"} ";
+		const char *sc = "stallscope_stall_captures_total ";
+		if (!strncmp(line, sc, strlen(sc)))
+			a->captures = strtod(line + strlen(sc), NULL);
 		if (!strncmp(line, ev, strlen(ev)))
 			a->events = strtod(line + strlen(ev), NULL);
 		if (!strncmp(line, ww, strlen(ww)))
@@ -366,7 +371,7 @@ static void light_figures(const char *what, const struct config *p, const struct
 			  double hook_ns)
 {
 	double d[MAX_ROUNDS], own[MAX_ROUNDS], part[NPARTS][MAX_ROUNDS], hooks[MAX_ROUNDS];
-	double ev[MAX_ROUNDS], ww[MAX_ROUNDS], wd[MAX_ROUNDS];
+	double ev[MAX_ROUNDS], ww[MAX_ROUNDS], wd[MAX_ROUNDS], caps[MAX_ROUNDS];
 	int n = 0;
 	for (int r = 0; r < rounds; r++)
 		d[r] = 100 * (c->by_round[r] / p->by_round[r] - 1);
@@ -389,6 +394,7 @@ static void light_figures(const char *what, const struct config *p, const struct
 		ev[n] = a->events;
 		ww[n] = a->wake_writer;
 		wd[n] = a->wake_watchdog;
+		caps[n] = a->captures;
 		/* against the plain run's median: a plain run of one round is as
 		 * noisy as the difference this replaces */
 		own[n] = 100 * own[n] / (p->med * 1e3);
@@ -399,11 +405,14 @@ static void light_figures(const char *what, const struct config *p, const struct
 		       "stallscope_recorder_cpu_seconds in its metrics)\n", what);
 		return;
 	}
+	char capt[64] = "";
+	if (median(caps, n) >= 0)
+		snprintf(capt, sizeof capt, ", %.0f stall captures", median(caps, n));
 	printf("  %s: the recorder's own CPU per run, medians of %d: start %.3f ms, stop %.3f ms, "
-	       "writer %.3f ms (%.0f wake-ups), watchdog %.3f ms (%.0f wake-ups), hooks %.0f events x "
+	       "writer %.3f ms (%.0f wake-ups), watchdog %.3f ms (%.0f wake-ups%s), hooks %.0f events x "
 	       "%.2f ns (first pass) = %.3f ms\n", what, n, median(part[PART_START], n), median(part[PART_STOP], n),
 	       median(part[PART_WRITER], n), median(ww, n), median(part[PART_WATCHDOG], n), median(wd, n),
-	       median(ev, n), hook_ns, median(hooks, n));
+	       capt, median(ev, n), hook_ns, median(hooks, n));
 	double lo = quantile(own, n, 0.25), hi = quantile(own, n, 0.75);
 	snprintf(label, sizeof label, "%s: own CPU / plain CPU", what);
 	verdict(label, quantile(own, n, 0.5), 0.5, "%");

@@ -9,7 +9,10 @@ still being filled puts its rows in the middle of the table, leaving free
 space). Prints the table's bytes and free space for each BLOCK (default 4096
 and 65536) against the database's polls and polls_by_worker. An estimate for
 a design, not a test: the rows are the database's own (ts, dur, ids), written
-into a scratch database beside it with the importer's page size.
+into a scratch database beside it with the importer's page size. Schema 7 took
+another road (poll_chunks, ids kept; README "Performance"): this script stays
+for the figures quoted there, and on a schema 7 database it compares against
+polls alone (there is no polls_by_worker to count).
 """
 import os
 import sqlite3

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """test_schema_upgrade.py - a database of schema version 5 (marks and spans as
-tables with a name in every row) imported into by this stallscope is upgraded
-to version 6 (marks and spans views of mark_rows and span_rows, names stored
-once in names) and then holds the rows it would hold had it been made by this
-version: one demo imported, the database turned back into version 5's layout,
-a second demo imported into it, against the same two imports into a database
-that was never downgraded. Every table holds the same rows (names, mark_rows
-and span_rows are compared through the marks and spans views, since the
-upgrade numbers the names in another order), and an INSERT into the views
-still lands in them.
+tables with a name in every row, polls_by_worker) imported into by this
+stallscope is upgraded to version 7 (marks and spans views of mark_rows and
+span_rows, names stored once in names; poll_chunks instead of polls_by_worker)
+and then holds the rows it would hold had it been made by this version: one
+demo imported, the database turned back into version 5's layout, a second demo
+imported into it, against the same two imports into a database that was never
+downgraded. Every table holds the same rows (names, mark_rows and span_rows are
+compared through the marks and spans views, since the upgrade numbers the names
+in another order; poll_chunks is built by another rule for the polls that were
+there, so it is checked by what it promises: every poll of a worker lies in the
+id range of the worker's last chunk starting at or before it, and a worker's
+polls in a time range read through it are those a full scan finds), and an
+INSERT into the views still lands in them.
 
 usage: test_schema_upgrade.py STALLSCOPE_CLI SOURCE_ROOT
 """
@@ -51,11 +55,48 @@ DROP TABLE span_rows;
 DROP TABLE names;
 ALTER TABLE marks_v5 RENAME TO marks;
 ALTER TABLE spans_v5 RENAME TO spans;
+DROP TABLE poll_chunks;
+CREATE INDEX polls_by_worker ON polls(worker_id, ts);
 DELETE FROM schema_info;
 INSERT INTO schema_info VALUES (5);
 """
 
-SKIP = {"names", "mark_rows", "span_rows", "schema_info"}
+SKIP = {"names", "mark_rows", "span_rows", "schema_info", "poll_chunks"}
+VERSION = 7
+
+
+def chunk_problems(db):
+    """What poll_chunks promises (schema/stallscope.sql), checked on every poll
+    and on the lanes of every worker in a few time ranges."""
+    d = sqlite3.connect(db)
+    out = []
+    uncovered = d.execute("SELECT count(*) FROM polls p WHERE p.id NOT BETWEEN"
+                          " (SELECT id_lo FROM poll_chunks c WHERE c.worker_id = p.worker_id AND c.ts <= p.ts"
+                          "  ORDER BY c.ts DESC LIMIT 1) AND"
+                          " (SELECT id_hi FROM poll_chunks c WHERE c.worker_id = p.worker_id AND c.ts <= p.ts"
+                          "  ORDER BY c.ts DESC LIMIT 1)").fetchone()[0]
+    if uncovered:
+        out.append(f"{uncovered} polls outside their chunk")
+    lo, hi = d.execute("SELECT min(ts), max(ts) FROM polls").fetchone()
+    chunks = ("FROM poll_chunks WHERE worker_id = ?1 AND ts <= ?3 AND ts >= coalesce((SELECT max(ts)"
+              " FROM poll_chunks WHERE worker_id = ?1 AND ts <= ?2), ?2)")
+    for (w,) in d.execute("SELECT id FROM workers").fetchall():
+        for k in range(0, 40):
+            a = lo + (hi - lo) * k // 40
+            b = a + (hi - lo) // (3 + k % 7)
+            full = d.execute("SELECT id FROM polls WHERE worker_id = ?1 AND ts >= coalesce((SELECT max(ts)"
+                             " FROM polls WHERE worker_id = ?1 AND ts <= ?2), ?2) AND ts <= ?3 ORDER BY id",
+                             (w, a, b)).fetchall()
+            fast = d.execute(f"SELECT id FROM polls WHERE worker_id = ?1 AND ts >= coalesce((SELECT max(ts)"
+                             f" FROM polls WHERE worker_id = ?1 AND ts <= ?2), ?2) AND ts <= ?3 AND id BETWEEN"
+                             f" (SELECT min(id_lo) {chunks}) AND (SELECT max(id_hi) {chunks}) ORDER BY id",
+                             (w, a, b)).fetchall()
+            if full != fast:
+                out.append(f"worker {w} [{a}, {b}]: {len(fast)} polls through poll_chunks, {len(full)} by a scan")
+    if d.execute("SELECT count(*) FROM sqlite_master WHERE name = 'polls_by_worker'").fetchone()[0]:
+        out.append("polls_by_worker is still there")
+    d.close()
+    return out
 
 
 def contents(db):
@@ -84,12 +125,22 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
     check(n_marks > 0 and n_spans > 0, f"the leak demo has marks and spans ({n_marks}, {n_spans})")
     d.executescript(TO_V5)
     d.close()
+    # Read as it is (read-only, before any import upgrades it): the report's
+    # lane queries go through a temporary poll_chunks view of polls_by_worker.
+    reports = [subprocess.run([cli, "report", "--json", db], capture_output=True, text=True) for db in (ref, old)]
+    check(all(r.returncode == 0 for r in reports), "report of both: " + " / ".join(r.stderr for r in reports))
+    check(reports[0].stdout.replace(ref, "DB") == reports[1].stdout.replace(old, "DB")
+          and '"findings"' in reports[0].stdout,
+          "the report of the version 5 database differs from the new one's")
     imp("steady", ref)
     imp("steady", old)
     want, want_kinds, want_names, want_version = contents(ref)
     got, got_kinds, got_names, got_version = contents(old)
-    check(want_version == 6, f"a new database is version {want_version}, not 6")
-    check(got_version == 6, f"the upgraded database is version {got_version}, not 6")
+    check(want_version == VERSION, f"a new database is version {want_version}, not {VERSION}")
+    check(got_version == VERSION, f"the upgraded database is version {got_version}, not {VERSION}")
+    for db, what in ((ref, "new"), (old, "upgraded")):
+        for p in chunk_problems(db):
+            check(False, f"{what} database: {p}")
     check(got_kinds == {"marks": "view", "spans": "view"}, f"after the upgrade marks and spans are {got_kinds}")
     check(got_names == want_names, f"names {got_names} against {want_names}")
     for t in sorted(set(want) | set(got)):
@@ -114,6 +165,21 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
     check(d.execute("SELECT incomplete, span_id FROM spans WHERE name = 'upgrade test'").fetchall() == [(0, None)],
           "a span inserted through the view reads back with its defaults")
     d.close()
+
+# Imported a segment at a time (open polls continued by the next import, new
+# chunks each time): the chunks keep their promise, and the polls are those
+# of one import of everything.
+with tempfile.TemporaryDirectory(prefix="stallscope-chunks.") as tmp:
+    whole, parts = os.path.join(tmp, "whole.db"), os.path.join(tmp, "parts.db")
+    imp("leak", whole)
+    segs = sorted(os.listdir(os.path.join(demo, "leak")), key=lambda f: int(f.split(".")[1]))
+    for f in segs:
+        imp(os.path.join("leak", f), parts)
+    for p in chunk_problems(parts):
+        check(False, f"imported in {len(segs)} steps: {p}")
+    rows = [sqlite3.connect(db).execute("SELECT * FROM polls ORDER BY id").fetchall() for db in (whole, parts)]
+    check(rows[0] == rows[1] and len(rows[0]) > 1000,
+          f"polls imported in {len(segs)} steps: {len(rows[1])} rows, {len(rows[0])} in one import, or other values")
 
 print("schema upgrade: %s" % ("FAIL" if failures else "ok"))
 sys.exit(1 if failures else 0)

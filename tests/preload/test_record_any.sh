@@ -159,6 +159,15 @@ grep -q 'statically linked' "$tmp/static.log" || fail "no message about the stat
 "$cli" import "$tmp/static" -o "$tmp/static.db" -q || fail "import static"
 spun=$(q "$tmp/static.db" "SELECT count(*) FROM threads t WHERE (SELECT count(*) FROM samples s WHERE s.thread_id = t.id) >= 200")
 [ "$spun" -ge 2 ] || fail "static: $spun threads with samples, want its 2 spinning threads"
+# From outside, stacks are the kernel's frame-pointer chains (never stack copies
+# unwound against the recorder's own modules, which end at the first frame).
+grep -q 'recorded from outside (its modules are not' "$tmp/static.log" || { cat "$tmp/static.log"; fail "static: the log does not say why stacks are frame-pointer chains"; }
+spins=$(q "$tmp/static.db" "SELECT count(*) FROM samples s JOIN callsites c ON c.id = s.callsite_id
+	JOIN frames f ON f.id = c.frame_id WHERE f.function = 'spin'")
+called=$(q "$tmp/static.db" "SELECT count(*) FROM samples s JOIN callsites c ON c.id = s.callsite_id
+	JOIN frames f ON f.id = c.frame_id JOIN callsites p ON p.id = c.parent_id
+	JOIN frames pf ON pf.id = p.frame_id WHERE f.function = 'spin' AND pf.function = 'start_thread'")
+[ "$spins" -ge 200 ] && [ $((called * 10)) -ge $((spins * 9)) ] || fail "static: $called of $spins samples in spin have start_thread as caller (want 90%)"
 "$cli" record -o "$tmp/static2" --hooks none -- "$static" > /dev/null 2> "$tmp/static2.log"
 r=$?
 [ $r -eq 4 ] && grep -q 'nothing was recorded' "$tmp/static2.log" || { cat "$tmp/static2.log"; fail "static with --hooks none: exit $r"; }

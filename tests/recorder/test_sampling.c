@@ -438,6 +438,40 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The polls of tasks task0 .. task0 + n - 1 whose off-CPU samples have a user
+ * frame in r1 or r2 (return addresses looked up at address - 1): the count of
+ * such polls; *off counts their off-CPU samples, *found those with such a frame. */
+static size_t offcpu_cover(const struct session *s, uint64_t task0, int n, const struct range *r1,
+			   const struct range *r2, size_t *off, size_t *found)
+{
+	const struct tc_trace *t = &s->t;
+	size_t polls = 0;
+	for (size_t p = 0; p < s->npolls; p++) {
+		const struct window *w = &s->polls[p];
+		if (w->task < task0 || w->task >= task0 + (uint64_t)n)
+			continue;
+		size_t here = 0;
+		for (size_t i = 0; i < t->nsamples; i++) {
+			const struct tc_sample *sm = &t->samples[i];
+			if (sm->tid != s->run.tid || sm->kind != SS_SAMPLE_KIND_OFFCPU || sm->ts < w->b ||
+			    sm->ts > w->e)
+				continue;
+			(*off)++;
+			const struct tc_stack *st = tc_sample_stack(t, sm);
+			for (uint32_t j = st ? st->nkernel : 0; st && j < st->nframes; j++) {
+				uint64_t a = st->frames[j] - (j > st->nkernel ? 1 : 0);
+				if (in(*r1, a) || (r2 && in(*r2, a))) {
+					here++;
+					break;
+				}
+			}
+		}
+		*found += here;
+		polls += here > 0;
+	}
+	return polls;
+}
+
 /* (c), perf only. Each sleep's blocked switch-out and the switch-in after it must
  * lie within the worker's own clock readings around that sleep, be at least the
  * sleep apart, and agree with the worker's own measure of it. */
@@ -537,32 +571,8 @@ static void check_sleeps(const struct session *s)
 		printf("SKIP: off-CPU stacks: not available (%s)\n", s->sampler);
 		return;
 	}
-	size_t off = 0, found = 0, polls_found = 0;
-	for (size_t p = 0; p < s->npolls; p++) {
-		const struct window *w = &s->polls[p];
-		if (w->task < TASK_SLEEP0 || w->task >= TASK_SLEEP0 + NSLEEPS)
-			continue;
-		size_t here = 0;
-		for (size_t i = 0; i < t->nsamples; i++) {
-			const struct tc_sample *sm = &t->samples[i];
-			if (sm->tid != s->run.tid || sm->kind != SS_SAMPLE_KIND_OFFCPU || sm->ts < w->b ||
-			    sm->ts > w->e)
-				continue;
-			off++;
-			const struct tc_stack *st = tc_sample_stack(t, sm);
-			if (!st)
-				continue;
-			for (uint32_t j = st->nkernel; j < st->nframes; j++) {
-				uint64_t a = st->frames[j] - (j ? 1 : 0);
-				if (in(R_sleep_inner, a) || in(R_sleeper, a)) {
-					here++;
-					break;
-				}
-			}
-		}
-		found += here;
-		polls_found += here > 0;
-	}
+	size_t off = 0, found = 0;
+	size_t polls_found = offcpu_cover(s, TASK_SLEEP0, NSLEEPS, &R_sleep_inner, &R_sleeper, &off, &found);
 	printf("  perf off-CPU stacks: %zu off-CPU samples in the sleep polls, %zu with "
 	       "sampling_sleep_inner/sampling_sleeper in the user frames, %zu of %d polls covered\n",
 	       off, found, polls_found, NSLEEPS);
@@ -576,28 +586,8 @@ static void check_sleeps(const struct session *s)
 		       uw ? uw : "no META unwind");
 		return;
 	}
-	size_t lpolls = 0, loff = 0, lfound = 0;
-	for (size_t p = 0; p < s->npolls; p++) {
-		const struct window *w = &s->polls[p];
-		if (w->task < TASK_LIBC0 || w->task >= TASK_LIBC0 + NLIBC)
-			continue;
-		size_t here = 0;
-		for (size_t i = 0; i < t->nsamples; i++) {
-			const struct tc_sample *sm = &t->samples[i];
-			if (sm->tid != s->run.tid || sm->kind != SS_SAMPLE_KIND_OFFCPU || sm->ts < w->b ||
-			    sm->ts > w->e)
-				continue;
-			loff++;
-			const struct tc_stack *st = tc_sample_stack(t, sm);
-			for (uint32_t j = st ? st->nkernel + 1 : 0; st && j < st->nframes; j++)
-				if (in(R_libc_sleeper, st->frames[j] - 1)) {
-					here++;
-					break;
-				}
-		}
-		lfound += here;
-		lpolls += here > 0;
-	}
+	size_t loff = 0, lfound = 0;
+	size_t lpolls = offcpu_cover(s, TASK_LIBC0, NLIBC, &R_libc_sleeper, NULL, &loff, &lfound);
 	printf("  perf off-CPU stacks in libc: %zu off-CPU samples in the poll() sleeps, %zu with "
 	       "sampling_libc_sleeper in the user frames, %zu of %d polls covered\n", loff, lfound,
 	       lpolls, NLIBC);

@@ -720,15 +720,26 @@ static void test_task_dumps(void)
 	CHECK(R.nd == 0, "%zu task dumps with the feature off", R.nd);
 }
 
-/* The watchdog's looks so far (its wake-ups counter in the metrics text). */
-static long long watchdog_looks(void)
+/* A counter of the metrics text (key: "\nNAME "), -1 when absent. */
+static long long metric_counter(const char *key)
 {
 	static char buf[65536];
 	stallscope_metrics_text(buf, sizeof buf);
-	const char *key = "stallscope_recorder_wakeups_total{thread=\"watchdog\"} ";
 	const char *p = strstr(buf, key);
-	CHECK(p != NULL, "no watchdog wake-ups in the metrics text");
-	return atoll(p + strlen(key));
+	CHECK(p != NULL, "no%s in the metrics text", key);
+	return p ? atoll(p + strlen(key)) : -1;
+}
+
+/* The watchdog's looks so far (its wake-ups counter). */
+static long long watchdog_looks(void)
+{
+	return metric_counter("\nstallscope_recorder_wakeups_total{thread=\"watchdog\"} ");
+}
+
+/* The captures the watchdog says it took. */
+static long long captures_taken(void)
+{
+	return metric_counter("\nstallscope_stall_captures_total ");
 }
 
 /* The power of two of the threshold an age has reached: 0 at 1x, 1 at 2x ... */
@@ -749,6 +760,7 @@ static int age_bucket(uint64_t age)
 static void test_quiet(void)
 {
 	printf("quiet\n");
+	long long taken0 = captures_taken();
 	char *dir = start("stall-quiet", 10, 0, 10);
 	struct worker w[1] = { { .job = J_QUIET, .task0 = 500, .cpu = -1 } };
 	atomic_store(&quiet_go, 0);
@@ -781,6 +793,10 @@ static void test_quiet(void)
 		caps++;
 	}
 	CHECK(caps >= 2, "%d captures of the poll after the quiet spell (want >= 2)", caps);
+	long long taken = captures_taken() - taken0;
+	printf("  stallscope_stall_captures_total went up by %lld, %zu captures decoded\n", taken, R.ns);
+	CHECK(taken == (long long)R.ns, "the metric counted %lld captures, the segments hold %zu",
+	      taken, R.ns);
 }
 
 int main(int argc, char **argv)

@@ -3,12 +3,23 @@
  * them: its steady scenario must leave no stall of a program's making at the
  * default threshold, and its leak scenario with task dumps on must dump the
  * forgotten tasks. The example's path is argv[1] (meson passes it).
+ *
+ * Steady's polls take microseconds, but they share the runtime's locks: on a
+ * loaded machine a lock holder preempted by another program makes a poll wait in
+ * futex past the threshold, a true capture of the machine's doing. So the runs
+ * are at high priority when root (nice -20), and steady is recorded again, up
+ * to three times, only when such a stall appeared while other programs kept the
+ * machine measurably busy (a quarter of its CPU time or more); a quiet machine
+ * gets one try.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trace_check.h"
@@ -56,11 +67,33 @@ static void count_dir(const char *dir, struct counts *c)
 	closedir(d);
 }
 
-static void run_example(const char *exe, const char *dir, const char *scenario, int dumps)
+/* Busy and total CPU time of the machine so far, in clock ticks (/proc/stat). */
+static void machine_ticks(double *busy, double *total)
 {
+	*busy = *total = 0;
+	FILE *f = fopen("/proc/stat", "r");
+	unsigned long long v[8] = { 0 };
+	if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+			&v[4], &v[5], &v[6], &v[7]) == 8) {
+		for (int i = 0; i < 8; i++)
+			*total += (double)v[i];
+		*busy = *total - (double)v[3] - (double)v[4]; /* less idle and iowait */
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Runs the scenario; returns the share of the machine's CPU time that other
+ * programs used meanwhile (0 when unknown). */
+static double run_example(const char *exe, const char *dir, const char *scenario, int dumps)
+{
+	double b0, t0, b1, t1;
+	machine_ticks(&b0, &t0);
 	pid_t pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
+		if (geteuid() == 0)
+			(void)setpriority(PRIO_PROCESS, 0, -20);
 		setenv("STALLSCOPE_ENABLED", "1", 1);
 		setenv("STALLSCOPE_OUTPUT_DIR", dir, 1);
 		setenv("STALLSCOPE_TASK_DUMP_ENABLED", dumps ? "1" : "0", 1);
@@ -69,8 +102,17 @@ static void run_example(const char *exe, const char *dir, const char *scenario, 
 		_exit(127);
 	}
 	int st;
-	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	struct rusage ru;
+	CHECK(wait4(pid, &st, 0, &ru) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "%s %s failed (status %d)", exe, scenario, st);
+	machine_ticks(&b1, &t1);
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	double ours = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		      (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	if (t1 <= t0 || hz <= 0)
+		return 0;
+	double others = (b1 - b0) / hz - ours;
+	return others > 0 ? others / ((t1 - t0) / hz) : 0;
 }
 
 int main(int argc, char **argv)
@@ -79,16 +121,23 @@ int main(int argc, char **argv)
 		SKIP("no example runtime path given");
 	const char *exe = argv[1];
 
-	char *dir = tc_tmpdir("stall-steady");
-	run_example(exe, dir, "steady", 0);
 	struct counts c;
-	count_dir(dir, &c);
-	tc_rmrf(dir);
-	free(dir);
-	printf("steady: %llu polls, stalls running %llu blocked %llu runnable %llu unknown %llu\n",
-	       (unsigned long long)c.polls, (unsigned long long)c.stall_by_kind[1],
-	       (unsigned long long)c.stall_by_kind[2], (unsigned long long)c.stall_by_kind[3],
-	       (unsigned long long)c.stall_by_kind[4]);
+	char *dir;
+	for (int attempt = 1;; attempt++) {
+		dir = tc_tmpdir("stall-steady");
+		double others = run_example(exe, dir, "steady", 0);
+		count_dir(dir, &c);
+		tc_rmrf(dir);
+		free(dir);
+		printf("steady (try %d, other programs used %.0f%% of the machine): %llu polls, stalls "
+		       "running %llu blocked %llu runnable %llu unknown %llu\n", attempt, 100 * others,
+		       (unsigned long long)c.polls, (unsigned long long)c.stall_by_kind[1],
+		       (unsigned long long)c.stall_by_kind[2], (unsigned long long)c.stall_by_kind[3],
+		       (unsigned long long)c.stall_by_kind[4]);
+		if ((c.stall_by_kind[1] == 0 && c.stall_by_kind[2] == 0) || others < 0.25 || attempt == 3)
+			break;
+		printf("  a busy machine: recorded again\n");
+	}
 	CHECK(c.polls > 1000, "only %llu polls", (unsigned long long)c.polls);
 	/* Steady's polls take microseconds. A capture that finds the thread runnable
 	 * but not running is the machine's doing (a loaded VM), not the program's;

@@ -501,9 +501,10 @@ static const struct {
 	  "FROM wakes w JOIN polls p ON p.id = w.poll_id LEFT JOIN locations l ON l.id = p.location_id\n"
 	  "WHERE w.delay IS NOT NULL GROUP BY p.location_id ORDER BY max_delay_ns DESC;" },
 	{ "Busy time per worker",
-	  "SELECT w.id AS worker_id, coalesce(w.runtime, '?') || '#' || w.idx AS worker, count(p.id) AS polls,\n"
-	  "       sum(p.dur) AS busy_ns, max(p.dur) AS longest_ns\n"
-	  "FROM workers w LEFT JOIN polls p ON p.worker_id = w.id GROUP BY w.id ORDER BY busy_ns DESC;" },
+	  "SELECT w.id AS worker_id, coalesce(w.runtime, '?') || '#' || w.idx AS worker,\n"
+	  "       coalesce(p.polls, 0) AS polls, p.busy_ns, p.longest_ns\n"
+	  "FROM workers w LEFT JOIN (SELECT worker_id, count(*) AS polls, sum(dur) AS busy_ns, max(dur) AS longest_ns\n"
+	  "                          FROM polls GROUP BY worker_id) p ON p.worker_id = w.id ORDER BY busy_ns DESC;" },
 	{ "Where the CPU samples were, by function",
 	  "SELECT f.function, count(*) AS samples\n"
 	  "FROM samples s JOIN callsites c ON c.id = s.callsite_id JOIN frames f ON f.id = c.frame_id\n"

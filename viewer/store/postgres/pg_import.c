@@ -31,6 +31,7 @@
 
 #include "pg_sink.h"
 #include "pg_store.h"
+#include "poll_chunks.h"
 #include "pg_tables.h"
 #include "sqlite_store.h"
 
@@ -223,6 +224,16 @@ static int seed_recording(struct pgi *g, sqlite3 *db, int64_t rid)
 		cols_of(t, del && strstr(seeds[i].sql, " s USING") ? "s." : "", cols, sizeof cols);
 		sql = fill(seeds[i].sql, r, since, cols);
 		rc = stage_rows(g, db, t->name, sql);
+		free(sql);
+	}
+	/* The stage's polls of the recording (its last ones) get the chunks the
+	 * sink's queries read them through (poll_chunks.h). */
+	if (!rc) {
+		sql = ss_pg_fmt(SS_POLL_CHUNKS_BUILD_WHERE("worker_id IN (SELECT id FROM workers WHERE recording_id = %lld)"),
+				r);
+		rc = sql && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+		if (sql && rc)
+			snprintf(g->pg.err, sizeof g->pg.err, "staging poll_chunks: %s", sqlite3_errmsg(db));
 		free(sql);
 	}
 	if (!rc) {

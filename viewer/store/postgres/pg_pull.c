@@ -20,6 +20,7 @@
 #include "db.h"
 #include "pg_store.h"
 #include "pg_tables.h"
+#include "poll_chunks.h"
 
 #define TH "(SELECT id FROM threads WHERE recording_id = {R})"
 #define WK "(SELECT id FROM workers WHERE recording_id = {R})"
@@ -207,7 +208,10 @@ int ss_pg_pull(struct ss_pg *p, const struct ss_pg_scope *sc, const char *out, s
 	}
 	if (progress && n)
 		fputc('\n', log);
-	if (!rc && (ss_db_create_indexes(&d) != 0 || ss_db_exec(&d, "COMMIT") != 0)) {
+	/* PostgreSQL has its own index of a worker's polls; the file gets the
+	 * poll_chunks an import would have written. */
+	if (!rc && (ss_db_exec(&d, SS_POLL_CHUNKS_BUILD) != 0 || ss_db_create_indexes(&d) != 0 ||
+		    ss_db_exec(&d, "COMMIT") != 0)) {
 		snprintf(p->err, sizeof p->err, "%s", d.err);
 		rc = -1;
 	}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "db_pipe.h"
+#include "poll_chunks.h"
 #include "schema_sql.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -75,6 +76,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" busy_ns = busy_ns + excluded.busy_ns, parked_ns = parked_ns + excluded.parked_ns,"
 		" offcpu_ns = offcpu_ns + excluded.offcpu_ns, polls = polls + excluded.polls,"
 		" max_poll_ns = max(max_poll_ns, excluded.max_poll_ns)",
+	/* Two chunks starting at one ts (an open poll continued by the next
+	 * import, alone in its chunk): one row covering both. */
+	[ST_INS_POLL_CHUNK] = "INSERT INTO poll_chunks(worker_id, ts, id_lo, id_hi) VALUES(?,?,?,?)"
+		" ON CONFLICT(worker_id, ts) DO UPDATE SET id_lo = min(id_lo, excluded.id_lo),"
+		" id_hi = max(id_hi, excluded.id_hi)",
 };
 
 /* What each schema version added, for databases written by an older one
@@ -125,6 +131,12 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      " s.parent_span_id, s.fields, s.location_id FROM spans s"
 	      " LEFT JOIN names n ON n.name = s.name ORDER BY s.rowid;"
 	      "DROP TABLE spans;",
+	/* poll_chunks instead of polls_by_worker (poll_chunks.h), built from the
+	 * polls already there. */
+	[7] = "CREATE TABLE poll_chunks (worker_id INTEGER NOT NULL REFERENCES workers(id), ts INTEGER NOT NULL,"
+	      " id_lo INTEGER NOT NULL, id_hi INTEGER NOT NULL, PRIMARY KEY (worker_id, ts)) WITHOUT ROWID;"
+	      SS_POLL_CHUNKS_BUILD ";"
+	      "DROP INDEX IF EXISTS polls_by_worker;",
 };
 
 static const char *const id_table[ID_COUNT] = {

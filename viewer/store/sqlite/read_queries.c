@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "poll_chunks.h"
+
 /* Recording filters. */
 #define REC_OF(col) "(?1 = 0 OR " col " = ?1)"
 #define THREAD_IN_REC(col) "(?1 = 0 OR " col " IN (SELECT id FROM threads WHERE recording_id = ?1))"
@@ -109,10 +111,11 @@ static const char *const sql[SS_Q_COUNT] = {
 			      " AND ts < ?3",
 	[SS_Q_HAS_CPU] = "SELECT EXISTS (SELECT 1 FROM cpu_intervals WHERE thread_id = ?1)",
 
-	/* polls_by_worker; a worker's polls do not overlap, so only the one
+	/* poll_chunks; a worker's polls do not overlap, so only the one
 	 * begun last at or before ?2 can reach into the range from before. */
 	[SS_Q_WORKER_POLLS_IN] = "SELECT id, ts, dur FROM polls WHERE worker_id = ?1 AND ts < ?3 AND ts >= coalesce("
-				 "(SELECT max(ts) FROM polls WHERE worker_id = ?1 AND ts <= ?2), ?2)",
+				 "(SELECT max(ts) FROM polls WHERE worker_id = ?1 AND ts <= ?2 AND"
+				 SS_POLL_LAST_IDS("id", "?1", "?2") "), ?2) AND" SS_POLL_IDS("id", "?1", "?2", "?3"),
 	[SS_Q_TASK_DUMPS] = "SELECT d.task_id, d.callsite_id, coalesce(d.location_id, t.location_id) FROM task_dumps d"
 			    " LEFT JOIN tasks t ON t.id = d.task_id WHERE d.task_id IS NOT NULL ORDER BY d.rowid",
 	[SS_Q_LOSS] = "SELECT l.recording_id, l.source, group_concat(DISTINCT l.reason), sum(l.count), min(l.ts),"
@@ -166,12 +169,13 @@ static const char *const sql[SS_Q_COUNT] = {
 				" AND (w.id IS NOT NULL OR EXISTS (SELECT 1 FROM samples s WHERE s.thread_id = t.id"
 				" AND s.kind = ?7 AND s.ts >= ?2 AND s.ts < ?3)) AND (?4 IS NULL OR w.id IS NOT NULL)"
 				" AND " WORKER_OK("w.id") " ORDER BY t.recording_id, w.id IS NULL, w.runtime, w.idx, t.id",
-	/* polls_by_worker, with the seek back of SS_Q_WORKER_POLLS_IN. */
+	/* poll_chunks, with the seek back of SS_Q_WORKER_POLLS_IN. */
 	[SS_Q_EXPORT_POLLS] = "SELECT p.id, p.ts, p.dur, p.incomplete, t.task, p.task_id, l.function, CASE WHEN l.id IS"
 			      " NULL THEN NULL ELSE " LOC_TEXT("l") " END FROM polls p LEFT JOIN tasks t ON"
 			      " t.id = p.task_id LEFT JOIN locations l ON l.id = p.location_id WHERE p.worker_id = ?8"
 			      " AND p.ts < ?3 AND p.ts >= coalesce((SELECT max(ts) FROM polls WHERE worker_id = ?8 AND"
-			      " ts <= ?2), ?2) AND p.ts + p.dur >= ?2 AND (?6 IS NULL OR t.task = ?6) ORDER BY p.ts",
+			      " ts <= ?2 AND" SS_POLL_LAST_IDS("id", "?8", "?2") "), ?2) AND p.ts + p.dur >= ?2 AND"
+			      SS_POLL_IDS("p.id", "?8", "?2", "?3") " AND (?6 IS NULL OR t.task = ?6) ORDER BY p.ts",
 	[SS_Q_EXPORT_PARKS] = "SELECT ts, dur, incomplete FROM parks WHERE worker_id = ?8 AND ts < ?3 AND ts >= coalesce("
 			      "(SELECT max(ts) FROM parks WHERE worker_id = ?8 AND ts <= ?2), ?2) AND ts + dur >= ?2"
 			      " ORDER BY ts",

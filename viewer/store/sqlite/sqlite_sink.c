@@ -14,6 +14,7 @@
 #include "db.h"
 #include "model.h"
 #include "name_cache.h"
+#include "poll_chunks.h"
 #include "summary_levels.h"
 
 struct ss_sqlite_store {
@@ -30,6 +31,7 @@ struct ss_sqlite_store {
 	 * oldest and newest entries, written when it is complete. */
 	struct ss_ended_task grave_first, grave_last;
 	bool grave_pending;
+	struct ss_poll_chunks chunks; /* each worker's open poll_chunks row */
 };
 
 const char *ss_sqlite_error(struct ss_sqlite_store *s)
@@ -234,7 +236,9 @@ static int s_poll(void *ctx, const struct ss_poll_row *x)
 	ss_bind_i(r, 5, x->ts);
 	ss_bind_i(r, 6, x->dur);
 	ss_bind_i(r, 7, x->incomplete);
-	return step(s, ST_INS_POLL);
+	if (step(s, ST_INS_POLL) != 0)
+		return -1;
+	return ss_poll_chunks_add(&s->chunks, &s->db, x->worker_id, x->id, x->ts);
 }
 
 static int s_park(void *ctx, const struct ss_park_row *x)
@@ -883,6 +887,16 @@ static int row_pending(struct ss_model *m, sqlite3_stmt *st)
 	return ss_model_restore_pending_wake(m, (uint64_t)col(st, 1), &w);
 }
 
+/* Each worker's last poll of recording ?1 when it is incomplete (open where
+ * the previous import ended): read in its last chunk (poll_chunks.h). */
+#define LAST_POLLS_OF(REC)                                                                        \
+	"workers w JOIN polls p ON p.worker_id = w.id AND"                                         \
+	SS_POLL_LAST_IDS("p.id", "w.id", SS_POLL_TS_MAX)                                \
+	" WHERE w.recording_id = " REC " AND p.incomplete AND p.ts = (SELECT max(q.ts) FROM polls q" \
+	" WHERE q.worker_id = w.id AND" SS_POLL_LAST_IDS("q.id", "w.id", SS_POLL_TS_MAX) ")"
+#define LAST_POLLS LAST_POLLS_OF("?1")
+#define LAST_POLLS_FMT LAST_POLLS_OF("%lld")
+
 static int row_open_poll(struct ss_model *m, sqlite3_stmt *st)
 {
 	return ss_model_restore_open_poll(m, col(st, 0), col(st, 1), col(st, 2), col(st, 3), col(st, 4));
@@ -963,9 +977,7 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 	/* The last poll and park of each thread, when incomplete, were open where
 	 * the previous import ended: reopened (same poll id). */
 	if (!rc)
-		rc = each_row(s, "SELECT w.thread_id, p.id, p.ts, p.task_id, p.location_id FROM polls p"
-			      " JOIN workers w ON w.id = p.worker_id WHERE w.recording_id = ?1 AND p.incomplete"
-			      " AND p.ts = (SELECT max(ts) FROM polls q WHERE q.worker_id = p.worker_id)", rid,
+		rc = each_row(s, "SELECT w.thread_id, p.id, p.ts, p.task_id, p.location_id FROM " LAST_POLLS, rid,
 			      row_open_poll, m);
 	if (!rc)
 		rc = each_row(s, "SELECT w.thread_id, 0, p.ts, p.cpu_begin_ns FROM parks p"
@@ -1001,9 +1013,7 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 		     " (SELECT id FROM threads WHERE recording_id = %lld)", r) ||
 	    exec_fmt(s, "DELETE FROM import_ended_tasks WHERE recording_id = %lld", r) ||
 	    exec_fmt(s, "DELETE FROM import_pending_wakes WHERE recording_id = %lld", r) ||
-	    exec_fmt(s, "DELETE FROM polls WHERE incomplete AND worker_id IN (SELECT id FROM workers WHERE"
-		     " recording_id = %lld) AND ts = (SELECT max(ts) FROM polls q WHERE q.worker_id ="
-		     " polls.worker_id);"
+	    exec_fmt(s, "DELETE FROM polls WHERE id IN (SELECT p.id FROM " LAST_POLLS_FMT ");"
 		     "DELETE FROM parks WHERE incomplete AND worker_id IN (SELECT id FROM workers WHERE"
 		     " recording_id = %lld) AND ts = (SELECT max(ts) FROM parks q WHERE q.worker_id ="
 		     " parks.worker_id);", r))
@@ -1073,6 +1083,7 @@ void ss_sqlite_close(struct ss_sqlite_store *s)
 	sqlite3_finalize(s->st_name_add);
 	sqlite3_finalize(s->st_name_id);
 	ss_name_cache_free(&s->names);
+	ss_poll_chunks_free(&s->chunks);
 	ss_db_close(&s->db);
 	free(s);
 }
@@ -1162,6 +1173,14 @@ static double cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The poll of a sample's worker that runs at its ts: the last one begun at
+ * or before it (a worker's poll ids grow with their start), if it has not
+ * ended; read in the worker's chunks around ts (poll_chunks.h). */
+#define SAMPLE_POLL                                                                                 \
+	"(SELECT id FROM (SELECT id, ts, dur FROM polls p WHERE p.worker_id = samples.worker_id AND"   \
+	" p.ts <= samples.ts AND" SS_POLL_LAST_IDS("p.id", "samples.worker_id", "samples.ts") \
+	" ORDER BY p.id DESC LIMIT 1) WHERE ts + dur > samples.ts)"
+
 /* Samples of an earlier import that no poll held then, inside a poll of this
  * one: a trace whose threads are written in batches (dial9) can bring a poll
  * after samples taken during it. Per worker, from its first new poll on, so
@@ -1173,9 +1192,7 @@ static int link_old_samples(struct ss_sqlite_store *s)
 			       " JOIN workers k ON k.id = p.worker_id WHERE p.id >= ?1 GROUP BY p.worker_id",
 			       -1, &w, NULL) != SQLITE_OK)
 		goto failed;
-	if (sqlite3_prepare_v2(s->db.db, "UPDATE samples SET poll_id = (SELECT id FROM (SELECT id, ts, dur FROM polls p"
-			       " WHERE p.worker_id = samples.worker_id AND p.ts <= samples.ts ORDER BY p.ts DESC LIMIT 1)"
-			       " WHERE ts + dur > samples.ts) WHERE thread_id = ?1 AND ts >= ?2 AND rowid < ?3"
+	if (sqlite3_prepare_v2(s->db.db, "UPDATE samples SET poll_id = " SAMPLE_POLL " WHERE thread_id = ?1 AND ts >= ?2 AND rowid < ?3"
 			       " AND poll_id IS NULL AND worker_id = ?4", -1, &u, NULL) != SQLITE_OK) {
 		sqlite3_finalize(w);
 		goto failed;
@@ -1205,7 +1222,7 @@ int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const c
 		     FILE *log)
 {
 	double t0 = now_s();
-	if (grave_write(s) != 0 || ss_db_flush(&s->db) != 0)
+	if (grave_write(s) != 0 || ss_poll_chunks_flush(&s->chunks, &s->db) != 0 || ss_db_flush(&s->db) != 0)
 		return -1;
 	/* The rows still queued for the inserting thread when the model ended. */
 	if (timing)
@@ -1222,9 +1239,7 @@ int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const c
 	if (phase)
 		phase(ctx, "linking samples to polls");
 	char *sql = sqlite3_mprintf(
-		"UPDATE samples SET poll_id = (SELECT id FROM (SELECT id, ts, dur FROM polls p"
-		" WHERE p.worker_id = samples.worker_id AND p.ts <= samples.ts ORDER BY p.ts DESC LIMIT 1)"
-		" WHERE ts + dur > samples.ts) WHERE rowid >= %lld AND worker_id IS NOT NULL",
+		"UPDATE samples SET poll_id = " SAMPLE_POLL " WHERE rowid >= %lld AND worker_id IS NOT NULL",
 		(long long)s->first_new_sample);
 	int rc = sql ? ss_db_exec(&s->db, sql) : -1;
 	sqlite3_free(sql);
@@ -1232,7 +1247,9 @@ int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const c
 		rc = link_old_samples(s);
 	if (rc == 0)
 		rc = ss_db_exec(&s->db, "UPDATE stalls SET poll_id = (SELECT p.id FROM polls p WHERE"
-				" p.worker_id = stalls.worker_id AND p.ts = stalls.ts) WHERE poll_id IS NULL");
+				" p.worker_id = stalls.worker_id AND p.ts = stalls.ts AND"
+				SS_POLL_LAST_IDS("p.id", "stalls.worker_id", "stalls.ts")
+				") WHERE poll_id IS NULL");
 	if (timing)
 		fprintf(log, "import: links %.2f s\n", now_s() - t0);
 	t0 = now_s();

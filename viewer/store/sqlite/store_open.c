@@ -3,6 +3,7 @@
  */
 #include "store_open.h"
 #include "store_mmap.h"
+#include "poll_chunks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +103,22 @@ int ss_store_open_readonly(const char *path, bool need_tables, sqlite3 **out, ch
 			 " and polls tables; make one with 'stallscope import')", path);
 		sqlite3_close(db);
 		return -1;
+	}
+	/* A database of schema 6 or older: poll_chunks as a view of its
+	 * polls_by_worker (poll_chunks.h), in the connection's temp schema. */
+	if (n == 3) {
+		sqlite3_stmt *q = NULL;
+		int have = 1;
+		if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = 'poll_chunks'", -1, &q,
+				       NULL) == SQLITE_OK &&
+		    sqlite3_step(q) == SQLITE_ROW)
+			have = sqlite3_column_int(q, 0);
+		sqlite3_finalize(q);
+		if (!have && sqlite3_exec(db, SS_POLL_CHUNKS_COMPAT_VIEW, NULL, NULL, NULL) != SQLITE_OK) {
+			snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+			sqlite3_close(db);
+			return -1;
+		}
 	}
 	/* Pages read straight from a mapping of the file, not copied out of
 	 * the kernel one pread at a time (store_mmap.h: limits, truncation). */

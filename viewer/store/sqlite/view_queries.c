@@ -1,12 +1,14 @@
 /*
- * view_queries.c - see view_queries.h. The per-frame queries go through the
- * (worker_id, ts) indexes of polls and parks, the (thread_id, ts) indexes of
+ * view_queries.c - see view_queries.h. The per-frame queries go through
+ * poll_chunks (poll_chunks.h) for polls, the (worker_id, ts) key of parks, the (thread_id, ts) indexes of
  * cpu_intervals and samples, and the primary key of worker_summaries; the
  * rest look rows up by rowid or by stall_id.
  */
 #include "view_queries.h"
 
 #include <stddef.h>
+
+#include "poll_chunks.h"
 
 /* Time of [?2, ?3) covered by the rows of a (key, ts) indexed interval table:
  * the interval open at ?2 by a seek back (the table's rows of one key do not
@@ -38,9 +40,11 @@ static const char *const sql[SS_V_COUNT] = {
 	/* The poll (park, interval) open at ?2 is the last one starting before
 	 * it: polls of a worker do not overlap, so one row is enough. */
 	[SS_V_POLL_PREV] = "SELECT id, ts, dur, location_id, task_id, incomplete FROM polls"
-			   " WHERE worker_id = ?1 AND ts < ?2 ORDER BY ts DESC LIMIT 1",
+			   " WHERE worker_id = ?1 AND ts < ?2 AND" SS_POLL_LAST_IDS("id", "?1", "?2 - 1")
+			   " ORDER BY ts DESC LIMIT 1",
 	[SS_V_POLL_RANGE] = "SELECT id, ts, dur, location_id, task_id, incomplete FROM polls"
-			    " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
+			    " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 AND" SS_POLL_IDS("id", "?1", "?2", "?3")
+			    " ORDER BY ts",
 	[SS_V_PARK_PREV] = "SELECT ts, dur FROM parks WHERE worker_id = ?1 AND ts < ?2"
 			   " ORDER BY ts DESC LIMIT 1",
 	[SS_V_PARK_RANGE] = "SELECT ts, dur FROM parks WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3"
@@ -136,20 +140,21 @@ static const char *const sql[SS_V_COUNT] = {
 			       " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2",
 	[SS_V_WORKER_RANGE_TOTALS] = "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns) FROM worker_summaries"
 				     " WHERE bucket_ns = 10000000 AND worker_id = ?1 AND ts >= ?2 AND ts < ?3",
-	[SS_V_COVERED_POLLS] = COVERED("polls", "worker_id", ""),
+	[SS_V_COVERED_POLLS] = COVERED("polls", "worker_id", "AND" SS_POLL_IDS("id", "?1", "?2 - 1", "?3")),
 	[SS_V_COVERED_PARKS] = COVERED("parks", "worker_id", ""),
 	[SS_V_COVERED_OFFCPU] = COVERED("cpu_intervals", "thread_id", "AND state <> 'on-cpu'"),
 	[SS_V_LOCATION_TOTALS] = "SELECT location_id, count(*), sum(dur) FROM polls"
-				 " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY location_id",
+				 " WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3 AND" SS_POLL_IDS("id", "?1", "?2", "?3")
+				 " GROUP BY location_id",
 
-	/* polls (worker_id, ts); task_dumps scanned by task: a task has few
+	/* polls through poll_chunks; task_dumps scanned by task: a task has few
 	 * dumps, and the view reads one task at a time. */
 	[SS_V_TASK_LIFE] = "SELECT t.task, t.recording_id, coalesce(t.location_id, 0), coalesce(p.task, -1),"
 			   " coalesce(t.spawn_ts, -1), coalesce(t.end_ts, -1), coalesce(th.name, '')"
 			   " FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_task_id"
 			   " LEFT JOIN threads th ON th.id = t.spawn_thread_id WHERE t.id = ?1",
 	[SS_V_TASK_POLLS] = "SELECT id, ts, dur, incomplete FROM polls WHERE worker_id = ?1 AND ts >= ?2 AND ts < ?3"
-			    " AND task_id = ?4 ORDER BY ts",
+			    " AND task_id = ?4 AND" SS_POLL_IDS("id", "?1", "?2", "?3") " ORDER BY ts",
 	[SS_V_TASK_DUMPS] = "SELECT ts, coalesce(idle, -1), coalesce(callsite_id, 0), coalesce(location_id, 0)"
 			    " FROM task_dumps WHERE task_id = ?1 ORDER BY ts",
 	[SS_V_TASKS_BY_NUMBER] = "SELECT id FROM tasks WHERE task = ?1 ORDER BY id",
@@ -159,8 +164,8 @@ static const char *const sql[SS_V_COUNT] = {
 	[SS_V_SEARCH_BY_LOCATION] = "SELECT id, ts, dur, worker_id, coalesce(task_id, 0) FROM polls WHERE location_id IN"
 				    " (SELECT id FROM locations WHERE (file = ?3 OR file LIKE '%/' || ?3)"
 				    " AND (?4 < 0 OR line = ?4)) ORDER BY ts LIMIT ?2",
-	[SS_V_POLL_AT] = "SELECT id, coalesce(task_id, 0), dur FROM polls WHERE worker_id = ?1 AND ts = ?2"
-			 " ORDER BY dur DESC LIMIT 1",
+	[SS_V_POLL_AT] = "SELECT id, coalesce(task_id, 0), dur FROM polls WHERE worker_id = ?1 AND ts = ?2 AND"
+			 SS_POLL_LAST_IDS("id", "?1", "?2") " ORDER BY dur DESC LIMIT 1",
 
 	[SS_V_KEEP_SNAPSHOT] = "SELECT 1 FROM sqlite_schema",
 };
