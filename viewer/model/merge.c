@@ -42,6 +42,11 @@ struct ss_merge_stream {
 	size_t head, n;            /* the first entry is cv[0][head] */
 	uint64_t max_key;
 	size_t heap_pos;           /* index in m->heap + 1, 0 when not in it */
+	/* The head entry's key and seq, kept here so that the heap's comparisons
+	 * read the small stream array and not entries scattered over the buffer
+	 * (a cache miss each in a dense trace). */
+	uint64_t head_key;
+	uint32_t head_seq;
 };
 
 /* The k-th entry of a stream (0: its head). */
@@ -134,10 +139,9 @@ void ss_merge_free(struct ss_merge *m)
 static bool earlier(const struct ss_merge *m, uint32_t a, uint32_t b)
 {
 	const struct ss_merge_stream *x = &m->streams[a], *y = &m->streams[b];
-	const struct ss_merge_entry *ex = entry_at(x, 0), *ey = entry_at(y, 0);
-	if (ex->key != ey->key)
-		return ex->key < ey->key;
-	return (int32_t)(ex->seq - ey->seq) < 0;
+	if (x->head_key != y->head_key)
+		return x->head_key < y->head_key;
+	return (int32_t)(x->head_seq - y->head_seq) < 0;
 }
 
 static void heap_set(struct ss_merge *m, size_t i, uint32_t s)
@@ -491,6 +495,9 @@ static int release_one(struct ss_merge *m)
 	stream_pop(m, s);
 	m->buffered--;
 	if (s->n) {
+		const struct ss_merge_entry *h = entry_at(s, 0);
+		s->head_key = h->key;
+		s->head_seq = h->seq;
 		sift_down(m, 0);
 	} else {
 		s->heap_pos = 0;
@@ -547,6 +554,10 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	for (size_t k = s->n - 1; k > at; k--)
 		*entry_at(s, k) = *entry_at(s, k - 1);
 	*entry_at(s, at) = e;
+	if (at == 0) {
+		s->head_key = e.key;
+		s->head_seq = e.seq;
+	}
 	m->buffered++;
 	if (!s->heap_pos) {
 		heap_set(m, m->n_heap++, si);
@@ -567,7 +578,7 @@ int ss_merge_release(struct ss_merge *m)
 	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
 	while (m->n_heap) {
 		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
-		if (entry_at(s, 0)->key > mark)
+		if (s->head_key > mark)
 			break;
 		int rc = release_one(m);
 		if (rc)
