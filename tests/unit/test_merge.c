@@ -14,7 +14,9 @@
  *   - a delivery error stops the release and is returned;
  *   - streams far longer than a chunk of entries, with the watchdog's records
  *     placed by time across chunk boundaries, come out in (time, arrival) order,
- *     and a small buffer that fills and empties many times reuses its chunks.
+ *     and a small buffer that fills and empties many times reuses its chunks
+ *     (one slab of them); a trim frees the slabs no stream uses, keeps the
+ *     others, and what they hold still comes out in order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -352,7 +354,7 @@ static void test_chunks(void)
 	ss_merge_init(&m, collect_big, NULL);
 	m.max_buffered = 3000;
 	big_n = 0;
-	size_t most = 0;
+	size_t most = 0, most_slabs = 0;
 	for (uint64_t t = 1; t <= BIG; t++) {
 		struct ss_event r = ev(SS_EV_POLL_BEGIN, 1 + t % 4, t, t);
 		CHECK(ss_merge_push(&m, &r) == 0, "push");
@@ -361,6 +363,8 @@ static void test_chunks(void)
 			if (m.npool > most)
 				most = m.npool;
 		}
+		if (m.nslabs > most_slabs)
+			most_slabs = m.nslabs;
 	}
 	CHECK(ss_merge_drain(&m) == 0, "drain");
 	bad = 0;
@@ -369,8 +373,33 @@ static void test_chunks(void)
 			bad++;
 	CHECK(big_n == BIG && bad == 0, "%zu delivered, %zu out of order", big_n, bad);
 	CHECK(most <= 3000 / 1024 + 1 + 4, "the pool held %zu chunks for a buffer of 3000", most);
+	CHECK(most_slabs == 1, "%zu slabs of 32 chunks for a buffer of 3000", most_slabs);
 	ss_merge_trim(&m);
 	CHECK(m.npool == 0, "trimmed: %zu chunks kept", m.npool);
+	CHECK(m.nslabs == 0, "trimmed: %zu slabs kept", m.nslabs);
+
+	/* A trim while a stream holds records keeps that slab (and its free
+	 * chunks for reuse); what was buffered still comes out, in order. */
+	big_n = 0;
+	for (uint64_t t = 1; t <= 2500; t++) {
+		struct ss_event r = ev(SS_EV_POLL_BEGIN, t <= 2400 ? 1 + t % 2 : 3, t, t);
+		CHECK(ss_merge_push(&m, &r) == 0, "push");
+	}
+	size_t held = m.buffered;
+	ss_merge_trim(&m);
+	CHECK(m.nslabs == 1, "trimmed with %zu records held: %zu slabs kept", held, m.nslabs);
+	for (uint64_t t = 2501; t <= 5000; t++) {
+		struct ss_event r = ev(SS_EV_POLL_BEGIN, 1 + t % 4, t, t);
+		CHECK(ss_merge_push(&m, &r) == 0, "push");
+	}
+	CHECK(ss_merge_drain(&m) == 0, "drain");
+	bad = 0;
+	for (size_t i = 0; i < big_n; i++)
+		if (big_out[i].ts != i + 1)
+			bad++;
+	CHECK(big_n == 5000 && bad == 0, "after a trim: %zu delivered, %zu out of order", big_n, bad);
+	ss_merge_trim(&m);
+	CHECK(m.nslabs == 0 && m.npool == 0, "trimmed empty: %zu slabs, %zu chunks kept", m.nslabs, m.npool);
 	ss_merge_free(&m);
 }
 

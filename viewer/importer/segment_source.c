@@ -56,7 +56,8 @@ static uint8_t event_type(uint8_t rec)
 /* The model's event for a timestamped record; false for a record that is not one. */
 static bool to_event(const struct ss_record *r, struct ss_event *e)
 {
-	memset(e, 0, sizeof *e);
+	static const struct ss_event zero; /* copied, not memset: see ss_decode_record */
+	*e = zero;
 	e->type = event_type(r->type);
 	if (!e->type)
 		return false;

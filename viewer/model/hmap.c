@@ -18,9 +18,10 @@ static uint64_t mix(uint64_t a, uint64_t b)
 	return h;
 }
 
-static int grow(struct ss_hmap *m)
+#define MIN_CAP 64
+
+static int resize(struct ss_hmap *m, size_t ncap)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 64;
 	struct ss_hmap_slot *ns = calloc(ncap, sizeof *ns);
 	if (!ns)
 		return -1;
@@ -42,7 +43,7 @@ static int grow(struct ss_hmap *m)
 int ss_hmap_put(struct ss_hmap *m, uint64_t a, uint64_t b, uint64_t val)
 {
 	/* Keep the load under 1/2: probes stay short even for clustered keys. */
-	if ((m->len + 1) * 2 > m->cap && grow(m) != 0)
+	if ((m->len + 1) * 2 > m->cap && resize(m, m->cap ? m->cap * 2 : MIN_CAP) != 0)
 		return -1;
 	size_t j = (size_t)mix(a, b) & (m->cap - 1);
 	while (m->slots[j].used) {
@@ -96,6 +97,14 @@ bool ss_hmap_del(struct ss_hmap *m, uint64_t a, uint64_t b)
 	}
 	m->slots[i].used = false;
 	m->len--;
+	/* A map that held many keys once (the live tasks of a burst) and holds
+	 * few now is made smaller: its few keys would otherwise sit in cold cache
+	 * lines all over a large table, and every lookup, found or not, miss. At
+	 * an eighth full it halves (then a quarter full), so growing and
+	 * shrinking stay apart and each costs O(1) per operation amortized. A
+	 * failed allocation keeps the map as it is. */
+	if (m->cap > MIN_CAP && m->len * 8 < m->cap)
+		resize(m, m->cap / 2);
 	return true;
 }
 

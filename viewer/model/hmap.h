@@ -3,6 +3,7 @@
  * one lookup structure of the importer (thread numbers, task numbers, frame and
  * callsite deduplication, per-segment id translation). Linear probing with
  * backward-shift deletion, so deleting keeps lookups exact without tombstones.
+ * The table doubles above half full and halves below an eighth full.
  */
 #ifndef STALLSCOPE_HMAP_H
 #define STALLSCOPE_HMAP_H

@@ -8,11 +8,17 @@
  * streams that took turns filling it: 128 MB for two threads of a dense
  * trace), and a chunk given back is used again while it is still in memory
  * (fresh pages cost a fault each).
+ *
+ * Chunks are cut from 2 MiB slabs, aligned and marked for transparent huge
+ * pages: a dense trace cycles through the whole buffer (64 MB) in random
+ * order across streams, where 4 KiB pages cost a fault each at first touch
+ * (expensive in this VM) and a TLB miss at most stores and loads.
  */
 #include "merge.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 
 struct ss_merge_entry {
@@ -25,6 +31,9 @@ struct ss_merge_entry {
 };
 
 #define MERGE_CHUNK 1024u /* entries (64 KiB) */
+#define CHUNK_BYTES (MERGE_CHUNK * sizeof(struct ss_merge_entry))
+#define SLAB_BYTES ((size_t)2 << 20)
+#define SLAB_CHUNKS (SLAB_BYTES / CHUNK_BYTES)
 
 struct ss_merge_stream {
 	uint64_t thread, tid;
@@ -33,6 +42,11 @@ struct ss_merge_stream {
 	size_t head, n;            /* the first entry is cv[0][head] */
 	uint64_t max_key;
 	size_t heap_pos;           /* index in m->heap + 1, 0 when not in it */
+	/* The head entry's key and seq, kept here so that the heap's comparisons
+	 * read the small stream array and not entries scattered over the buffer
+	 * (a cache miss each in a dense trace). */
+	uint64_t head_key;
+	uint32_t head_seq;
 };
 
 /* The k-th entry of a stream (0: its head). */
@@ -42,16 +56,39 @@ static inline struct ss_merge_entry *entry_at(const struct ss_merge_stream *s, s
 	return &s->cv[i / MERGE_CHUNK][i % MERGE_CHUNK];
 }
 
-/* A chunk back to the pool (kept: the next one a stream needs). */
+/* A chunk from the pool, else cut from the newest slab, else from a new one. */
+static struct ss_merge_entry *chunk_get(struct ss_merge *m)
+{
+	if (m->npool)
+		return m->pool[--m->npool];
+	if (!m->nslabs || m->slab_used == SLAB_CHUNKS) {
+		if (m->nslabs == m->capslabs) {
+			size_t nc = m->capslabs ? m->capslabs * 2 : 8;
+			char **ns = realloc(m->slabs, nc * sizeof *ns);
+			if (!ns)
+				return NULL;
+			m->slabs = ns;
+			m->capslabs = nc;
+		}
+		char *slab = aligned_alloc(SLAB_BYTES, SLAB_BYTES);
+		if (!slab)
+			return NULL;
+		madvise(slab, SLAB_BYTES, MADV_HUGEPAGE); /* a hint: refused, 4 KiB pages serve */
+		m->slabs[m->nslabs++] = slab;
+		m->slab_used = 0;
+	}
+	return (struct ss_merge_entry *)(void *)(m->slabs[m->nslabs - 1] + m->slab_used++ * CHUNK_BYTES);
+}
+
+/* A chunk back to the pool (kept: the next one a stream needs). Without
+ * memory for the pool's list the chunk stays unused until its slab is freed. */
 static int chunk_put(struct ss_merge *m, struct ss_merge_entry *c)
 {
 	if (m->npool == m->cappool) {
 		size_t nc = m->cappool ? m->cappool * 2 : 16;
 		struct ss_merge_entry **np = realloc(m->pool, nc * sizeof *np);
-		if (!np) {
-			free(c);
+		if (!np)
 			return -1;
-		}
 		m->pool = np;
 		m->cappool = nc;
 	}
@@ -82,13 +119,11 @@ void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss
 
 void ss_merge_free(struct ss_merge *m)
 {
-	for (size_t i = 0; i < m->n_streams; i++) {
-		for (size_t j = 0; j < m->streams[i].ncv; j++)
-			free(m->streams[i].cv[j]);
+	for (size_t i = 0; i < m->n_streams; i++)
 		free(m->streams[i].cv);
-	}
-	for (size_t i = 0; i < m->npool; i++)
-		free(m->pool[i]);
+	for (size_t i = 0; i < m->nslabs; i++)
+		free(m->slabs[i]);
+	free(m->slabs);
 	free(m->pool);
 	free(m->streams);
 	free(m->heap);
@@ -104,10 +139,9 @@ void ss_merge_free(struct ss_merge *m)
 static bool earlier(const struct ss_merge *m, uint32_t a, uint32_t b)
 {
 	const struct ss_merge_stream *x = &m->streams[a], *y = &m->streams[b];
-	const struct ss_merge_entry *ex = entry_at(x, 0), *ey = entry_at(y, 0);
-	if (ex->key != ey->key)
-		return ex->key < ey->key;
-	return (int32_t)(ex->seq - ey->seq) < 0;
+	if (x->head_key != y->head_key)
+		return x->head_key < y->head_key;
+	return (int32_t)(x->head_seq - y->head_seq) < 0;
 }
 
 static void heap_set(struct ss_merge *m, size_t i, uint32_t s)
@@ -197,7 +231,7 @@ static struct ss_merge_entry *stream_append(struct ss_merge *m, struct ss_merge_
 			s->cv = ncv;
 			s->capcv = nc;
 		}
-		struct ss_merge_entry *c = m->npool ? m->pool[--m->npool] : malloc(MERGE_CHUNK * sizeof *c);
+		struct ss_merge_entry *c = chunk_get(m);
 		if (!c)
 			return NULL;
 		s->cv[s->ncv++] = c;
@@ -363,7 +397,8 @@ static void decode(const struct ss_merge *m, const struct ss_merge_stream *s,
 		ev->u.stall.reason = m->arena + e->f[1];
 		return;
 	}
-	memset(ev, 0, sizeof *ev);
+	static const struct ss_event zero; /* copied, not memset: see ss_decode_record */
+	*ev = zero;
 	ev->type = e->type;
 	ev->ts = e->ts;
 	ev->thread = s->thread;
@@ -460,6 +495,9 @@ static int release_one(struct ss_merge *m)
 	stream_pop(m, s);
 	m->buffered--;
 	if (s->n) {
+		const struct ss_merge_entry *h = entry_at(s, 0);
+		s->head_key = h->key;
+		s->head_seq = h->seq;
 		sift_down(m, 0);
 	} else {
 		s->heap_pos = 0;
@@ -516,6 +554,10 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	for (size_t k = s->n - 1; k > at; k--)
 		*entry_at(s, k) = *entry_at(s, k - 1);
 	*entry_at(s, at) = e;
+	if (at == 0) {
+		s->head_key = e.key;
+		s->head_seq = e.seq;
+	}
 	m->buffered++;
 	if (!s->heap_pos) {
 		heap_set(m, m->n_heap++, si);
@@ -536,7 +578,7 @@ int ss_merge_release(struct ss_merge *m)
 	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
 	while (m->n_heap) {
 		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
-		if (entry_at(s, 0)->key > mark)
+		if (s->head_key > mark)
 			break;
 		int rc = release_one(m);
 		if (rc)
@@ -562,16 +604,55 @@ int ss_merge_drain(struct ss_merge *m)
 	return 0;
 }
 
+static size_t slab_of(const struct ss_merge *m, const struct ss_merge_entry *c)
+{
+	for (size_t k = 0; k < m->nslabs; k++)
+		if ((const char *)c >= m->slabs[k] && (const char *)c < m->slabs[k] + SLAB_BYTES)
+			return k;
+	return m->nslabs; /* not reached: every chunk is cut from a slab */
+}
+
+/* Frees the slabs none of whose chunks a stream holds; the pool keeps the
+ * free chunks of the others. */
+static void trim_slabs(struct ss_merge *m)
+{
+	size_t *nfree = calloc(m->nslabs + 1, sizeof *nfree);
+	if (!nfree)
+		return;
+	for (size_t i = 0; i < m->npool; i++)
+		nfree[slab_of(m, m->pool[i])]++;
+	if (m->nslabs)
+		nfree[m->nslabs - 1] += SLAB_CHUNKS - m->slab_used; /* never cut */
+	size_t keep = 0;
+	for (size_t i = 0; i < m->npool; i++)
+		if (nfree[slab_of(m, m->pool[i])] != SLAB_CHUNKS)
+			m->pool[keep++] = m->pool[i];
+	m->npool = keep;
+	bool newest_kept = m->nslabs && nfree[m->nslabs - 1] != SLAB_CHUNKS;
+	size_t ns = 0;
+	for (size_t k = 0; k < m->nslabs; k++) {
+		if (nfree[k] == SLAB_CHUNKS)
+			free(m->slabs[k]);
+		else
+			m->slabs[ns++] = m->slabs[k];
+	}
+	m->nslabs = ns;
+	if (!newest_kept)
+		m->slab_used = SLAB_CHUNKS; /* the newest left is cut whole: the next chunk takes a new slab */
+	free(nfree);
+}
+
 void ss_merge_trim(struct ss_merge *m)
 {
 	for (size_t i = 0; i < m->n_streams; i++)
 		if (!m->streams[i].n)
 			stream_release_chunks(m, &m->streams[i]);
-	for (size_t i = 0; i < m->npool; i++)
-		free(m->pool[i]);
-	free(m->pool);
-	m->pool = NULL;
-	m->npool = m->cappool = 0;
+	trim_slabs(m);
+	if (!m->npool) {
+		free(m->pool);
+		m->pool = NULL;
+		m->cappool = 0;
+	}
 	if (!m->buffered) {
 		free(m->arena);
 		m->arena = NULL;

@@ -63,6 +63,9 @@ struct ss_merge {
 	uint32_t cached_idx;
 	struct ss_merge_entry **pool; /* chunks no stream uses (merge.c) */
 	size_t npool, cappool;
+	char **slabs;           /* where chunks are cut from (merge.c) */
+	size_t nslabs, capslabs;
+	size_t slab_used;       /* chunks cut from the newest slab */
 };
 
 /* Defaults: 2 s of trace time, 1M records (about 48 MB). */

@@ -36,6 +36,11 @@ enum ss_stmt {
  * handle for building one row: */
 struct ss_row {
 	struct ss_db *db;
+	/* a row of a batched table: its values and types, in the batch's buffer */
+	int64_t *v;
+	uint8_t *ty;
+	struct ss_batch *batch; /* NULL: a row serialized into the chunk */
+	int ncols;              /* the batch's columns */
 };
 
 struct ss_chunk;

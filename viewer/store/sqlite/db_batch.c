@@ -7,7 +7,9 @@
  * "INSERT INTO t(cols) SELECT c0, c1, ... FROM ss_rows(?1)", where ss_rows is a
  * virtual table whose cursor walks that array (the batch travels as a
  * sqlite3_bind_pointer). Measured on this machine: about 1.4x the rows per
- * second of the 64-row VALUES statement it replaced.
+ * second of the 64-row VALUES statement it replaced. The producer's binds
+ * fill the array directly (db_pipe.c); the inserting thread inserts a full one
+ * and gives it back.
  *
  * Tables whose id the importer assigns (tasks, polls) have a second cost: an
  * explicit INTEGER PRIMARY KEY makes SQLite search the B-tree for a duplicate
@@ -34,6 +36,9 @@
  * space with 2048 rows a batch. */
 #define ORDERED_BATCH_ROWS 32768
 #define MAX_COLS 16
+/* Row buffers of one table: one filled by the producer while the others wait
+ * for the inserting thread or are inserted. */
+#define BATCH_BUFFERS 3
 
 /* Value types, as in the chunk format. */
 enum { B_NULL, B_INT, B_TEXT };
@@ -44,12 +49,11 @@ struct ss_batch {
 	int ncols;
 	bool ordered_ids;      /* column 0 is the rowid, assigned by the importer */
 	int cap;               /* rows a full batch holds */
-	int n;                 /* rows held */
-	int64_t *v;            /* n * ncols values; a text is offset << 32 | length */
-	uint8_t *ty;           /* n * ncols types */
-	uint32_t *order;       /* insertion order of the rows when ordered_ids */
-	char *text;            /* text values of the batch */
-	size_t text_len, text_cap;
+	uint32_t *order;       /* insertion order of the rows when ordered_ids (inserting thread) */
+	const struct ss_batch_rows *run; /* the rows being inserted (inserting thread) */
+	struct ss_batch_rows *fill;      /* the rows being filled (producer) */
+	struct ss_batch_rows *free;      /* inserted, to fill again (db_pipe.c's lock) */
+	struct ss_batch_rows *all[BATCH_BUFFERS];
 };
 
 /* ---- the ss_rows virtual table ---------------------------------------------- */
@@ -67,11 +71,11 @@ struct rows_cursor {
 static void rows_at(struct rows_cursor *c)
 {
 	const struct ss_batch *b = c->b;
-	if (!b || c->i >= b->n)
+	if (!b || c->i >= b->run->n)
 		return;
 	size_t row = b->ordered_ids ? b->order[c->i] : (size_t)c->i;
-	c->v = b->v + row * (size_t)b->ncols;
-	c->ty = b->ty + row * (size_t)b->ncols;
+	c->v = b->run->v + row * (size_t)b->ncols;
+	c->ty = b->run->ty + row * (size_t)b->ncols;
 }
 
 static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
@@ -156,7 +160,7 @@ static int rows_next(sqlite3_vtab_cursor *cur)
 static int rows_eof(sqlite3_vtab_cursor *cur)
 {
 	const struct rows_cursor *c = (const struct rows_cursor *)cur;
-	return !c->b || c->i >= c->b->n;
+	return !c->b || c->i >= c->b->run->n;
 }
 
 static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
@@ -170,7 +174,7 @@ static int rows_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
 		sqlite3_result_int64(ctx, v);
 		break;
 	case B_TEXT:
-		sqlite3_result_text(ctx, c->b->text + ((uint64_t)v >> 32), (int)(v & 0xffffffff), SQLITE_STATIC);
+		sqlite3_result_text(ctx, c->b->run->text + ((uint64_t)v >> 32), (int)(v & 0xffffffff), SQLITE_STATIC);
 		break;
 	default:
 		break;
@@ -212,10 +216,14 @@ static void batch_free(struct ss_batch *b)
 		return;
 	sqlite3_finalize(b->insert);
 	sqlite3_finalize(b->max_id);
-	free(b->v);
-	free(b->ty);
+	for (int i = 0; i < BATCH_BUFFERS; i++)
+		if (b->all[i]) {
+			free(b->all[i]->v);
+			free(b->all[i]->ty);
+			free(b->all[i]->text);
+			free(b->all[i]);
+		}
 	free(b->order);
-	free(b->text);
 	free(b);
 }
 
@@ -270,11 +278,28 @@ int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const cha
 	b->ncols = ncols;
 	b->ordered_ids = strstr(sql, "(id,") != NULL;
 	b->cap = b->ordered_ids ? ORDERED_BATCH_ROWS : BATCH_ROWS;
-	b->v = malloc(sizeof *b->v * (size_t)ncols * (size_t)b->cap);
-	b->ty = malloc((size_t)ncols * (size_t)b->cap);
+	int rc = 0;
+	for (int i = 0; i < BATCH_BUFFERS && rc == 0; i++) {
+		struct ss_batch_rows *r = calloc(1, sizeof *r);
+		if (r) {
+			b->all[i] = r;
+			r->v = malloc(sizeof *r->v * (size_t)ncols * (size_t)b->cap);
+			r->ty = malloc((size_t)ncols * (size_t)b->cap);
+		}
+		if (!r || !r->v || !r->ty)
+			rc = -1;
+		else if (i == 0)
+			b->fill = r;
+		else {
+			r->next = b->free;
+			b->free = r;
+		}
+	}
 	if (b->ordered_ids)
 		b->order = malloc(sizeof *b->order * (size_t)b->cap);
-	int rc = b->v && b->ty && (!b->ordered_ids || b->order) ? 0 : -1;
+	if (b->ordered_ids && !b->order)
+		rc = -1;
+	bool oom = rc != 0;
 	if (rc == 0 && sqlite3_prepare_v3(d->db, sel, -1, SQLITE_PREPARE_PERSISTENT, &b->insert, NULL)
 	    != SQLITE_OK)
 		rc = -1;
@@ -286,7 +311,7 @@ int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const cha
 	}
 	if (rc != 0) {
 		snprintf(d->err, sizeof d->err, "preparing batch %d: %s", (int)w,
-			 b->v && b->ty ? sqlite3_errmsg(d->db) : "out of memory");
+			 oom ? "out of memory" : sqlite3_errmsg(d->db));
 		batch_free(b);
 	} else {
 		d->batch[w] = b;
@@ -305,33 +330,56 @@ void ss_batch_free_all(struct ss_db *d)
 
 int64_t *ss_batch_row(struct ss_batch *b, uint8_t **types)
 {
-	size_t at = (size_t)b->n++ * (size_t)b->ncols;
-	memset(b->ty + at, B_NULL, (size_t)b->ncols);
-	*types = b->ty + at;
-	return b->v + at;
+	struct ss_batch_rows *r = b->fill;
+	size_t at = (size_t)r->n * (size_t)b->ncols;
+	memset(r->ty + at, B_NULL, (size_t)b->ncols);
+	*types = r->ty + at;
+	return r->v + at;
+}
+
+bool ss_batch_commit(struct ss_batch *b)
+{
+	return ++b->fill->n == b->cap;
 }
 
 int ss_batch_ncols(const struct ss_batch *b) { return b->ncols; }
 
-bool ss_batch_full(const struct ss_batch *b) { return b->n == b->cap; }
+struct ss_batch_rows *ss_batch_take(struct ss_batch *b)
+{
+	struct ss_batch_rows *r = b->fill;
+	b->fill = NULL;
+	return r;
+}
+
+struct ss_batch_rows **ss_batch_free_list(struct ss_batch *b) { return &b->free; }
+
+void ss_batch_set_fill(struct ss_batch *b, struct ss_batch_rows *r)
+{
+	r->n = 0;
+	r->text_len = 0;
+	b->fill = r;
+}
+
+bool ss_batch_pending(const struct ss_batch *b) { return b->fill && b->fill->n > 0; }
 
 int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out)
 {
-	if (b->text_len + len > b->text_cap) {
-		size_t nc = b->text_cap ? b->text_cap : 4096;
-		while (nc < b->text_len + len)
+	struct ss_batch_rows *r = b->fill;
+	if (r->text_len + len > r->text_cap) {
+		size_t nc = r->text_cap ? r->text_cap : 4096;
+		while (nc < r->text_len + len)
 			nc *= 2;
 		if (nc > 0xffffffffu)
 			return -1;
-		char *t = realloc(b->text, nc);
+		char *t = realloc(r->text, nc);
 		if (!t)
 			return -1;
-		b->text = t;
-		b->text_cap = nc;
+		r->text = t;
+		r->text_cap = nc;
 	}
-	memcpy(b->text + b->text_len, s, len);
-	*out = (int64_t)((uint64_t)b->text_len << 32 | len);
-	b->text_len += len;
+	memcpy(r->text + r->text_len, s, len);
+	*out = (int64_t)((uint64_t)r->text_len << 32 | len);
+	r->text_len += len;
 	return 0;
 }
 
@@ -342,24 +390,24 @@ static _Thread_local const struct ss_batch *sort_batch;
 static int by_id(const void *a, const void *b)
 {
 	const struct ss_batch *t = sort_batch;
-	int64_t x = t->v[(size_t)*(const uint32_t *)a * (size_t)t->ncols];
-	int64_t y = t->v[(size_t)*(const uint32_t *)b * (size_t)t->ncols];
+	int64_t x = t->run->v[(size_t)*(const uint32_t *)a * (size_t)t->ncols];
+	int64_t y = t->run->v[(size_t)*(const uint32_t *)b * (size_t)t->ncols];
 	return x < y ? -1 : x > y;
 }
 
 /* Sorts the rows by id and turns each id that continues the table's rowids
  * into NULL (see the top of the file). */
-static int order_ids(struct ss_db *d, struct ss_batch *b)
+static int order_ids(struct ss_db *d, struct ss_batch *b, struct ss_batch_rows *r)
 {
 	bool sorted = true;
-	for (int i = 0; i < b->n; i++) {
+	for (int i = 0; i < r->n; i++) {
 		b->order[i] = (uint32_t)i;
-		if (i && b->v[(size_t)i * (size_t)b->ncols] < b->v[(size_t)(i - 1) * (size_t)b->ncols])
+		if (i && r->v[(size_t)i * (size_t)b->ncols] < r->v[(size_t)(i - 1) * (size_t)b->ncols])
 			sorted = false;
 	}
 	if (!sorted) {
 		sort_batch = b;
-		qsort(b->order, (size_t)b->n, sizeof *b->order, by_id);
+		qsort(b->order, (size_t)r->n, sizeof *b->order, by_id);
 	}
 	int64_t max = 0;
 	if (sqlite3_step(b->max_id) == SQLITE_ROW)
@@ -368,24 +416,25 @@ static int order_ids(struct ss_db *d, struct ss_batch *b)
 		snprintf(d->err, sizeof d->err, "%s", sqlite3_errmsg(d->db));
 		return -1;
 	}
-	for (int i = 0; i < b->n; i++) {
+	for (int i = 0; i < r->n; i++) {
 		size_t at = (size_t)b->order[i] * (size_t)b->ncols;
-		if (b->ty[at] != B_INT)
+		if (r->ty[at] != B_INT)
 			continue;
-		int64_t id = b->v[at];
+		int64_t id = r->v[at];
 		if (id == max + 1)
-			b->ty[at] = B_NULL;
+			r->ty[at] = B_NULL;
 		if (id > max)
 			max = id;
 	}
 	return 0;
 }
 
-int ss_batch_run(struct ss_db *d, struct ss_batch *b)
+int ss_batch_run(struct ss_db *d, struct ss_batch *b, struct ss_batch_rows *r)
 {
-	if (!b->n)
+	if (!r->n)
 		return 0;
-	int rc = b->ordered_ids ? order_ids(d, b) : 0;
+	b->run = r;
+	int rc = b->ordered_ids ? order_ids(d, b, r) : 0;
 	if (rc == 0) {
 		sqlite3_bind_pointer(b->insert, 1, b, "ss_batch", NULL);
 		rc = sqlite3_step(b->insert) == SQLITE_DONE ? 0 : -1;
@@ -394,7 +443,6 @@ int ss_batch_run(struct ss_db *d, struct ss_batch *b)
 			rc = -1;
 		}
 	}
-	b->n = 0;
-	b->text_len = 0;
+	b->run = NULL;
 	return rc;
 }

@@ -17,13 +17,33 @@ int ss_batch_register(sqlite3 *db);
  * is where its rows go. Returns -1 with d->err on failure. */
 int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const char *table);
 void ss_batch_free_all(struct ss_db *d);
-/* A new row, all NULL: returns its values and sets *types (one per column). */
+/* The rows of one batch: filled on the producer's thread, inserted on the
+ * inserting thread, then filled again. */
+struct ss_batch_rows {
+	int64_t *v;            /* n * ncols values; a text is offset << 32 | length */
+	uint8_t *ty;           /* n * ncols types */
+	char *text;            /* text values of the batch */
+	size_t text_len, text_cap;
+	int n;                 /* rows held */
+	struct ss_batch_rows *next;
+};
+/* The producer's side: the next row of the buffer being filled, all NULL
+ * (returns its values and sets *types, one per column); ss_batch_commit keeps
+ * it and says whether the buffer is full. */
 int64_t *ss_batch_row(struct ss_batch *b, uint8_t **types);
+bool ss_batch_commit(struct ss_batch *b);
 int ss_batch_ncols(const struct ss_batch *b);
-bool ss_batch_full(const struct ss_batch *b);
-/* Copies a text into the batch; *out is the value to store with type TEXT. */
+/* Copies a text into the buffer being filled; *out is the value to store with type TEXT. */
 int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out);
-/* Inserts and empties the batch. Returns -1 with d->err on failure. */
-int ss_batch_run(struct ss_db *d, struct ss_batch *b);
+/* Rows in the buffer being filled. */
+bool ss_batch_pending(const struct ss_batch *b);
+/* Hands the buffer being filled over (the batch then has none). */
+struct ss_batch_rows *ss_batch_take(struct ss_batch *b);
+/* Makes an empty buffer the one being filled. */
+void ss_batch_set_fill(struct ss_batch *b, struct ss_batch_rows *r);
+/* The buffers inserted and free to fill again (the pipe's lock guards it). */
+struct ss_batch_rows **ss_batch_free_list(struct ss_batch *b);
+/* Inserts the rows (the inserting thread). Returns -1 with d->err on failure. */
+int ss_batch_run(struct ss_db *d, struct ss_batch *b, struct ss_batch_rows *r);
 
 #endif /* STALLSCOPE_DB_PIPE_H */
