@@ -14,6 +14,7 @@
 
 #include "d9_reader.h"
 #include "d9_tables.h"
+#include "hmap.h"
 #include "model.h"
 #include "segment_format.h"
 #include "symtab.h"
@@ -103,10 +104,7 @@ struct src {
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
-	const unsigned char *c = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ c[i]) * 0x100000001b3ull;
-	return h;
+	return ss_hash_bytes(p, n, h);
 }
 
 static bool ends_with(const char *s, size_t n, const char *suffix)
@@ -146,7 +144,7 @@ void ss_dial9_identify(const char *path, struct ss_dial9_id *id)
 			prefix = d - 1;
 		}
 	}
-	uint64_t h = fnv("dial9", 6, 0xcbf29ce484222325ull);
+	uint64_t h = fnv("dial9", 6, SS_HASH_SEED);
 	h = fnv(dir, strlen(dir) + 1, h);
 	id->session_id = fnv(base, prefix, h);
 }

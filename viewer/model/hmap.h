@@ -12,6 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* FNV-1a over n bytes, continuing from h (start with SS_HASH_SEED): the key the
+ * importer's text and identity lookups put in a map. */
+#define SS_HASH_SEED 0xcbf29ce484222325ull
+static inline uint64_t ss_hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ull;
+	return h;
+}
+
 struct ss_hmap_slot {
 	uint64_t a, b, val;
 	bool used;

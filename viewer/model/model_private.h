@@ -233,16 +233,13 @@ static inline const char *mdl_str(struct ss_model *m, uint64_t id, size_t *len)
 
 static inline uint64_t mdl_fnv(const void *p, size_t n, uint64_t h)
 {
-	const unsigned char *c = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ c[i]) * 0x100000001b3ull;
-	return h;
+	return ss_hash_bytes(p, n, h);
 }
 
 /* Key of a mapping in mdl_recording.mappings (with start ^ pgoff << 1). */
 static inline uint64_t mdl_mapping_key(const char *path, size_t path_len, const char *build_hex)
 {
-	uint64_t h = mdl_fnv(path ? path : "", path_len, 0xcbf29ce484222325ull);
+	uint64_t h = mdl_fnv(path ? path : "", path_len, SS_HASH_SEED);
 	h = mdl_fnv("\0", 1, h);
 	return mdl_fnv(build_hex ? build_hex : "", build_hex ? strlen(build_hex) : 0, h);
 }
@@ -251,7 +248,7 @@ static inline uint64_t mdl_mapping_key(const char *path, size_t path_len, const 
 static inline uint64_t mdl_location_key(const char *file, size_t fl, bool file_null, const char *fn, size_t nl,
 				       bool fn_null)
 {
-	uint64_t h = mdl_fnv(file ? file : "", fl, 0xcbf29ce484222325ull);
+	uint64_t h = mdl_fnv(file ? file : "", fl, SS_HASH_SEED);
 	h = mdl_fnv("\0", 1, h);
 	h = mdl_fnv(fn ? fn : "", nl, h);
 	return h ^ ((uint64_t)file_null << 1 | (uint64_t)fn_null);

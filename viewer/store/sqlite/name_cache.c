@@ -10,10 +10,7 @@
 
 static uint64_t fnv1a(const char *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)p[i]) * 0x100000001b3u;
-	return h;
+	return ss_hash_bytes(p, n, SS_HASH_SEED);
 }
 
 /* The entry of (p, n), or the first probe number that is free. */
