@@ -421,7 +421,7 @@ static uint32_t cs_walk(const unsigned char *q, const unsigned char *end, uint64
 	 * its caller's return address is found by the leaf's CFI, else the chain
 	 * below would begin at the caller's caller. */
 	uint64_t ra;
-	if (len && ss_unwind_leaf(pc, sp, data, len, &fp, &ra))
+	if (len && ss_unwind_leaf(pc, data, len, &fp, &ra))
 		out[nf++] = ra;
 	uint64_t lo = sp;
 	while (nf < SS_MAX_FRAMES) {

@@ -375,8 +375,17 @@ static uint32_t scan_records(const struct ss_ustack *us, uint64_t sp, uint64_t *
 	return n;
 }
 
-int ss_unwind_leaf(uint64_t pc, uint64_t sp, const uint8_t *data, uint64_t len, uint64_t *fp,
-		   uint64_t *ra)
+/* The code table is re-read after a dlopen, or (at most every REFRESH_NS) when a
+ * stack's pc is in no mapping it knows. */
+static void code_for(uint64_t pc)
+{
+	if (U.maps_dirty || !ss_unwind_is_code(pc)) {
+		ss_unwind_refresh_code(U.maps_dirty);
+		U.maps_dirty = 0;
+	}
+}
+
+int ss_unwind_leaf(uint64_t pc, const uint8_t *data, uint64_t len, uint64_t *fp, uint64_t *ra)
 {
 	if (ss_unwind_mode() == SS_UNWIND_FP || ss_target_pid())
 		return 0;
@@ -384,15 +393,11 @@ int ss_unwind_leaf(uint64_t pc, uint64_t sp, const uint8_t *data, uint64_t len, 
 #ifdef STALLSCOPE_HAVE_LIBDW
 	if (!U.have_dw)
 		return 0;
-	if (U.maps_dirty || !ss_unwind_is_code(pc)) {
-		ss_unwind_refresh_code(U.maps_dirty);
-		U.maps_dirty = 0;
-	}
+	code_for(pc);
 	struct ss_dw_leaf r;
 	if (!ss_unwind_is_code(pc) || !ss_dw_leaf_rule(pc, &r))
 		return 0;
-	/* Offsets from sp into the copy (each a few KiB at most). */
-	(void)sp;
+	/* Offsets from sp, where the copy begins (each a few KiB at most). */
 	int64_t ra_at = (int64_t)r.cfa_off + r.ra_off, fp_at = (int64_t)r.cfa_off + r.fp_off;
 	if (ra_at < 0 || (uint64_t)ra_at + 8 > len || (ra_at & 7))
 		return 0;
@@ -408,7 +413,7 @@ int ss_unwind_leaf(uint64_t pc, uint64_t sp, const uint8_t *data, uint64_t len, 
 	*ra = ret;
 	return 1;
 #else
-	(void)pc, (void)sp, (void)data, (void)len, (void)fp, (void)ra;
+	(void)pc, (void)data, (void)len, (void)fp, (void)ra;
 	return 0;
 #endif
 }
@@ -428,10 +433,7 @@ uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out, 
 	}
 	ensure_dw();
 	enum ss_unwind_mode mode = ss_unwind_mode();
-	if (U.maps_dirty || !ss_unwind_is_code(uc->regs[SS_UREG_PC])) {
-		ss_unwind_refresh_code(U.maps_dirty);
-		U.maps_dirty = 0;
-	}
+	code_for(uc->regs[SS_UREG_PC]);
 #ifdef STALLSCOPE_HAVE_LIBDW
 	if (U.have_dw && mode != SS_UNWIND_FP) {
 		uint32_t need = (1u << SS_UREG_PC) | (1u << SS_UREG_SP) | (1u << SS_UREG_FP);

@@ -92,15 +92,15 @@ SS_INTERNAL const char *ss_unwind_brief(void);
 SS_INTERNAL uint32_t ss_unwind_user(const struct ss_ustack *us, int blocked, uint64_t *out,
 				    uint32_t max, uint32_t *flags);
 /* One CFI step out of the leaf of a stack walked by frame pointers elsewhere (a
- * switch-out sample's copy, data: len bytes at sp): when the function at pc has
+ * switch-out sample's copy, data: len bytes from its sp): when the function at pc has
  * no frame set up (a system call's wrapper in libc), the frame-pointer chain
  * starts at its caller's frame and would skip the caller. 1 with *ra the leaf's
  * return address (in code) and *fp the caller's frame pointer (updated where the
  * leaf saved it), 0 to walk as before: the frame is set up, the CFI is unknown, the
  * slot is outside the copy, no libdw, fp mode, or another process (the session's
  * CFI is this process's). Writer thread. */
-SS_INTERNAL int ss_unwind_leaf(uint64_t pc, uint64_t sp, const uint8_t *data, uint64_t len,
-			       uint64_t *fp, uint64_t *ra);
+SS_INTERNAL int ss_unwind_leaf(uint64_t pc, const uint8_t *data, uint64_t len, uint64_t *fp,
+			       uint64_t *ra);
 /* The process mapped new code (a dlopen): modules are reported again before the
  * next unwind. */
 SS_INTERNAL void ss_unwind_mappings_changed(void);
