@@ -528,16 +528,21 @@ static void e_attr(struct perf_event_attr *a, uint64_t config)
 	a->sample_id_all = 1;
 }
 
+/* The CPUs the per-CPU parts open events on (online ones, at most E_MAX_CPUS),
+ * and the bytes of each CPU's ring (256 data pages and the header page). */
+static long e_cpus(size_t *ring_len)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	*ring_len = (size_t)(256 + 1) * (size_t)sysconf(_SC_PAGESIZE);
+	return ncpu > E_MAX_CPUS ? E_MAX_CPUS : ncpu;
+}
+
 /* Per CPU, inherited by threads created afterwards; conf 1 bare, 2 + call chain,
  * 3 + registers and 8 KiB of stack, 4 + registers and 1 KiB. Returns the number
  * of CPUs opened (their fds and rings in fds/rings), -1 when perf refuses. */
 static int e_open(int conf, int *fds, void **rings, size_t *ring_len)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (ncpu > E_MAX_CPUS)
-		ncpu = E_MAX_CPUS;
-	long pg = sysconf(_SC_PAGESIZE);
-	*ring_len = (size_t)(256 + 1) * (size_t)pg;
+	long ncpu = e_cpus(ring_len);
 	for (long c = 0; c < ncpu; c++) {
 		struct perf_event_attr a;
 		e_attr(&a, PERF_COUNT_SW_CPU_CLOCK);
@@ -727,11 +732,7 @@ static void *f_player(void *arg)
  * switch-out with bp, sp, ip and 1 KiB of stack. What `perf record -a` opens. */
 static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *nfds)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (ncpu > E_MAX_CPUS)
-		ncpu = E_MAX_CPUS;
-	long pg = sysconf(_SC_PAGESIZE);
-	*rl = (size_t)(256 + 1) * (size_t)pg;
+	long ncpu = e_cpus(rl);
 	*nfds = 0;
 	for (long c = 0; c < ncpu; c++) {
 		struct perf_event_attr a;
