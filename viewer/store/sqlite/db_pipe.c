@@ -45,7 +45,37 @@ struct ss_pipe {
 	struct ss_chunk *free;
 	int queued;
 	bool busy, stop;
+	/* STALLSCOPE_IMPORT_TIMING: how long each side slept for the other (under mu) */
+	bool timing;
+	double prod_wait, cons_wait;
+	unsigned long prod_waits, cons_waits;
 };
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* pthread_cond_wait, timed for STALLSCOPE_IMPORT_TIMING (q->mu held). */
+static void wait_on(struct ss_pipe *q, pthread_cond_t *cv, bool producer)
+{
+	if (!q->timing) {
+		pthread_cond_wait(cv, &q->mu);
+		return;
+	}
+	double t0 = mono_s();
+	pthread_cond_wait(cv, &q->mu);
+	double dt = mono_s() - t0;
+	if (producer) {
+		q->prod_wait += dt;
+		q->prod_waits++;
+	} else {
+		q->cons_wait += dt;
+		q->cons_waits++;
+	}
+}
 
 static struct ss_chunk *chunk_new(void)
 {
@@ -164,7 +194,7 @@ static void *consumer(void *arg)
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		while (!q->head && !q->stop)
-			pthread_cond_wait(&q->work, &q->mu);
+			wait_on(q, &q->work, false);
 		if (!q->head)
 			break;
 		struct ss_chunk *c = q->head;
@@ -183,10 +213,13 @@ static void *consumer(void *arg)
 		pthread_cond_broadcast(&q->space);
 	}
 	pthread_mutex_unlock(&q->mu);
-	if (getenv("STALLSCOPE_IMPORT_TIMING")) {
+	if (q->timing) {
 		struct timespec ts;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-		fprintf(stderr, "import: inserting thread CPU %.2f s\n", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+		fprintf(stderr, "import: inserting thread CPU %.2f s, waited for rows %.2f s (%lu waits);"
+			" the model's thread waited for it %.2f s (%lu waits)\n",
+			(double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q->cons_wait, q->cons_waits, q->prod_wait,
+			q->prod_waits);
 	}
 	return NULL;
 }
@@ -207,7 +240,7 @@ static void submit(struct ss_db *d)
 	}
 	pthread_mutex_lock(&q->mu);
 	while (q->queued >= PIPE_DEPTH)
-		pthread_cond_wait(&q->space, &q->mu);
+		wait_on(q, &q->space, true);
 	c->next = NULL;
 	if (q->tail)
 		q->tail->next = c;
@@ -232,7 +265,7 @@ int ss_db_sync(struct ss_db *d)
 	if (q) {
 		pthread_mutex_lock(&q->mu);
 		while (q->head || q->busy)
-			pthread_cond_wait(&q->space, &q->mu);
+			wait_on(q, &q->space, true);
 		pthread_mutex_unlock(&q->mu);
 	}
 	return d->failed ? -1 : 0;
@@ -314,7 +347,7 @@ static void hand_batch(struct ss_db *d, enum ss_stmt w)
 		submit(d);
 		pthread_mutex_lock(&q->mu);
 		while (!*fl)
-			pthread_cond_wait(&q->space, &q->mu);
+			wait_on(q, &q->space, true);
 		n = *fl;
 	} else if (!n) {
 		submit(d); /* inserts inline: the buffer comes back at once */
@@ -441,6 +474,7 @@ int ss_db_pipe_start(struct ss_db *d, bool threaded)
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->work, NULL);
 	pthread_cond_init(&q->space, NULL);
+	q->timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
 	d->pipe = q;
 	if (pthread_create(&q->thread, NULL, consumer, d) != 0) {
 		d->pipe = NULL;
