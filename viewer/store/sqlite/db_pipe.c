@@ -1,7 +1,7 @@
 /*
  * db_pipe.c - rows travel from the importer to SQLite in chunks: each row is a
  * statement number and its (parameter, value) pairs, serialized into a chunk
- * buffer. A full chunk goes to a queue of at most PIPE_DEPTH chunks; the consumer
+ * buffer. A full chunk goes to a queue of at most PIPE_DEPTH chunks' bytes; the consumer
  * thread binds each row and steps it. Memory is bounded by the queue depth; order
  * is preserved because there is one queue and one consumer. ss_db_sync() drains
  * the queue before the producer touches the connection itself, so the connection
@@ -27,6 +27,10 @@
 
 #define CHUNK_BYTES (256u << 10)
 #define PIPE_DEPTH 8
+/* Chunks queued at most: a chunk goes with every full batch (hand_batch), so
+ * most hold a few rows; counting them against PIPE_DEPTH made the producer
+ * sleep with little queued (~290 times on the steady recording at load 5). */
+#define PIPE_CHUNKS_MAX 64
 
 /* Value types (db_batch.c uses the same codes). */
 enum { V_NULL, V_INT, V_TEXT };
@@ -37,6 +41,11 @@ struct ss_chunk {
 	struct ss_chunk *next;
 };
 
+/* Why a side of the pipe sleeps: the inserting thread for rows; the
+ * producer for room in the queue, for an inserted buffer of a batched table,
+ * or for everything to be inserted (ss_db_sync). */
+enum wait_why { W_ROWS, W_QUEUE, W_BUFFER, W_SYNC, W_COUNT };
+
 struct ss_pipe {
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -44,11 +53,12 @@ struct ss_pipe {
 	struct ss_chunk *head, *tail; /* queued */
 	struct ss_chunk *free;
 	int queued;
+	size_t queued_bytes;
 	bool busy, stop;
 	/* STALLSCOPE_IMPORT_TIMING: how long each side slept for the other (under mu) */
 	bool timing;
-	double prod_wait, cons_wait;
-	unsigned long prod_waits, cons_waits;
+	double wait_s[W_COUNT];
+	unsigned long waits[W_COUNT];
 };
 
 static double mono_s(void)
@@ -59,7 +69,7 @@ static double mono_s(void)
 }
 
 /* pthread_cond_wait, timed for STALLSCOPE_IMPORT_TIMING (q->mu held). */
-static void wait_on(struct ss_pipe *q, pthread_cond_t *cv, bool producer)
+static void wait_on(struct ss_pipe *q, pthread_cond_t *cv, enum wait_why why)
 {
 	if (!q->timing) {
 		pthread_cond_wait(cv, &q->mu);
@@ -68,13 +78,8 @@ static void wait_on(struct ss_pipe *q, pthread_cond_t *cv, bool producer)
 	double t0 = mono_s();
 	pthread_cond_wait(cv, &q->mu);
 	double dt = mono_s() - t0;
-	if (producer) {
-		q->prod_wait += dt;
-		q->prod_waits++;
-	} else {
-		q->cons_wait += dt;
-		q->cons_waits++;
-	}
+	q->wait_s[why] += dt;
+	q->waits[why]++;
 }
 
 static struct ss_chunk *chunk_new(void)
@@ -194,7 +199,7 @@ static void *consumer(void *arg)
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		while (!q->head && !q->stop)
-			wait_on(q, &q->work, false);
+			wait_on(q, &q->work, W_ROWS);
 		if (!q->head)
 			break;
 		struct ss_chunk *c = q->head;
@@ -202,6 +207,7 @@ static void *consumer(void *arg)
 		if (!q->head)
 			q->tail = NULL;
 		q->queued--;
+		q->queued_bytes -= c->len;
 		q->busy = true;
 		pthread_mutex_unlock(&q->mu);
 		run_chunk(d, c);
@@ -216,10 +222,12 @@ static void *consumer(void *arg)
 	if (q->timing) {
 		struct timespec ts;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-		fprintf(stderr, "import: inserting thread CPU %.2f s, waited for rows %.2f s (%lu waits);"
-			" the model's thread waited for it %.2f s (%lu waits)\n",
-			(double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q->cons_wait, q->cons_waits, q->prod_wait,
-			q->prod_waits);
+		fprintf(stderr, "import: inserting thread CPU %.2f s, slept for rows %.2f s (%lu times);"
+			" the model's thread slept for queue room %.2f s (%lu), for a batch buffer %.2f s (%lu),"
+			" for the last rows %.2f s (%lu)\n",
+			(double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q->wait_s[W_ROWS], q->waits[W_ROWS],
+			q->wait_s[W_QUEUE], q->waits[W_QUEUE], q->wait_s[W_BUFFER], q->waits[W_BUFFER],
+			q->wait_s[W_SYNC], q->waits[W_SYNC]);
 	}
 	return NULL;
 }
@@ -239,8 +247,8 @@ static void submit(struct ss_db *d)
 		return;
 	}
 	pthread_mutex_lock(&q->mu);
-	while (q->queued >= PIPE_DEPTH)
-		wait_on(q, &q->space, true);
+	while (q->queued >= PIPE_CHUNKS_MAX || q->queued_bytes >= (size_t)PIPE_DEPTH * CHUNK_BYTES)
+		wait_on(q, &q->space, W_QUEUE);
 	c->next = NULL;
 	if (q->tail)
 		q->tail->next = c;
@@ -248,6 +256,7 @@ static void submit(struct ss_db *d)
 		q->head = c;
 	q->tail = c;
 	q->queued++;
+	q->queued_bytes += c->len;
 	pthread_cond_signal(&q->work);
 	struct ss_chunk *n = q->free;
 	if (n)
@@ -265,7 +274,7 @@ int ss_db_sync(struct ss_db *d)
 	if (q) {
 		pthread_mutex_lock(&q->mu);
 		while (q->head || q->busy)
-			wait_on(q, &q->space, true);
+			wait_on(q, &q->space, W_SYNC);
 		pthread_mutex_unlock(&q->mu);
 	}
 	return d->failed ? -1 : 0;
@@ -343,13 +352,21 @@ static void hand_batch(struct ss_db *d, enum ss_stmt w)
 	struct ss_pipe *q = d->pipe;
 	struct ss_batch_rows **fl = ss_batch_free_list(b);
 	submit(d); /* inline (no thread): inserts now, and the buffer is back at once */
+	struct ss_batch_rows *n = NULL;
 	if (q) {
 		pthread_mutex_lock(&q->mu);
-		while (!*fl)
-			wait_on(q, &q->space, true);
+		if (!*fl) {
+			pthread_mutex_unlock(&q->mu);
+			n = ss_batch_more(b);
+			pthread_mutex_lock(&q->mu);
+		}
+		while (!n && !*fl)
+			wait_on(q, &q->space, W_BUFFER);
 	}
-	struct ss_batch_rows *n = *fl;
-	*fl = n->next;
+	if (!n) {
+		n = *fl;
+		*fl = n->next;
+	}
 	if (q)
 		pthread_mutex_unlock(&q->mu);
 	ss_batch_set_fill(b, n);
