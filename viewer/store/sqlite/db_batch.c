@@ -37,15 +37,10 @@
 #define ORDERED_BATCH_ROWS 32768
 #define MAX_COLS 16
 /* Row buffers of one table: one filled by the producer while the others wait
- * for the inserting thread or are inserted. Three are made at the start; more,
- * up to the limit, only when the producer would otherwise sleep until the
- * inserting thread gives one back (a thread that sleeps on a busy machine
- * waits for a CPU before it runs again: with three, the steady recording's
- * producer slept ~290 times for a buffer at load 5). The ordered tables'
- * buffers are 16 times larger, so they get fewer. */
+ * for the inserting thread or are inserted. More were tried: made when the
+ * producer would otherwise sleep (up to 8), they cost 52 MB of RSS on the
+ * steady recording and no CPU time a busy machine could show. */
 #define BATCH_BUFFERS 3
-#define BATCH_BUFFERS_MAX 8
-#define ORDERED_BATCH_BUFFERS_MAX 4
 
 /* Value types, as in the chunk format. */
 enum { B_NULL, B_INT, B_TEXT };
@@ -60,8 +55,8 @@ struct ss_batch {
 	const struct ss_batch_rows *run; /* the rows being inserted (inserting thread) */
 	struct ss_batch_rows *fill;      /* the rows being filled (producer) */
 	struct ss_batch_rows *free;      /* inserted, to fill again (db_pipe.c's lock) */
-	struct ss_batch_rows *all[BATCH_BUFFERS_MAX];
-	int nall, maxall;                /* buffers made, and the most there may be */
+	struct ss_batch_rows *all[BATCH_BUFFERS];
+	int nall;                        /* buffers made */
 };
 
 /* ---- the ss_rows virtual table ---------------------------------------------- */
@@ -235,9 +230,9 @@ static void batch_free(struct ss_batch *b)
 	free(b);
 }
 
-struct ss_batch_rows *ss_batch_more(struct ss_batch *b)
+static struct ss_batch_rows *batch_rows_new(struct ss_batch *b)
 {
-	if (b->nall == b->maxall)
+	if (b->nall == BATCH_BUFFERS)
 		return NULL;
 	struct ss_batch_rows *r = calloc(1, sizeof *r);
 	if (!r)
@@ -305,10 +300,9 @@ int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const cha
 	b->ncols = ncols;
 	b->ordered_ids = strstr(sql, "(id,") != NULL;
 	b->cap = b->ordered_ids ? ORDERED_BATCH_ROWS : BATCH_ROWS;
-	b->maxall = b->ordered_ids ? ORDERED_BATCH_BUFFERS_MAX : BATCH_BUFFERS_MAX;
 	int rc = 0;
 	for (int i = 0; i < BATCH_BUFFERS && rc == 0; i++) {
-		struct ss_batch_rows *r = ss_batch_more(b);
+		struct ss_batch_rows *r = batch_rows_new(b);
 		if (!r)
 			rc = -1;
 		else if (i == 0)
