@@ -44,7 +44,7 @@ struct ss_chunk {
 /* Why a side of the pipe sleeps: the inserting thread for rows; the
  * producer for room in the queue, for an inserted buffer of a batched table,
  * or for everything to be inserted (ss_db_sync). */
-enum wait_why { W_ROWS, W_QUEUE, W_BUFFER, W_SYNC, W_COUNT };
+enum wait_why { W_ROWS, W_QUEUE, W_BUFFER, W_SYNC, W_COUNT, W_NONE = W_COUNT };
 
 struct ss_pipe {
 	pthread_t thread;
@@ -55,6 +55,12 @@ struct ss_pipe {
 	int queued;
 	size_t queued_bytes;
 	bool busy, stop;
+	/* What the producer sleeps for (W_NONE: it does not), and for W_BUFFER
+	 * whose free list: the inserting thread wakes it only when that came true.
+	 * Woken at every chunk and every buffer given back, it woke about twice
+	 * per batch inserted to find the buffer it waited for still out. */
+	enum wait_why want;
+	struct ss_batch_rows **want_fl;
 	/* STALLSCOPE_IMPORT_TIMING: how long each side slept for the other (under mu) */
 	bool timing;
 	double wait_s[W_COUNT];
@@ -71,15 +77,21 @@ static double mono_s(void)
 /* pthread_cond_wait, timed for STALLSCOPE_IMPORT_TIMING (q->mu held). */
 static void wait_on(struct ss_pipe *q, pthread_cond_t *cv, enum wait_why why)
 {
-	if (!q->timing) {
-		pthread_cond_wait(cv, &q->mu);
-		return;
-	}
-	double t0 = mono_s();
+	if (why != W_ROWS)
+		q->want = why;
+	double t0 = q->timing ? mono_s() : 0;
 	pthread_cond_wait(cv, &q->mu);
-	double dt = mono_s() - t0;
-	q->wait_s[why] += dt;
-	q->waits[why]++;
+	if (q->timing) {
+		q->wait_s[why] += mono_s() - t0;
+		q->waits[why]++;
+	}
+	if (why != W_ROWS)
+		q->want = W_NONE;
+}
+
+static bool queue_room(const struct ss_pipe *q)
+{
+	return q->queued < PIPE_CHUNKS_MAX && q->queued_bytes < (size_t)PIPE_DEPTH * CHUNK_BYTES;
 }
 
 static struct ss_chunk *chunk_new(void)
@@ -209,6 +221,8 @@ static void *consumer(void *arg)
 		q->queued--;
 		q->queued_bytes -= c->len;
 		q->busy = true;
+		if (q->want == W_QUEUE && queue_room(q))
+			pthread_cond_signal(&q->space);
 		pthread_mutex_unlock(&q->mu);
 		run_chunk(d, c);
 		c->len = 0;
@@ -216,7 +230,8 @@ static void *consumer(void *arg)
 		c->next = q->free;
 		q->free = c;
 		q->busy = false;
-		pthread_cond_broadcast(&q->space);
+		if ((q->want == W_SYNC && !q->head) || (q->want == W_QUEUE && queue_room(q)))
+			pthread_cond_signal(&q->space);
 	}
 	pthread_mutex_unlock(&q->mu);
 	if (q->timing) {
@@ -247,7 +262,7 @@ static void submit(struct ss_db *d)
 		return;
 	}
 	pthread_mutex_lock(&q->mu);
-	while (q->queued >= PIPE_CHUNKS_MAX || q->queued_bytes >= (size_t)PIPE_DEPTH * CHUNK_BYTES)
+	while (!queue_room(q))
 		wait_on(q, &q->space, W_QUEUE);
 	c->next = NULL;
 	if (q->tail)
@@ -321,7 +336,8 @@ static void batch_back(struct ss_db *d, struct ss_batch *b, struct ss_batch_rows
 	r->next = *fl;
 	*fl = r;
 	if (q) {
-		pthread_cond_broadcast(&q->space);
+		if (q->want == W_BUFFER && q->want_fl == fl)
+			pthread_cond_signal(&q->space);
 		pthread_mutex_unlock(&q->mu);
 	}
 }
@@ -354,6 +370,7 @@ static void hand_batch(struct ss_db *d, enum ss_stmt w)
 	submit(d); /* inline (no thread): inserts now, and the buffer is back at once */
 	if (q) {
 		pthread_mutex_lock(&q->mu);
+		q->want_fl = fl;
 		while (!*fl)
 			wait_on(q, &q->space, W_BUFFER);
 	}
@@ -480,6 +497,7 @@ int ss_db_pipe_start(struct ss_db *d, bool threaded)
 	pthread_cond_init(&q->work, NULL);
 	pthread_cond_init(&q->space, NULL);
 	q->timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
+	q->want = W_NONE;
 	d->pipe = q;
 	if (pthread_create(&q->thread, NULL, consumer, d) != 0) {
 		d->pipe = NULL;
