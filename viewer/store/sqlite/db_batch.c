@@ -350,8 +350,8 @@ int64_t *ss_batch_row(struct ss_batch *b, uint8_t **types)
 	struct ss_batch_rows *r = b->fill;
 	size_t at = (size_t)r->n * (size_t)b->ncols;
 	/* MAX_COLS bytes, a constant: one store, where ncols bytes were a call
-	 * into libc per row (perf: the model thread's memset). What it clears
-	 * past this row belongs to rows not begun yet. */
+	 * into libc per row. What it clears past this row belongs to rows not
+	 * begun yet (the buffer has MAX_COLS bytes to spare at its end). */
 	memset(r->ty + at, B_NULL, MAX_COLS);
 	*types = r->ty + at;
 	return r->v + at;
