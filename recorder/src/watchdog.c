@@ -385,14 +385,13 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	pthread_mutex_init(&D.smu, NULL);
 	pthread_mutex_init(&D.qmu, NULL);
 	atomic_store(&D.running, 1u);
-	if (pthread_create(&D.thread, NULL, watchdog_main, NULL) != 0) {
+	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog") != 0) {
 		snprintf(status, len, "off: cannot start the watchdog thread");
 		ss_capture_fini();
 		pthread_mutex_destroy(&D.smu);
 		pthread_mutex_destroy(&D.qmu);
 		goto fail;
 	}
-	pthread_setname_np(D.thread, "ss-watchdog"); /* there when start returns */
 	D.started = 1;
 	snprintf(status, len, "on: threshold %u ms, captures at 1x 2x 4x ... (max %d), "
 		 "running threads by signal, blocked ones from /proc and their stack memory%s",

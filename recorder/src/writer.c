@@ -502,14 +502,11 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	}
 	atomic_store(&ss_counters.writer_healthy, 1u);
 	atomic_store(&wr.running, 1);
-	if (pthread_create(&wr.thread, NULL, writer_main, NULL) != 0) {
+	if (ss_thread_create_named(&wr.thread, writer_main, NULL, "ss-writer") != 0) {
 		snprintf(err, errlen, "cannot start the writer thread");
 		ss_segments_abandon(wr.sg);
 		goto fail;
 	}
-	/* Named here, not by the thread, so the name is there when start returns:
-	 * `top -H` and a profile of the host tell the recorder's cost apart. */
-	pthread_setname_np(wr.thread, "ss-writer");
 	return 0;
 fail:
 	ss_archive_stop();
