@@ -49,6 +49,8 @@
 
 SS_INTERNAL struct writer wr;
 
+enum { BOOT_TOURING, BOOT_TOURED, BOOT_GO, BOOT_ABORT };
+
 /* ---- draining ------------------------------------------------------------------ */
 
 /* Drops counted after a thread's last successful push have no later entry of that
@@ -372,6 +374,16 @@ static void *writer_main(void *arg)
 	/* The kernel may join our wake-up to another one this much later: a part of
 	 * the lateness the flush margin absorbs (writer_pace.c). */
 	prctl(PR_SET_TIMERSLACK, (unsigned long)(wr.pace.margin_ns / 4), 0, 0, 0);
+	/* The clock's CPU tour first, while start opens the segment directory: no
+	 * thread of its own to create and join (ss_clock_tour). */
+	ss_clock_tour(wr.cfg.user->hook_clock);
+	atomic_store(&wr.boot, BOOT_TOURED);
+	syscall(SYS_futex, &wr.boot, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	uint32_t b;
+	while ((b = atomic_load(&wr.boot)) == BOOT_TOURED)
+		syscall(SYS_futex, &wr.boot, FUTEX_WAIT_PRIVATE, BOOT_TOURED, NULL, NULL, 0);
+	if (b != BOOT_GO)
+		return NULL;
 
 	/* A kick during a cycle (the word moved since the last wait) means no sleep
 	 * after it; one after the word was read makes the wait return at once. */
@@ -417,8 +429,22 @@ static void *writer_main(void *arg)
 	flush_block();
 	seal_segment(end);
 	/* The metrics file is written once more by stop (ss_writer_stop). */
-	atomic_store(&ss_counters.cpu_writer_ns, ss_thread_cpu_ns());
+	/* The tour is start's cost (ss_clock_start_cpu_ns). */
+	atomic_store(&ss_counters.cpu_writer_ns, ss_thread_cpu_ns() - ss_clock_start_cpu_ns());
 	return NULL;
+}
+
+/* Start's side of the thread's start (wr.boot): until the tour is taken. */
+static void wait_toured(void)
+{
+	while (atomic_load(&wr.boot) == BOOT_TOURING)
+		syscall(SYS_futex, &wr.boot, FUTEX_WAIT_PRIVATE, BOOT_TOURING, NULL, NULL, 0);
+}
+
+static void boot_say(uint32_t what)
+{
+	atomic_store(&wr.boot, what);
+	syscall(SYS_futex, &wr.boot, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* The watchdog saw a ring past a quarter full: a writer in a long sleep (set
@@ -463,6 +489,14 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		snprintf(err, errlen, "out of memory for the writer's buffers");
 		goto fail;
 	}
+	/* The thread first: it takes the clock's CPU tour meanwhile (writer_main),
+	 * and waits for BOOT_GO. Named from the start: `top -H` and a profile of
+	 * the host tell the recorder's cost apart. */
+	if (ss_thread_create_named(&wr.thread, writer_main, NULL, "ss-writer") != 0) {
+		snprintf(err, errlen, "cannot start the writer thread");
+		goto fail;
+	}
+	wr.thread_made = 1;
 	wr.sg = ss_segments_open(&cfg->seg, err, errlen);
 	if (!wr.sg)
 		goto fail;
@@ -478,6 +512,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 			sizeof wr.unwind_status);
 	ss_log("stacks: %s", ss_unwind_brief());
 	/* Before the first hook of the session: its stamps depend on it. */
+	wait_toured();
 	ss_clock_start(cfg->user->hook_clock, wr.clock_status, sizeof wr.clock_status);
 	ss_log("clock: %s", wr.clock_status);
 	struct ss_sampler_config sc = {
@@ -502,13 +537,14 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 	}
 	atomic_store(&ss_counters.writer_healthy, 1u);
 	atomic_store(&wr.running, 1);
-	if (ss_thread_create_named(&wr.thread, writer_main, NULL, "ss-writer") != 0) {
-		snprintf(err, errlen, "cannot start the writer thread");
-		ss_segments_abandon(wr.sg);
-		goto fail;
-	}
+	boot_say(BOOT_GO);
 	return 0;
 fail:
+	if (wr.thread_made) {
+		wait_toured();
+		boot_say(BOOT_ABORT);
+		pthread_join(wr.thread, NULL);
+	}
 	ss_archive_stop();
 	ss_watchdog_stop();
 	ss_watchdog_free();
