@@ -317,10 +317,11 @@ static void *watchdog_main(void *arg)
 			uint32_t seen = w->boundaries, thread = w->thread;
 			scan_slot(s, w, now);
 			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
-			if (due)
+			if (due) {
 				capture(s, i, w, ss_stamp());
-			/* The capture took time: is the poll still the same? */
-			scan_slot(s, w, ss_stamp());
+				/* The capture took time: is the poll still the same? */
+				scan_slot(s, w, ss_stamp());
+			}
 			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
 				wake = w->next_due;
 			moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
