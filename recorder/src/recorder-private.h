@@ -407,10 +407,10 @@ SS_INTERNAL void ss_writer_set_sampling(int on);
 /* The sampler's mode and reasons, as started by the writer ("off" when none). */
 SS_INTERNAL const char *ss_writer_sampler_status(void);
 
-/* pthread_create for the recorder's threads, named from the start
- * (thread_named.c). */
+/* pthread_create for the recorder's threads, named when it returns; borrow:
+ * by taking the name for the moment (thread_named.c). */
 #include <pthread.h>
 SS_INTERNAL int ss_thread_create_named(pthread_t *th, void *(*fn)(void *), void *arg,
-				       const char *name);
+				       const char *name, int borrow);
 
 #endif /* STALLSCOPE_RECORDER_PRIVATE_H */

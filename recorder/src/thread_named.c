@@ -16,15 +16,18 @@
 #include <sys/prctl.h>
 
 /* Like pthread_create (default attributes); the new thread is called name (at
- * most 15 characters) from its first instruction. The calling thread carries
- * that name between two of its own system calls, nothing of it runs meanwhile
- * but pthread_create. Where prctl is refused (a sandbox), the name is set from
- * outside after the fact. Any thread; not on the hook path. */
+ * most 15 characters) when this returns. With borrow, from its first
+ * instruction: the calling thread carries that name between two of its own
+ * system calls, nothing of it runs meanwhile but pthread_create. Not where
+ * something records the caller's renames: the CPU sampler's perf events ask for
+ * COMM records, and the host thread would be seen renamed twice. Without
+ * borrow, or where prctl is refused (a sandbox), the name is set from outside
+ * after the fact. Any thread; not on the hook path. */
 SS_INTERNAL int ss_thread_create_named(pthread_t *th, void *(*fn)(void *), void *arg,
-				       const char *name)
+				       const char *name, int borrow)
 {
 	char own[17] = "";
-	int swapped = prctl(PR_GET_NAME, own, 0, 0, 0) == 0 &&
+	int swapped = borrow && prctl(PR_GET_NAME, own, 0, 0, 0) == 0 &&
 		      prctl(PR_SET_NAME, name, 0, 0, 0) == 0;
 	int rc = pthread_create(th, NULL, fn, arg);
 	if (swapped)

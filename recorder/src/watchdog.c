@@ -38,6 +38,7 @@
  * them.
  */
 #include "clock.h"
+#include "sampler.h"
 #include "stall.h"
 
 #include <errno.h>
@@ -392,7 +393,10 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	pthread_mutex_init(&D.smu, NULL);
 	pthread_mutex_init(&D.qmu, NULL);
 	atomic_store(&D.running, 1u);
-	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog") != 0) {
+	/* The sampler has started: its perf events would see the caller borrow
+	 * the name. */
+	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
+				   ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
 		snprintf(status, len, "off: cannot start the watchdog thread");
 		ss_capture_fini();
 		pthread_mutex_destroy(&D.smu);

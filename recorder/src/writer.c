@@ -490,9 +490,10 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		goto fail;
 	}
 	/* The thread first: it takes the clock's CPU tour meanwhile (writer_main),
-	 * and waits for BOOT_GO. Named from the start: `top -H` and a profile of
-	 * the host tell the recorder's cost apart. */
-	if (ss_thread_create_named(&wr.thread, writer_main, NULL, "ss-writer") != 0) {
+	 * and waits for BOOT_GO. Named from the start (`top -H` and a profile of
+	 * the host tell the recorder's cost apart), by borrowing: the sampler,
+	 * which would record the borrowing, starts later. */
+	if (ss_thread_create_named(&wr.thread, writer_main, NULL, "ss-writer", 1) != 0) {
 		snprintf(err, errlen, "cannot start the writer thread");
 		goto fail;
 	}
