@@ -80,16 +80,19 @@ static void put_pending_drops(struct ss_slot *s)
 /* A ring's pages are new until its producer first writes them, and a page fault
  * costs that thread about 14 us on a VM (10 times its hooks for the 128 events a
  * page holds). So the writer faults the entries ahead of each producer in, one
- * madvise for many pages: twice what the thread made since the last cycle, at
- * least PREFAULT_MIN and at most PREFAULT_MAX entries, so a thread that keeps
- * its pace takes no fault in its ring's first pass; the slot the next thread
- * will take gets PREFAULT_NEW. The call costs per page far less in large steps
- * than in small ones (on this VM 2-3 us a page for 64 at once, 7-8 us a page
- * in steps of 2 to 4), so a light thread's ring grows 16 pages (64 KiB) at a
- * time: at most that much ahead of what it touched. Pages stay as they would
- * after the producer's own first pass (thread_slots.c gives back a released
- * ring's pages). Kernels before 5.14 refuse it: then it is not tried. */
-#define PREFAULT_MIN 2048u
+ * madvise for many pages: PREFAULT_AHEAD times what the thread made since the
+ * last cycle, at least PREFAULT_MIN and at most PREFAULT_MAX entries, so a
+ * thread that keeps its pace takes no fault in its ring's first pass; the slot
+ * the next thread will take gets PREFAULT_NEW. The call costs per page far
+ * less in large steps than in small ones (on this VM 2-3 us a page for 64 at
+ * once, 7-8 us a page in steps of 2 to 4), so the steps are eight cycles'
+ * worth: a light thread (a few hundred events a cycle) gets 8-16 pages at a
+ * time, an idle one 2, and none holds more than eight cycles of its events
+ * (at most 128 KiB) beyond what it wrote. Pages stay as they would after the
+ * producer's own first pass (thread_slots.c gives back a released ring's
+ * pages). Kernels before 5.14 refuse it: then it is not tried. */
+#define PREFAULT_AHEAD 8u
+#define PREFAULT_MIN 256u
 #define PREFAULT_NEW 1024u
 #define PREFAULT_MAX 4096u
 
@@ -129,8 +132,9 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 	if (state == SS_SLOT_OWNED) {
 		uint64_t made = head > s->w_last_head ? head - s->w_last_head : 0;
 		s->w_last_head = head;
-		prefault_ring(s, head, made * 2 < PREFAULT_MIN ? PREFAULT_MIN
-				       : made * 2 > PREFAULT_MAX ? PREFAULT_MAX : made * 2);
+		uint64_t ahead = made * PREFAULT_AHEAD;
+		prefault_ring(s, head, ahead < PREFAULT_MIN ? PREFAULT_MIN
+				       : ahead > PREFAULT_MAX ? PREFAULT_MAX : ahead);
 	}
 
 	if (wr.seg_seq1 && tail != head) {
