@@ -84,8 +84,8 @@ static void put_pending_drops(struct ss_slot *s)
  * last cycle, at least PREFAULT_MIN and at most PREFAULT_MAX entries, so a
  * thread that keeps its pace takes no fault in its ring's first pass; the slot
  * the next thread will take gets PREFAULT_NEW. The call costs per page far
- * less in large steps than in small ones (on this VM 2-3 us a page for 64 at
- * once, 7-8 us a page in steps of 2 to 4), so the steps are eight cycles'
+ * less in large steps than in small ones (on this VM 2.2-2.6 us a page in
+ * calls of 16 pages, 5.4-6.5 us in calls of 3), so the steps are eight cycles'
  * worth: a light thread (a few hundred events a cycle) gets 8-16 pages at a
  * time, an idle one 2, and none holds more than eight cycles of its events
  * (at most 128 KiB) beyond what it wrote. Pages stay as they would after the
