@@ -33,9 +33,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UPD_WORKER_RUNTIME] = "UPDATE workers SET runtime = ?2, idx = ?3,"
 		" begin_ts = coalesce(begin_ts, ?4) WHERE id = ?1",
 	[ST_INS_LOCATION] = "INSERT INTO locations(id, file, line, function) VALUES(?,?,?,?)",
-	[ST_INS_TASK] = "INSERT INTO tasks(id, recording_id, task, location_id, parent_task_id,"
-		" spawn_ts, end_ts, spawn_thread_id) VALUES(?,?,?,?,?,?,?,?)",
-	[ST_UPD_TASK_END] = "UPDATE tasks SET end_ts = ?2 WHERE id = ?1",
+	/* task_rows' task and life: the sink leaves out what id and spawn_ts say
+	 * (schema/stallscope.sql) */
+	[ST_INS_TASK] = "INSERT INTO task_rows(id, recording_id, task, location_id, parent_task_id,"
+		" spawn_ts, life, spawn_thread_id) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_TASK_END] = "UPDATE task_rows SET life = ?2 - coalesce(spawn_ts, 0) WHERE id = ?1",
 	[ST_INS_POLL] = "INSERT INTO polls(id, worker_id, task_id, location_id, ts, dur, incomplete)"
 		" VALUES(?,?,?,?,?,?,?)",
 	/* OR IGNORE: parks are keyed on (worker_id, ts, dur, incomplete), and a
@@ -46,7 +48,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_WAKE] = "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id, poll_id, delay)"
 		" VALUES(?,?,?,?,?,?)",
 	[ST_DEL_WAKE] = "DELETE FROM wakes WHERE rowid = ?1",
-	[ST_INS_QUEUE] = "INSERT INTO queue_depths(thread_id, worker_id, ts, local, global) VALUES(?,?,?,?,?)",
+	[ST_INS_QUEUE] = "INSERT INTO queue_rows(thread_id, ts, local, global) VALUES(?,?,?,?)",
 	/* name_id: the sink's cache of names (sqlite_sink.c) */
 	[ST_INS_MARK] = "INSERT INTO mark_rows(thread_id, ts, name_id, value) VALUES(?,?,?,?)",
 	[ST_INS_SPAN] = "INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,"
@@ -137,11 +139,24 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      " id_lo INTEGER NOT NULL, id_hi INTEGER NOT NULL, PRIMARY KEY (worker_id, ts)) WITHOUT ROWID;"
 	      SS_POLL_CHUNKS_BUILD ";"
 	      "DROP INDEX IF EXISTS polls_by_worker;",
+	/* tasks and queue_depths become views of narrower tables (the schema
+	 * makes the views): the rows move in their order. */
+	[8] = "CREATE TABLE task_rows (id INTEGER PRIMARY KEY, recording_id INTEGER NOT NULL REFERENCES recordings(id),"
+	      " task INTEGER, location_id INTEGER REFERENCES locations(id),"
+	      " parent_task_id INTEGER REFERENCES task_rows(id), spawn_ts INTEGER, life INTEGER,"
+	      " spawn_thread_id INTEGER REFERENCES threads(id));"
+	      "INSERT INTO task_rows SELECT id, recording_id, CASE WHEN task <> id THEN task END, location_id,"
+	      " parent_task_id, spawn_ts, end_ts - coalesce(spawn_ts, 0), spawn_thread_id FROM tasks ORDER BY id;"
+	      "DROP TABLE tasks;"
+	      "CREATE TABLE queue_rows (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " local INTEGER, global INTEGER);"
+	      "INSERT INTO queue_rows SELECT thread_id, ts, local, global FROM queue_depths ORDER BY rowid;"
+	      "DROP TABLE queue_depths;",
 };
 
 static const char *const id_table[ID_COUNT] = {
 	[ID_RECORDING] = "recordings", [ID_THREAD] = "threads", [ID_WORKER] = "workers",
-	[ID_LOCATION] = "locations", [ID_TASK] = "tasks", [ID_POLL] = "polls",
+	[ID_LOCATION] = "locations", [ID_TASK] = "task_rows", [ID_POLL] = "polls",
 	[ID_MAPPING] = "mappings", [ID_FRAME] = "frames", [ID_CALLSITE] = "callsites",
 	[ID_STALL] = "stalls", [ID_SEGMENT] = "segments",
 };

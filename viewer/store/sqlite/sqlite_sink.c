@@ -207,11 +207,19 @@ static int s_task(void *ctx, const struct ss_task_row *x)
 	struct ss_row *r = ss_row(&s->db, ST_INS_TASK);
 	ss_bind_i(r, 1, x->id);
 	ss_bind_i(r, 2, x->recording_id);
-	ss_bind_i(r, 3, (int64_t)x->task);
+	/* task_rows: NULL task when it is the id, the end as a lifetime (their
+	 * varints are a few bytes where the values are up to eight) */
+	if ((int64_t)x->task == x->id)
+		ss_bind_z(r, 3, 0);
+	else
+		ss_bind_i(r, 3, (int64_t)x->task);
 	ss_bind_z(r, 4, x->location_id);
 	ss_bind_z(r, 5, x->parent_task_id);
 	ss_bind_z(r, 6, x->spawn_ts);
-	ss_bind_z(r, 7, x->end_ts);
+	if (x->end_ts)
+		ss_bind_i(r, 7, (int64_t)((uint64_t)x->end_ts - (uint64_t)x->spawn_ts));
+	else
+		ss_bind_z(r, 7, 0);
 	ss_bind_z(r, 8, x->spawn_thread_id);
 	return step(s, ST_INS_TASK);
 }
@@ -280,11 +288,11 @@ static int s_queue(void *ctx, const struct ss_queue_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
 	struct ss_row *r = ss_row(&s->db, ST_INS_QUEUE);
+	/* no worker_id: queue_depths derives it from workers */
 	ss_bind_i(r, 1, x->thread_id);
-	ss_bind_z(r, 2, x->worker_id);
-	ss_bind_i(r, 3, x->ts);
-	bind_n(r, 4, x->local);
-	bind_n(r, 5, x->global);
+	ss_bind_i(r, 2, x->ts);
+	bind_n(r, 3, x->local);
+	bind_n(r, 4, x->global);
 	return step(s, ST_INS_QUEUE);
 }
 
