@@ -301,34 +301,52 @@ END;
 
 -- Application spans (SPAN_BEGIN..SPAN_END on one thread, properly nested).
 -- dial9's tracing spans: one row per enter..exit (an async span entered at each
--- poll is one row per poll, all with its span_id). `spans` is a view of
--- span_rows with the name spelled out, as marks is of mark_rows (schema
--- version 6); query spans, whose columns are span_rows' with name in place
--- of name_id.
-CREATE TABLE IF NOT EXISTS span_rows (
+-- poll is one row per poll, all with its span_id). `spans` is a view with the
+-- documented columns below; query spans. Its rows are stored in two tables
+-- (schema version 8; version 6 had span_rows, which an older database's next
+-- import splits): span_cells, one per span, with the name as names.id and the
+-- depth and incomplete flag in one small integer, and span_extras, a row only
+-- for a span that has a span id, parent, fields or location (dial9's): a
+-- span of a stallscope recording has none, and their four NULLs were a fifth
+-- of its bytes. An INSERT into spans still works (a trigger stores its name in
+-- names and its extras in span_extras).
+--   spans: thread_id, ts, dur,
+--     name,                           -- NULL: no name
+--     depth,                          -- nesting depth on the thread, 0 = outermost
+--     incomplete,
+--     span_id,                        -- the trace's own span id, NULL if none
+--     parent_span_id,                 -- the span id of its declared parent, NULL if none
+--     fields,                         -- its fields as a JSON object (json_extract(fields, '$.key')), NULL if none
+--     location_id                     -- where it is declared (function = target::name), NULL if unknown
+CREATE TABLE IF NOT EXISTS span_cells (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
   dur INTEGER NOT NULL,
   name_id INTEGER REFERENCES names(id), -- NULL: no name
-  depth INTEGER NOT NULL,           -- nesting depth on the thread, 0 = outermost
-  incomplete INTEGER NOT NULL DEFAULT 0,
-  span_id INTEGER,                  -- the trace's own span id, NULL if none
-  parent_span_id INTEGER,           -- the span id of its declared parent, NULL if none
-  fields TEXT,                      -- its fields as a JSON object (json_extract(fields, '$.key')), NULL if none
-  location_id INTEGER REFERENCES locations(id) -- where it is declared (function = target::name), NULL if unknown
+  shape INTEGER NOT NULL            -- depth * 2 + incomplete
+);
+CREATE TABLE IF NOT EXISTS span_extras (
+  cell INTEGER PRIMARY KEY,         -- the span_cells rowid
+  span_id INTEGER,
+  parent_span_id INTEGER,
+  fields TEXT,
+  location_id INTEGER REFERENCES locations(id)
 );
 CREATE VIEW IF NOT EXISTS spans AS
-SELECT s.thread_id AS thread_id, s.ts AS ts, s.dur AS dur, n.name AS name, s.depth AS depth,
-       s.incomplete AS incomplete, s.span_id AS span_id, s.parent_span_id AS parent_span_id,
-       s.fields AS fields, s.location_id AS location_id
-  FROM span_rows s LEFT JOIN names n ON n.id = s.name_id;
+SELECT s.thread_id AS thread_id, s.ts AS ts, s.dur AS dur, n.name AS name, s.shape >> 1 AS depth,
+       s.shape & 1 AS incomplete, e.span_id AS span_id, e.parent_span_id AS parent_span_id,
+       e.fields AS fields, e.location_id AS location_id
+  FROM span_cells s LEFT JOIN names n ON n.id = s.name_id LEFT JOIN span_extras e ON e.cell = s.rowid;
 CREATE TRIGGER IF NOT EXISTS spans_insert INSTEAD OF INSERT ON spans
 BEGIN
   INSERT OR IGNORE INTO names(name) SELECT NEW.name WHERE NEW.name IS NOT NULL;
-  INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,
-                        fields, location_id)
-    VALUES (NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name), NEW.depth,
-            coalesce(NEW.incomplete, 0), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id);
+  INSERT INTO span_cells(thread_id, ts, dur, name_id, shape)
+    VALUES (NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name),
+            NEW.depth * 2 + (coalesce(NEW.incomplete, 0) <> 0));
+  INSERT INTO span_extras(cell, span_id, parent_span_id, fields, location_id)
+    SELECT last_insert_rowid(), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id
+     WHERE NEW.span_id IS NOT NULL OR NEW.parent_span_id IS NOT NULL OR NEW.fields IS NOT NULL
+        OR NEW.location_id IS NOT NULL;
 END;
 
 -- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a

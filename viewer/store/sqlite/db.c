@@ -51,7 +51,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_QUEUE] = "INSERT INTO queue_rows(thread_id, ts, local, global) VALUES(?,?,?,?)",
 	/* name_id: the sink's cache of names (sqlite_sink.c) */
 	[ST_INS_MARK] = "INSERT INTO mark_rows(thread_id, ts, name_id, value) VALUES(?,?,?,?)",
-	[ST_INS_SPAN] = "INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,"
+	/* A span without extras is one span_cells row; one with them goes in
+	 * through the spans view, whose trigger also writes span_extras. */
+	[ST_INS_SPAN] = "INSERT INTO span_cells(thread_id, ts, dur, name_id, shape) VALUES(?,?,?,?,?)",
+	[ST_INS_SPAN_EXTRA] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete, span_id, parent_span_id,"
 		" fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CPU] = "INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES(?,?,?,?,?)",
 	[ST_INS_SAMPLE] = "INSERT INTO samples(ts, thread_id, worker_id, poll_id, callsite_id, weight,"
@@ -151,7 +154,19 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      "CREATE TABLE queue_rows (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
 	      " local INTEGER, global INTEGER);"
 	      "INSERT INTO queue_rows SELECT thread_id, ts, local, global FROM queue_depths ORDER BY rowid;"
-	      "DROP TABLE queue_depths;",
+	      "DROP TABLE queue_depths;"
+	      /* span_rows splits into span_cells and span_extras (rowids kept) */
+	      "CREATE TABLE span_cells (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " dur INTEGER NOT NULL, name_id INTEGER REFERENCES names(id), shape INTEGER NOT NULL);"
+	      "CREATE TABLE span_extras (cell INTEGER PRIMARY KEY, span_id INTEGER, parent_span_id INTEGER,"
+	      " fields TEXT, location_id INTEGER REFERENCES locations(id));"
+	      "INSERT INTO span_cells(rowid, thread_id, ts, dur, name_id, shape) SELECT rowid, thread_id, ts, dur,"
+	      " name_id, depth * 2 + (incomplete <> 0) FROM span_rows ORDER BY rowid;"
+	      "INSERT INTO span_extras SELECT rowid, span_id, parent_span_id, fields, location_id FROM span_rows"
+	      " WHERE span_id IS NOT NULL OR parent_span_id IS NOT NULL OR fields IS NOT NULL"
+	      " OR location_id IS NOT NULL ORDER BY rowid;"
+	      "DROP VIEW spans;"
+	      "DROP TABLE span_rows;",
 };
 
 static const char *const id_table[ID_COUNT] = {
@@ -282,7 +297,7 @@ int ss_db_next_ids(struct ss_db *d, int64_t next[ID_COUNT])
 }
 
 static const enum ss_stmt batched[] = {
-	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN,
+	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN, ST_INS_SPAN_EXTRA,
 	ST_INS_CPU, ST_INS_SAMPLE, ST_INS_OTHER, ST_UPSERT_SUMMARY,
 };
 
