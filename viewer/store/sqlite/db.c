@@ -165,7 +165,7 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      "INSERT INTO span_extras SELECT rowid, span_id, parent_span_id, fields, location_id FROM span_rows"
 	      " WHERE span_id IS NOT NULL OR parent_span_id IS NOT NULL OR fields IS NOT NULL"
 	      " OR location_id IS NOT NULL ORDER BY rowid;"
-	      "DROP VIEW spans;"
+	      "DROP VIEW IF EXISTS spans;"
 	      "DROP TABLE span_rows;",
 };
 
