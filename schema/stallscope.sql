@@ -142,6 +142,11 @@ CREATE TABLE IF NOT EXISTS locations (
 -- end as a lifetime (a few bytes) instead of a second absolute time (six).
 -- An INSERT into tasks still works (a trigger writes task_rows); update and
 -- delete task_rows, whose id is tasks.id.
+--   tasks: id, recording_id,
+--     task,                           -- the runtime's task number
+--     location_id, parent_task_id, spawn_ts, -- as in task_rows
+--     end_ts,                         -- TERMINATE, ns; NULL while alive at the end of the data
+--     spawn_thread_id                 -- as in task_rows
 CREATE TABLE IF NOT EXISTS task_rows (
   id INTEGER PRIMARY KEY,
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
@@ -304,12 +309,13 @@ END;
 -- poll is one row per poll, all with its span_id). `spans` is a view with the
 -- documented columns below; query spans. Its rows are stored in two tables
 -- (schema version 8; version 6 had span_rows, which an older database's next
--- import splits): span_cells, one per span, with the name as names.id and the
--- depth and incomplete flag in one small integer, and span_extras, a row only
--- for a span that has a span id, parent, fields or location (dial9's): a
--- span of a stallscope recording has none, and their four NULLs were a fifth
--- of its bytes. An INSERT into spans still works (a trigger stores its name in
--- names and its extras in span_extras).
+-- import splits): span_full, a row with every column for a span that has a
+-- span id, parent, fields or location (dial9's), and span_cells for the others
+-- (a stallscope recording's spans, whose four NULLs were a fifth of a row's
+-- bytes), with the depth and incomplete flag in one small integer. Both refer
+-- to their name by names.id. The view lists span_cells' rows, then
+-- span_full's. An INSERT into spans still works (a trigger stores its name in
+-- names and the row in the table it belongs to).
 --   spans: thread_id, ts, dur,
 --     name,                           -- NULL: no name
 --     depth,                          -- nesting depth on the thread, 0 = outermost
@@ -325,8 +331,13 @@ CREATE TABLE IF NOT EXISTS span_cells (
   name_id INTEGER REFERENCES names(id), -- NULL: no name
   shape INTEGER NOT NULL            -- depth * 2 + incomplete
 );
-CREATE TABLE IF NOT EXISTS span_extras (
-  cell INTEGER PRIMARY KEY,         -- the span_cells rowid
+CREATE TABLE IF NOT EXISTS span_full (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  ts INTEGER NOT NULL,
+  dur INTEGER NOT NULL,
+  name_id INTEGER REFERENCES names(id), -- NULL: no name
+  depth INTEGER NOT NULL,
+  incomplete INTEGER NOT NULL DEFAULT 0,
   span_id INTEGER,
   parent_span_id INTEGER,
   fields TEXT,
@@ -334,17 +345,25 @@ CREATE TABLE IF NOT EXISTS span_extras (
 );
 CREATE VIEW IF NOT EXISTS spans AS
 SELECT s.thread_id AS thread_id, s.ts AS ts, s.dur AS dur, n.name AS name, s.shape >> 1 AS depth,
-       s.shape & 1 AS incomplete, e.span_id AS span_id, e.parent_span_id AS parent_span_id,
-       e.fields AS fields, e.location_id AS location_id
-  FROM span_cells s LEFT JOIN names n ON n.id = s.name_id LEFT JOIN span_extras e ON e.cell = s.rowid;
+       s.shape & 1 AS incomplete, NULL AS span_id, NULL AS parent_span_id, NULL AS fields,
+       NULL AS location_id
+  FROM span_cells s LEFT JOIN names n ON n.id = s.name_id
+UNION ALL
+SELECT f.thread_id, f.ts, f.dur, n.name, f.depth, f.incomplete, f.span_id, f.parent_span_id, f.fields,
+       f.location_id
+  FROM span_full f LEFT JOIN names n ON n.id = f.name_id;
 CREATE TRIGGER IF NOT EXISTS spans_insert INSTEAD OF INSERT ON spans
 BEGIN
   INSERT OR IGNORE INTO names(name) SELECT NEW.name WHERE NEW.name IS NOT NULL;
   INSERT INTO span_cells(thread_id, ts, dur, name_id, shape)
-    VALUES (NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name),
-            NEW.depth * 2 + (coalesce(NEW.incomplete, 0) <> 0));
-  INSERT INTO span_extras(cell, span_id, parent_span_id, fields, location_id)
-    SELECT last_insert_rowid(), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id
+    SELECT NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name),
+           NEW.depth * 2 + (coalesce(NEW.incomplete, 0) <> 0)
+     WHERE NEW.span_id IS NULL AND NEW.parent_span_id IS NULL AND NEW.fields IS NULL
+       AND NEW.location_id IS NULL;
+  INSERT INTO span_full(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id, fields,
+                        location_id)
+    SELECT NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name), NEW.depth,
+           coalesce(NEW.incomplete, 0), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id
      WHERE NEW.span_id IS NOT NULL OR NEW.parent_span_id IS NOT NULL OR NEW.fields IS NOT NULL
         OR NEW.location_id IS NOT NULL;
 END;

@@ -74,7 +74,7 @@ def table_sums(db):
     try:
         out = {}
         # marks and spans are views since schema 6 (of mark_rows, and of
-        # span_rows, then span_cells and span_extras), tasks and queue_depths
+        # span_rows, then span_cells and span_full), tasks and queue_depths
         # since schema 8 (of task_rows and queue_rows): compared through the
         # views, they show that the rows are the same.
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE (type = 'table'"

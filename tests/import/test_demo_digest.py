@@ -38,7 +38,7 @@ def canon(v):
 def digests(db):
     d = sqlite3.connect(db)
     # marks and spans are views (of mark_rows, and of span_cells and
-    # span_extras) since schemas 6 and 8, tasks and queue_depths (of task_rows
+    # span_full) since schemas 6 and 8, tasks and queue_depths (of task_rows
     # and queue_rows) since 8: digested as they read, so their lines stay those
     # of the tables they were.
     tables = [t for (t,) in d.execute("SELECT name FROM sqlite_master WHERE (type = 'table'"

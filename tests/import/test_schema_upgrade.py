@@ -2,7 +2,7 @@
 """test_schema_upgrade.py - a database of schema version 5 (marks and spans as
 tables with a name in every row, polls_by_worker) imported into by this
 stallscope is upgraded to version 8 (marks and spans views of mark_rows, and
-of span_cells and span_extras, names stored once in names; poll_chunks
+of span_cells and span_full, names stored once in names; poll_chunks
 instead of polls_by_worker; tasks and queue_depths views of task_rows and
 queue_rows)
 and then holds the rows it would hold had it been made by this version: one
@@ -65,7 +65,7 @@ DROP VIEW tasks;
 DROP VIEW queue_depths;
 DROP TABLE mark_rows;
 DROP TABLE span_cells;
-DROP TABLE span_extras;
+DROP TABLE span_full;
 DROP TABLE task_rows;
 DROP TABLE queue_rows;
 DROP TABLE names;
@@ -81,7 +81,7 @@ DELETE FROM schema_info;
 INSERT INTO schema_info VALUES (5);
 """
 
-SKIP = {"names", "mark_rows", "span_cells", "span_extras", "task_rows", "queue_rows", "schema_info",
+SKIP = {"names", "mark_rows", "span_cells", "span_full", "task_rows", "queue_rows", "schema_info",
         "poll_chunks"}
 VIEWS = ("marks", "spans", "tasks", "queue_depths")
 VERSION = 8

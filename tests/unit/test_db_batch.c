@@ -73,8 +73,8 @@ static void run(const char *path, bool threaded)
 	for (int i = 0; i < m; i++)
 		put_poll(&d, order[i]);
 
-	/* Text, NULL, and a literal NULL in the VALUES list; a batch into a view
-	 * (the spans trigger writes span_cells and span_extras). */
+	/* Text, NULL, and a literal NULL in the VALUES list (a span with fields:
+	 * a span_full row). */
 	struct ss_row *r = ss_row(&d, ST_INS_SPAN_EXTRA);
 	ss_bind_i(r, 1, 3);
 	ss_bind_i(r, 2, 100);

@@ -51,11 +51,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_QUEUE] = "INSERT INTO queue_rows(thread_id, ts, local, global) VALUES(?,?,?,?)",
 	/* name_id: the sink's cache of names (sqlite_sink.c) */
 	[ST_INS_MARK] = "INSERT INTO mark_rows(thread_id, ts, name_id, value) VALUES(?,?,?,?)",
-	/* A span without extras is one span_cells row; one with them goes in
-	 * through the spans view, whose trigger also writes span_extras. */
+	/* A span without a span id, parent, fields or location is a span_cells
+	 * row, one with them a span_full row (schema/stallscope.sql). */
 	[ST_INS_SPAN] = "INSERT INTO span_cells(thread_id, ts, dur, name_id, shape) VALUES(?,?,?,?,?)",
-	[ST_INS_SPAN_EXTRA] = "INSERT INTO spans(thread_id, ts, dur, name, depth, incomplete, span_id, parent_span_id,"
-		" fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
+	[ST_INS_SPAN_EXTRA] = "INSERT INTO span_full(thread_id, ts, dur, name_id, depth, incomplete, span_id,"
+		" parent_span_id, fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CPU] = "INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES(?,?,?,?,?)",
 	[ST_INS_SAMPLE] = "INSERT INTO samples(ts, thread_id, worker_id, poll_id, callsite_id, weight,"
 		" kind, cpu) VALUES(?,?,?,NULL,?,?,?,?)",
@@ -87,6 +87,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" ON CONFLICT(worker_id, ts) DO UPDATE SET id_lo = min(id_lo, excluded.id_lo),"
 		" id_hi = max(id_hi, excluded.id_hi)",
 };
+
+/* A span_rows row that goes to span_cells (migration 8). */
+#define SPAN_PLAIN "(span_id IS NULL AND parent_span_id IS NULL AND fields IS NULL AND location_id IS NULL)"
 
 /* What each schema version added, for databases written by an older one
  * (schema/stallscope.sql has the whole current schema). */
@@ -155,16 +158,17 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      " local INTEGER, global INTEGER);"
 	      "INSERT INTO queue_rows SELECT thread_id, ts, local, global FROM queue_depths ORDER BY rowid;"
 	      "DROP TABLE queue_depths;"
-	      /* span_rows splits into span_cells and span_extras (rowids kept) */
+	      /* span_rows splits into span_cells and span_full (in their order) */
 	      "CREATE TABLE span_cells (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
 	      " dur INTEGER NOT NULL, name_id INTEGER REFERENCES names(id), shape INTEGER NOT NULL);"
-	      "CREATE TABLE span_extras (cell INTEGER PRIMARY KEY, span_id INTEGER, parent_span_id INTEGER,"
-	      " fields TEXT, location_id INTEGER REFERENCES locations(id));"
-	      "INSERT INTO span_cells(rowid, thread_id, ts, dur, name_id, shape) SELECT rowid, thread_id, ts, dur,"
-	      " name_id, depth * 2 + (incomplete <> 0) FROM span_rows ORDER BY rowid;"
-	      "INSERT INTO span_extras SELECT rowid, span_id, parent_span_id, fields, location_id FROM span_rows"
-	      " WHERE span_id IS NOT NULL OR parent_span_id IS NOT NULL OR fields IS NOT NULL"
-	      " OR location_id IS NOT NULL ORDER BY rowid;"
+	      "CREATE TABLE span_full (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " dur INTEGER NOT NULL, name_id INTEGER REFERENCES names(id), depth INTEGER NOT NULL,"
+	      " incomplete INTEGER NOT NULL DEFAULT 0, span_id INTEGER, parent_span_id INTEGER, fields TEXT,"
+	      " location_id INTEGER REFERENCES locations(id));"
+	      "INSERT INTO span_cells SELECT thread_id, ts, dur, name_id, depth * 2 + (incomplete <> 0)"
+	      " FROM span_rows WHERE " SPAN_PLAIN " ORDER BY rowid;"
+	      "INSERT INTO span_full SELECT thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,"
+	      " fields, location_id FROM span_rows WHERE NOT " SPAN_PLAIN " ORDER BY rowid;"
 	      "DROP VIEW IF EXISTS spans;"
 	      "DROP TABLE span_rows;",
 };

@@ -348,14 +348,17 @@ static int s_mark(void *ctx, const struct ss_mark_row *x)
 static int s_span(void *ctx, const struct ss_span_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
-	/* The extras are rare (dial9's spans): those spans go through the spans
-	 * view, whose trigger writes span_extras beside the cell. */
+	int64_t name = name_id(s, x->name);
+	if (name < 0)
+		return -1;
+	/* The extras are rare (dial9's spans): a span without them is a narrower
+	 * span_cells row. */
 	if (x->span_id || x->parent_span_id || x->fields.p || x->location_id) {
 		struct ss_row *r = ss_row(&s->db, ST_INS_SPAN_EXTRA);
 		ss_bind_i(r, 1, x->thread_id);
 		ss_bind_i(r, 2, x->ts);
 		ss_bind_i(r, 3, x->dur);
-		bind_text(r, 4, x->name);
+		ss_bind_z(r, 4, name);
 		ss_bind_i(r, 5, x->depth);
 		ss_bind_i(r, 6, x->incomplete);
 		ss_bind_z(r, 7, (int64_t)x->span_id);
@@ -364,9 +367,6 @@ static int s_span(void *ctx, const struct ss_span_row *x)
 		ss_bind_z(r, 10, x->location_id);
 		return step(s, ST_INS_SPAN_EXTRA);
 	}
-	int64_t name = name_id(s, x->name);
-	if (name < 0)
-		return -1;
 	struct ss_row *r = ss_row(&s->db, ST_INS_SPAN);
 	ss_bind_i(r, 1, x->thread_id);
 	ss_bind_i(r, 2, x->ts);
@@ -1023,13 +1023,13 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 	long long r = (long long)rid;
 	if (exec_fmt(s, "DELETE FROM import_open_summary WHERE worker_id IN"
 		     " (SELECT id FROM workers WHERE recording_id = %lld)", r) ||
-	    exec_fmt(s, "DELETE FROM span_extras WHERE cell IN (SELECT c.rowid FROM span_cells c"
-		     " JOIN import_open_spans o ON o.thread_id = c.thread_id AND o.ts = c.ts AND o.depth = c.shape >> 1"
-		     " JOIN threads t ON t.id = o.thread_id WHERE t.recording_id = %lld AND c.shape & 1)", r) ||
 	    exec_fmt(s, "DELETE FROM span_cells WHERE shape & 1 AND EXISTS (SELECT 1 FROM import_open_spans o"
 		     " JOIN threads t ON t.id = o.thread_id WHERE t.recording_id = %lld AND"
 		     " o.thread_id = span_cells.thread_id AND o.ts = span_cells.ts AND o.depth = span_cells.shape >> 1)",
 		     r) ||
+	    exec_fmt(s, "DELETE FROM span_full WHERE incomplete AND EXISTS (SELECT 1 FROM import_open_spans o"
+		     " JOIN threads t ON t.id = o.thread_id WHERE t.recording_id = %lld AND"
+		     " o.thread_id = span_full.thread_id AND o.ts = span_full.ts AND o.depth = span_full.depth)", r) ||
 	    exec_fmt(s, "DELETE FROM import_thread_state WHERE thread_id IN"
 		     " (SELECT id FROM threads WHERE recording_id = %lld);"
 		     "DELETE FROM import_open_spans WHERE thread_id IN"
