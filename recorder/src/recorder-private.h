@@ -18,6 +18,7 @@
  *   intern.c        strings and locations interned to small ids
  *   log.c           logging and the last error (log.h)
  *   thread_self.c   the calling thread's worker identity and stack bounds (thread_self.h)
+ *   thread_named.c  the recorder's threads, started with their names set
  *   writer.c        the background thread that drains rings into blocks
  *   segment_file.c  segment files: create, append blocks, seal, rotate, evict, recover
  *   config_env.c    STALLSCOPE_* environment parsing
@@ -405,5 +406,11 @@ SS_INTERNAL void ss_writer_nudge(void);
 SS_INTERNAL void ss_writer_set_sampling(int on);
 /* The sampler's mode and reasons, as started by the writer ("off" when none). */
 SS_INTERNAL const char *ss_writer_sampler_status(void);
+
+/* pthread_create for the recorder's threads, named when it returns; borrow:
+ * by taking the name for the moment (thread_named.c). */
+#include <pthread.h>
+SS_INTERNAL int ss_thread_create_named(pthread_t *th, void *(*fn)(void *), void *arg,
+				       const char *name, int borrow);
 
 #endif /* STALLSCOPE_RECORDER_PRIVATE_H */
