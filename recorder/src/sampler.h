@@ -46,7 +46,10 @@ enum ss_sampler_mode {
 	SS_SAMPLER_CPU,
 };
 
-enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF };
+/* AUTO and ON: off-CPU stacks inside polls where the BPF filter is permitted
+ * (sampler_bpf.c, sampler_inpoll.c), at every switch-out elsewhere; ALL: at every
+ * switch-out always (the filter's fallback, forced). */
+enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF, SS_OFFCPU_ALL };
 
 #define SS_MAX_FRAMES 127 /* perf_event_max_stack on these machines */
 
@@ -155,6 +158,8 @@ const char *ss_sampler_mode_name(enum ss_sampler_mode m);
 uint64_t ss_sampler_foreign_total(void);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
+/* 1 when, on top of that, switch-outs outside polls are dropped in the kernel. */
+int ss_sampler_offcpu_in_polls(void);
 /* 1 when perf follows the process with per-CPU inherited events, 2 with per-CPU
  * events of every process (filtered here), 0 when each thread has events of its
  * own (or the mode is not perf). */
@@ -187,6 +192,13 @@ void ss_sampler_get_stats(struct ss_sampler_stats *st);
 #define SS_SAMPLER_MAX_THREADS 1024
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi);
 void ss_sampler_thread_remove(uint32_t tid);
+
+/* The cell a followed thread's poll hooks set to 1 at a poll's begin and to 0 at
+ * its end or a park, for the off-CPU filter; in_poll is its value now. NULL when
+ * switch-outs are not filtered (or this thread's are all kept). The memory stays
+ * valid for the life of the process; the writer hands it to the thread's slot
+ * (ss_slot.inpoll_cell) and clears that at ss_sampler_thread_remove. */
+_Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll);
 
 /* Hands everything gathered since the last call to sink, in per-thread time order.
  * Bounded work per call. */

@@ -27,8 +27,10 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
- *       One more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
- *       every process, filtered to this one, instead of the process's own).
+ *       Two more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
+ *       every process, filtered to this one, instead of the process's own), and
+ *       with STALLSCOPE_OFFCPU_STACKS=all (a stack at every switch-out, not only
+ *       inside polls: what the in-poll filter saves, where it is loaded).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -438,7 +440,7 @@ static int part_d(const char *runtime, const char *other, int rounds)
 			   (char *)"--drain", (char *)"60", NULL };
 	/* The two rows after perf's split full recording's cost: the hooks alone,
 	 * and sampling with switch records but no stack at each switch-out. */
-	struct dconf sc[7] = {
+	struct dconf sc[8] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
@@ -448,9 +450,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
 		{ .name = "full, SAMPLER=cpu (all processes)", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_SAMPLER=cpu" },
+		{ .name = "full, OFFCPU_STACKS=all", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_OFFCPU_STACKS=all" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 7 : 6;
+	int nsc = other ? 8 : 7;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -481,8 +485,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, this build: full recording with per-CPU events of every process "
 	       "(STALLSCOPE_SAMPLER=cpu) adds %.3f s (full / perf %.4f)\n", sc[5].med - sc[0].med,
 	       perf > 0 ? (sc[5].med - sc[0].med) / perf : 0.0);
+	printf("  steady, this build: full recording with a stack at every switch-out "
+	       "(STALLSCOPE_OFFCPU_STACKS=all, no in-poll filter) adds %.3f s (full / perf %.4f)\n",
+	       sc[6].med - sc[0].med, perf > 0 ? (sc[6].med - sc[0].med) / perf : 0.0);
 	if (other) {
-		double of = sc[6].med - sc[0].med;
+		double of = sc[7].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}

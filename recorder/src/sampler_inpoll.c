@@ -1,0 +1,118 @@
+/*
+ * sampler_inpoll.c - where the off-CPU filter (sampler_bpf.c) learns that a
+ * thread is inside a poll: a BPF array map of one element, mmapped here, that
+ * the poll hooks write with one plain store each and the filter reads at every
+ * switch-out, no system call on either side.
+ *
+ * The element is two arrays of SS_INPOLL_CELLS u32, both indexed by the tid's
+ * low bits: in_poll[], 1 from a poll's begin to its end (or a park), written
+ * only by the thread that owns the bucket; and shared[], set by the writer for
+ * a bucket two followed threads hash to, where the filter keeps every
+ * switch-out (what it did before the filter existed) because neither thread's
+ * flag can be trusted. A bucket goes to the first followed thread; only
+ * followed threads are given a cell (ss_slot.inpoll_cell, set by the writer), so
+ * a thread nobody follows never writes one.
+ *
+ * The map and its mapping live as long as the process (a hook may still store
+ * through a cell while a session stops, so the memory must never go away);
+ * each sampler start clears them. In a forked child the shared pages would
+ * reach the parent's filter: after_fork puts private memory in their place.
+ * Writer thread only, but for the hooks' stores.
+ */
+#include "sampler-private.h"
+
+#include <errno.h>
+#include <linux/bpf.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CELLS SS_INPOLL_CELLS
+#define VALUE_SIZE (2u * CELLS * sizeof(uint32_t))
+
+_Static_assert((CELLS & (CELLS - 1)) == 0, "the filter masks the tid");
+_Static_assert(VALUE_SIZE % 4096 == 0, "the element fills whole pages");
+
+static int map_fd = -1;
+static _Atomic uint32_t *cells;       /* in_poll[CELLS] then shared[CELLS] */
+static uint16_t followers[CELLS];      /* followed threads per bucket */
+
+static uint32_t bucket(uint32_t tid)
+{
+	return tid & (CELLS - 1);
+}
+
+SS_INTERNAL int ss_inpoll_open(char *why, size_t len)
+{
+	if (map_fd < 0) {
+		union bpf_attr a;
+		memset(&a, 0, sizeof a);
+		a.map_type = BPF_MAP_TYPE_ARRAY;
+		a.key_size = sizeof(uint32_t);
+		a.value_size = VALUE_SIZE;
+		a.max_entries = 1;
+		a.map_flags = BPF_F_MMAPABLE;
+		int fd = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+		if (fd < 0) {
+			int e = errno;
+			snprintf(why, len, "bpf(MAP_CREATE, mmapable array): %s", ss_errno_name(e));
+			return -e;
+		}
+		void *p = mmap(NULL, VALUE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			snprintf(why, len, "mmap of the in-poll map: %s", ss_errno_name(e));
+			return -e;
+		}
+		map_fd = fd;
+		cells = p;
+	}
+	/* Hooks of the previous session may still store here: a stale 1 only keeps
+	 * a switch-out that the drain then hands on as before. */
+	memset((void *)cells, 0, VALUE_SIZE);
+	memset(followers, 0, sizeof followers);
+	return 0;
+}
+
+SS_INTERNAL int ss_inpoll_map_fd(void)
+{
+	return map_fd;
+}
+
+SS_INTERNAL _Atomic uint32_t *ss_inpoll_follow(uint32_t tid, int in_poll)
+{
+	uint32_t b = bucket(tid);
+	if (followers[b] < UINT16_MAX)
+		followers[b]++;
+	if (followers[b] > 1) {
+		/* Sticky for the session: which of the two flags is whose is lost. */
+		atomic_store_explicit(&cells[CELLS + b], 1u, memory_order_relaxed);
+		return NULL;
+	}
+	atomic_store_explicit(&cells[b], in_poll ? 1u : 0u, memory_order_relaxed);
+	return &cells[b];
+}
+
+SS_INTERNAL void ss_inpoll_unfollow(uint32_t tid)
+{
+	uint32_t b = bucket(tid);
+	if (followers[b] && followers[b] < UINT16_MAX)
+		followers[b]--;
+}
+
+SS_INTERNAL void ss_inpoll_after_fork(void)
+{
+	if (!cells)
+		return;
+	/* Same address, private zeroed pages: a cell a slot still names stays valid
+	 * memory and no longer reaches the parent's filter. */
+	mmap((void *)cells, VALUE_SIZE, PROT_READ | PROT_WRITE,
+	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	cells = NULL;
+	if (map_fd >= 0)
+		close(map_fd);
+	map_fd = -1;
+}
