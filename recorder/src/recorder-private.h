@@ -203,13 +203,18 @@ extern SS_INTERNAL _Atomic uint32_t ss_state;
 extern SS_INTERNAL __thread struct ss_slot *ss_tls_slot __attribute__((tls_model("initial-exec")));
 extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("initial-exec")));
 
+/* What an in-poll cell holds (sampler_inpoll.c): 0 no thread of ours described
+ * by the hooks (the off-CPU filter keeps every switch-out), OUT a followed worker
+ * outside a poll (dropped), IN inside one (kept). */
+enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2 };
+
 /* Hook path: the calling thread is (1) or is no longer (0) inside a poll, for
- * the sampler's off-CPU filter (sampler_inpoll.c). */
+ * the sampler's off-CPU filter. */
 static inline void ss_inpoll_mark(struct ss_slot *s, uint32_t in_poll)
 {
 	_Atomic uint32_t *c = atomic_load_explicit(&s->inpoll_cell, memory_order_relaxed);
 	if (c)
-		atomic_store_explicit(c, in_poll, memory_order_relaxed);
+		atomic_store_explicit(c, SS_INPOLL_OUT + in_poll, memory_order_relaxed);
 }
 
 SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,

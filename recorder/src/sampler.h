@@ -193,8 +193,9 @@ void ss_sampler_get_stats(struct ss_sampler_stats *st);
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi);
 void ss_sampler_thread_remove(uint32_t tid);
 
-/* The cell a followed thread's poll hooks set to 1 at a poll's begin and to 0 at
- * its end or a park, for the off-CPU filter; in_poll is its value now. NULL when
+/* The cell a followed worker's poll hooks set at a poll's begin and at its end
+ * or a park (ss_inpoll_mark), for the off-CPU filter; in_poll (1 inside a poll)
+ * is its state now. Without a cell a thread keeps every switch-out. NULL when
  * switch-outs are not filtered (or this thread's are all kept). The memory stays
  * valid for the life of the process; the writer hands it to the thread's slot
  * (ss_slot.inpoll_cell) and clears that at ss_sampler_thread_remove. */

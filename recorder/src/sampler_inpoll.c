@@ -5,13 +5,17 @@
  * switch-out, no system call on either side.
  *
  * The element is two arrays of SS_INPOLL_CELLS u32, both indexed by the tid's
- * low bits: in_poll[], 1 from a poll's begin to its end (or a park), written
- * only by the thread that owns the bucket; and shared[], set by the writer for
- * a bucket two followed threads hash to, where the filter keeps every
- * switch-out (what it did before the filter existed) because neither thread's
- * flag can be trusted. A bucket goes to the first followed thread; only
- * followed threads are given a cell (ss_slot.inpoll_cell, set by the writer), so
- * a thread nobody follows never writes one.
+ * low bits: in_poll[], SS_INPOLL_IN from a poll's begin to its end (or a park),
+ * SS_INPOLL_OUT otherwise, written only by the thread that owns the bucket, and
+ * SS_INPOLL_NONE where no followed worker owns it; and shared[], set by the
+ * writer for a bucket two followed threads hash to. The filter drops a
+ * switch-out only where in_poll[] says OUT and shared[] is 0: a thread the hooks
+ * do not describe (no cell), or one whose flag cannot be trusted, keeps every
+ * switch-out, what it did before the filter existed. A bucket goes to the first
+ * followed thread; only followed workers are given a cell (ss_slot.inpoll_cell,
+ * set by the writer), so a thread nobody follows never writes one. A stale OUT
+ * left by a thread just unfollowed (its last store racing the writer's reset)
+ * can only drop switch-outs of a thread nobody follows, which the drain drops.
  *
  * The map and its mapping live as long as the process (a hook may still store
  * through a cell while a session stops, so the memory must never go away);
@@ -92,7 +96,7 @@ SS_INTERNAL _Atomic uint32_t *ss_inpoll_follow(uint32_t tid, int in_poll)
 		atomic_store_explicit(&cells[CELLS + b], 1u, memory_order_relaxed);
 		return NULL;
 	}
-	atomic_store_explicit(&cells[b], in_poll ? 1u : 0u, memory_order_relaxed);
+	atomic_store_explicit(&cells[b], in_poll ? SS_INPOLL_IN : SS_INPOLL_OUT, memory_order_relaxed);
 	return &cells[b];
 }
 
@@ -101,6 +105,8 @@ SS_INTERNAL void ss_inpoll_unfollow(uint32_t tid)
 	uint32_t b = bucket(tid);
 	if (followers[b] && followers[b] < UINT16_MAX)
 		followers[b]--;
+	if (!followers[b])
+		atomic_store_explicit(&cells[b], SS_INPOLL_NONE, memory_order_relaxed);
 }
 
 SS_INTERNAL void ss_inpoll_after_fork(void)
