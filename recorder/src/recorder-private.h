@@ -203,10 +203,11 @@ extern SS_INTERNAL _Atomic uint32_t ss_state;
 extern SS_INTERNAL __thread struct ss_slot *ss_tls_slot __attribute__((tls_model("initial-exec")));
 extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("initial-exec")));
 
-/* What an in-poll cell holds (sampler_inpoll.c): 0 no thread of ours described
- * by the hooks (the off-CPU filter keeps every switch-out), OUT a followed worker
- * outside a poll (dropped), IN inside one (kept). */
-enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2 };
+/* What an in-poll cell holds (sampler_inpoll.c), and what the off-CPU filter does
+ * with a switch-out there: NONE no thread the sampler follows (dropped: the drain
+ * would drop it), OUT a followed worker outside a poll (dropped), IN inside one
+ * (kept), ALL a followed thread the hooks do not describe (kept). */
+enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2, SS_INPOLL_ALL = 3 };
 
 /* Hook path: the calling thread is (1) or is no longer (0) inside a poll, for
  * the sampler's off-CPU filter. */

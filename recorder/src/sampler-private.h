@@ -200,10 +200,10 @@ SS_INTERNAL void ss_percpu_after_fork(void);
  * -errno with why. */
 SS_INTERNAL int ss_bpf_pid_filter(uint32_t pid, char *why, size_t len);
 SS_INTERNAL int ss_bpf_attach(int perf_fd, int prog_fd); /* 0 or -errno */
-/* The off-CPU filter: the pid filter, then a switch-out is dropped where the
- * thread's in-poll cell of map_fd's element says SS_INPOLL_OUT and its bucket's
- * shared cell is 0 (cells u32 of each, sampler_inpoll.c). Its fd, or -errno
- * with why. */
+/* The off-CPU filter: the pid filter, then a switch-out is kept only where the
+ * thread's in-poll cell of map_fd's element says SS_INPOLL_IN or _ALL, or its
+ * bucket's shared cell is set (cells u32 of each, sampler_inpoll.c). Its fd, or
+ * -errno with why. */
 SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, char *why,
 				     size_t len);
 /* Attaches ss_smp.inpoll_prog, when there is one, to a context-switches event. */
@@ -215,10 +215,12 @@ SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
  * -errno with why. */
 SS_INTERNAL int ss_inpoll_open(char *why, size_t len);
 SS_INTERNAL int ss_inpoll_map_fd(void);
-/* The cell tid's poll hooks write (set to in_poll now: SS_INPOLL_IN or _OUT),
- * or NULL where its bucket is shared with another followed thread (then every
- * switch-out is kept). */
-SS_INTERNAL _Atomic uint32_t *ss_inpoll_follow(uint32_t tid, int in_poll);
+/* tid is followed from now on (its bucket ALL, or shared with another). */
+SS_INTERNAL void ss_inpoll_follow(uint32_t tid);
+/* The cell a followed tid's poll hooks write (set to in_poll now: SS_INPOLL_IN
+ * or _OUT), or NULL where its bucket is shared with another followed thread
+ * (then every switch-out is kept). */
+SS_INTERNAL _Atomic uint32_t *ss_inpoll_cell(uint32_t tid, int in_poll);
 SS_INTERNAL void ss_inpoll_unfollow(uint32_t tid);
 SS_INTERNAL void ss_inpoll_after_fork(void);
 

@@ -379,6 +379,26 @@ static void read_comm(struct ss_sthread *t)
 	t->comm_pending = 1;
 }
 
+/* With the off-CPU filter: t's switch-outs are kept from now on (until its
+ * worker hooks say otherwise). Before per-thread events are opened, so none of
+ * theirs is lost; per-CPU ones drop only what the drain would (it follows t
+ * from now on). */
+static void inpoll_follow(struct ss_sthread *t)
+{
+	if (ss_smp.inpoll_prog < 0)
+		return;
+	ss_inpoll_follow(t->tid);
+	t->inpoll = 1;
+}
+
+static void inpoll_unfollow(struct ss_sthread *t)
+{
+	if (!t->inpoll)
+		return;
+	ss_inpoll_unfollow(t->tid);
+	t->inpoll = 0;
+}
+
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 {
 	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF || !tid)
@@ -416,6 +436,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 	if (ss_smp.percpu) {
 		/* Its events came with it from the thread that created it. */
 		t->kind = SS_ST_PERCPU;
+		inpoll_follow(t);
 		t->since = ss_now();
 		ss_smp.pc_hash_dirty = 1;
 		ss_smp.stats.threads_perf++;
@@ -424,6 +445,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 	}
 	char why[200];
 	if (ss_smp.mode == SS_SAMPLER_PERF) {
+		inpoll_follow(t);
 		int r = ss_perf_open(t, why, sizeof why);
 		if (r == 0) {
 			t->kind = SS_ST_PERF;
@@ -431,6 +453,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 			read_comm(t);
 			return 0;
 		}
+		inpoll_unfollow(t);
 		if (r == -ESRCH) { /* the thread is gone already */
 			ss_smp.stats.threads_refused++;
 			return -1;
@@ -469,11 +492,11 @@ _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll)
 	if (!ss_smp.started || ss_smp.inpoll_prog < 0)
 		return NULL;
 	struct ss_sthread *t = find(tid);
-	if (!t || t->inpoll || (t->kind != SS_ST_PERF && t->kind != SS_ST_PERCPU))
+	if (!t || !t->inpoll)
 		return NULL;
-	t->inpoll = 1;
-	return ss_inpoll_follow(tid, in_poll);
+	return ss_inpoll_cell(tid, in_poll);
 }
+
 
 void ss_sampler_thread_remove(uint32_t tid)
 {
@@ -482,10 +505,7 @@ void ss_sampler_thread_remove(uint32_t tid)
 	struct ss_sthread *t = find(tid);
 	if (!t)
 		return;
-	if (t->inpoll) {
-		ss_inpoll_unfollow(tid);
-		t->inpoll = 0;
-	}
+	inpoll_unfollow(t);
 	/* Stop sampling now; the ring keeps what the thread produced until the next
 	 * drain hands it over. */
 	if (t->kind == SS_ST_PERCPU) {

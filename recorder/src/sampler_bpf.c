@@ -123,11 +123,10 @@ SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, c
 	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, map_fd);
 	p[n++] = insn(0, 0, 0, 0, 0);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
-	/* not a followed worker outside a poll, or a bucket shared by two followed
-	 * threads: keep */
+	/* IN or ALL, or a bucket shared by two followed threads: keep */
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
 	to_keep[nk++] = n;
-	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, SS_INPOLL_OUT);
+	p[n++] = insn(BPF_JMP | BPF_JGT | BPF_K, 0, 0, 0, SS_INPOLL_OUT);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, (int32_t)(cells * 4));
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
 	to_keep[nk++] = n;

@@ -5,17 +5,20 @@
  * switch-out, no system call on either side.
  *
  * The element is two arrays of SS_INPOLL_CELLS u32, both indexed by the tid's
- * low bits: in_poll[], SS_INPOLL_IN from a poll's begin to its end (or a park),
- * SS_INPOLL_OUT otherwise, written only by the thread that owns the bucket, and
- * SS_INPOLL_NONE where no followed worker owns it; and shared[], set by the
- * writer for a bucket two followed threads hash to. The filter drops a
- * switch-out only where in_poll[] says OUT and shared[] is 0: a thread the hooks
- * do not describe (no cell), or one whose flag cannot be trusted, keeps every
- * switch-out, what it did before the filter existed. A bucket goes to the first
- * followed thread; only followed workers are given a cell (ss_slot.inpoll_cell,
- * set by the writer), so a thread nobody follows never writes one. A stale OUT
- * left by a thread just unfollowed (its last store racing the writer's reset)
- * can only drop switch-outs of a thread nobody follows, which the drain drops.
+ * low bits: in_poll[] (SS_INPOLL_*, recorder-private.h), NONE where no followed
+ * thread owns the bucket, ALL once the sampler follows one, then, for a worker
+ * whose hooks describe it, IN from a poll's begin to its end (or a park) and OUT
+ * otherwise, written only by that thread; and shared[], set by the writer for a
+ * bucket two followed threads hash to. The filter keeps a switch-out where
+ * in_poll[] says IN or ALL or shared[] is set: a followed thread the hooks do
+ * not describe, or one whose flag cannot be trusted, keeps every switch-out,
+ * what it did before the filter existed; the switch-outs of a thread nobody
+ * follows (the recorder's own, a runtime's timer thread), which the drain would
+ * drop, are never built. A bucket goes to the first followed thread; only
+ * followed workers are given a cell (ss_slot.inpoll_cell, set by the writer), so
+ * a thread nobody follows never writes one. A stale value left by a thread just
+ * unfollowed (its last store racing the reset) concerns a thread nobody
+ * follows, whose records the drain drops either way.
  *
  * The map and its mapping live as long as the process (a hook may still store
  * through a cell while a session stops, so the memory must never go away);
@@ -86,16 +89,22 @@ SS_INTERNAL int ss_inpoll_map_fd(void)
 	return map_fd;
 }
 
-SS_INTERNAL _Atomic uint32_t *ss_inpoll_follow(uint32_t tid, int in_poll)
+SS_INTERNAL void ss_inpoll_follow(uint32_t tid)
 {
 	uint32_t b = bucket(tid);
 	if (followers[b] < UINT16_MAX)
 		followers[b]++;
-	if (followers[b] > 1) {
-		/* Sticky for the session: which of the two flags is whose is lost. */
+	if (followers[b] > 1) /* sticky for the session: whose flag is whose is lost */
 		atomic_store_explicit(&cells[CELLS + b], 1u, memory_order_relaxed);
+	else
+		atomic_store_explicit(&cells[b], SS_INPOLL_ALL, memory_order_relaxed);
+}
+
+SS_INTERNAL _Atomic uint32_t *ss_inpoll_cell(uint32_t tid, int in_poll)
+{
+	uint32_t b = bucket(tid);
+	if (followers[b] != 1)
 		return NULL;
-	}
 	atomic_store_explicit(&cells[b], in_poll ? SS_INPOLL_IN : SS_INPOLL_OUT, memory_order_relaxed);
 	return &cells[b];
 }
