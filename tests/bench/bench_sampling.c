@@ -61,7 +61,8 @@
  *       (writer included): not recording; hooks only; full recording with the
  *       workers parked across each wait (the in-poll filter, where loaded, drops
  *       those switch-outs in the kernel) and inside a poll across it (kept); full
- *       recording with STALLSCOPE_OFFCPU_STACKS=all, parked (no filter).
+ *       recording with STALLSCOPE_OFFCPU_STACKS=all, parked (no filter); and
+ *       with STALLSCOPE_OFFCPU_STACKS=off (no context-switches event at all).
  *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
@@ -898,7 +899,7 @@ static int part_f(int rounds)
 
 /* ---- (h): what the recorder pays per switch, parked or in a poll --------------- */
 
-#define H_CONFS 5
+#define H_CONFS 6
 
 static int h_mode; /* 0 bare, 1 parked across each wait, 2 inside a poll across it */
 
@@ -967,7 +968,7 @@ static int part_h(int rounds)
 	static const char *names[H_CONFS] = {
 		"not recording", "hooks only (no sampling), parked",
 		"full recording, parked across the wait", "full recording, in a poll across it",
-		"full, OFFCPU_STACKS=all, parked" };
+		"full, OFFCPU_STACKS=all, parked", "sampling, OFFCPU_STACKS=off, parked" };
 	double us[H_CONFS][50];
 	f_trips = 20000;
 	char load[128], tmpl[] = "/tmp/bench-sampling-h-XXXXXX", meta[2][4096] = { "", "" };
@@ -991,6 +992,8 @@ static int part_h(int rounds)
 				cfg.cpu_sampling = conf != 1;
 				if (conf == 4)
 					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_ALL;
+				if (conf == 5)
+					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_OFF;
 				if (stallscope_start(&cfg) != 0) {
 					fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
 					return -1;
@@ -1028,8 +1031,8 @@ static int part_h(int rounds)
 						      : "no off-CPU stacks here");
 	double parked = median(us[2], rounds), all = median(us[4], rounds);
 	printf("  a parked switch-out: %.2f us with the in-poll filter, %.2f us without it "
-	       "(filtered / all %.3f)\n", parked - base, all - base,
-	       all - base > 0 ? (parked - base) / (all - base) : 0.0);
+	       "(filtered / all %.3f), %.2f us with no off-CPU stacks\n", parked - base, all - base,
+	       all - base > 0 ? (parked - base) / (all - base) : 0.0, median(us[5], rounds) - base);
 	return 0;
 }
 
