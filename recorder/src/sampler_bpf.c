@@ -18,7 +18,8 @@
  *
  * Both read the tgid and tid of the running task as seen from this process's pid
  * namespace (bpf_get_ns_current_pid_tgid: a task of another namespace fails the
- * call and is dropped). Loading needs CAP_BPF or CAP_SYS_ADMIN (root); where it
+ * call and is dropped; in the initial namespace, bpf_get_current_pid_tgid,
+ * without the lookup). Loading needs CAP_BPF or CAP_SYS_ADMIN (root); where it
  * is refused the events run unfiltered as before. Used by the writer thread
  * only, at open.
  */
@@ -32,6 +33,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* PROC_PID_INIT_INO: the initial pid namespace's inode number, fixed by the
+ * kernel (include/linux/proc_ns.h). */
+#define PID_NS_INIT_INO 0xEFFFFFFCu
 
 static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
@@ -87,6 +92,19 @@ static int head(struct bpf_insn *p, int *drop_at, char *why, size_t len)
 	}
 	uint64_t dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino;
 	int n = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (ino == PID_NS_INIT_INO) {
+		/* The initial namespace (most programs): the plain helper, which skips
+		 * the namespace lookup at every overflow. Its u64 (tgid << 32 | pid),
+		 * stored little-endian, is the same { pid, tgid } at fp - 8. */
+		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 10, 0, -8, 0);
+		p[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
+		*drop_at = n;
+		p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, 0);
+		return n;
+	}
+#endif
 	/* r1 = dev, r2 = ino (64-bit immediates take two instructions each) */
 	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 1, 0, 0, (int32_t)(uint32_t)dev);
 	p[n++] = insn(0, 0, 0, 0, (int32_t)(uint32_t)(dev >> 32));
