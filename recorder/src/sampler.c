@@ -176,6 +176,10 @@ static void start_offcpu_filter(const struct ss_sampler_config *cfg)
 					 why, sizeof why);
 	if (r < 0) {
 		ss_sampler_note("off-CPU stacks at every switch-out: in-poll filter refused: %s", why);
+		/* A cost the user may want to know of (every parked switch-out builds
+		 * a stack), not only a line of META. */
+		ss_log("sampler: off-CPU stacks at every switch-out, not only inside polls: "
+		       "in-poll filter refused: %s (needs CAP_BPF)", why);
 		return;
 	}
 	ss_smp.inpoll_prog = r;
