@@ -169,6 +169,10 @@ static void start_offcpu_filter(const struct ss_sampler_config *cfg)
 				"cannot say which threads are in a poll)");
 		return;
 	}
+	if (ss_smp.no_bpf_filter) {
+		ss_sampler_note("off-CPU stacks at every switch-out: no BPF filter (asked)");
+		return;
+	}
 	char why[300];
 	int r = ss_inpoll_open(why, sizeof why);
 	if (r == 0)

@@ -76,8 +76,9 @@ struct ss_sampler_config {
 	/* Events of each thread's own instead of the process's per-CPU ones (the
 	 * fallback, forced: tests, comparisons). */
 	int per_thread;
-	/* Per-CPU events of every process without the kernel-side pid filter (the
-	 * fallback where BPF is refused, forced: tests). */
+	/* No BPF filter at all: per-CPU events of every process without the
+	 * kernel-side pid filter, switch-outs without the in-poll one (the fallback
+	 * where BPF is refused, forced: tests). */
 	int no_bpf_filter;
 };
 
