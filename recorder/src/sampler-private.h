@@ -215,6 +215,8 @@ SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
  * -errno with why. */
 SS_INTERNAL int ss_inpoll_open(char *why, size_t len);
 SS_INTERNAL int ss_inpoll_map_fd(void);
+/* The map's descriptor is no longer needed (the filter is loaded, or refused). */
+SS_INTERNAL void ss_inpoll_close_fd(void);
 /* tid is followed from now on (its bucket ALL, or shared with another). */
 SS_INTERNAL void ss_inpoll_follow(uint32_t tid);
 /* The cell a followed tid's poll hooks write (set to in_poll now: SS_INPOLL_IN

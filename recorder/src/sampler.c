@@ -178,6 +178,7 @@ static void start_offcpu_filter(const struct ss_sampler_config *cfg)
 	if (r == 0)
 		r = ss_bpf_offcpu_filter((uint32_t)getpid(), ss_inpoll_map_fd(), SS_INPOLL_CELLS,
 					 why, sizeof why);
+	ss_inpoll_close_fd(); /* the program holds the map now */
 	if (r < 0) {
 		ss_sampler_note("off-CPU stacks at every switch-out: in-poll filter refused: %s", why);
 		/* A cost the user may want to know of (every parked switch-out builds

@@ -22,7 +22,11 @@
  *
  * The map and its mapping live as long as the process (a hook may still store
  * through a cell while a session stops, so the memory must never go away);
- * each sampler start clears them. In a forked child the shared pages would
+ * each sampler start clears them. Its descriptor is open only while a start
+ * loads the filter (the mapping and the program keep the map): a session
+ * leaves no descriptor behind, and the next one opens the map again by its id
+ * (BPF_MAP_GET_FD_BY_ID, CAP_SYS_ADMIN), or, refused, makes a new one and
+ * leaves the old mapping where it is. In a forked child the shared pages would
  * reach the parent's filter: after_fork puts private memory in their place.
  * Writer thread only, but for the hooks' stores.
  */
@@ -43,6 +47,7 @@ _Static_assert((CELLS & (CELLS - 1)) == 0, "the filter masks the tid");
 _Static_assert(VALUE_SIZE % 4096 == 0, "the element fills whole pages");
 
 static int map_fd = -1;
+static uint32_t map_id;
 static _Atomic uint32_t *cells;       /* in_poll[CELLS] then shared[CELLS] */
 static uint16_t followers[CELLS];      /* followed threads per bucket */
 
@@ -51,8 +56,26 @@ static uint32_t bucket(uint32_t tid)
 	return tid & (CELLS - 1);
 }
 
+static uint32_t id_of(int fd)
+{
+	struct bpf_map_info info;
+	memset(&info, 0, sizeof info);
+	union bpf_attr a;
+	memset(&a, 0, sizeof a);
+	a.info.bpf_fd = (uint32_t)fd;
+	a.info.info_len = sizeof info;
+	a.info.info = (uint64_t)(uintptr_t)&info;
+	return syscall(SYS_bpf, BPF_OBJ_GET_INFO_BY_FD, &a, sizeof a) == 0 ? info.id : 0;
+}
+
 SS_INTERNAL int ss_inpoll_open(char *why, size_t len)
 {
+	if (map_fd < 0 && cells && map_id) {
+		union bpf_attr a;
+		memset(&a, 0, sizeof a);
+		a.map_id = map_id;
+		map_fd = (int)syscall(SYS_bpf, BPF_MAP_GET_FD_BY_ID, &a, sizeof a);
+	}
 	if (map_fd < 0) {
 		union bpf_attr a;
 		memset(&a, 0, sizeof a);
@@ -75,6 +98,7 @@ SS_INTERNAL int ss_inpoll_open(char *why, size_t len)
 			return -e;
 		}
 		map_fd = fd;
+		map_id = id_of(fd);
 		cells = p;
 	}
 	/* Hooks of the previous session may still store here: a stale 1 only keeps
@@ -87,6 +111,13 @@ SS_INTERNAL int ss_inpoll_open(char *why, size_t len)
 SS_INTERNAL int ss_inpoll_map_fd(void)
 {
 	return map_fd;
+}
+
+SS_INTERNAL void ss_inpoll_close_fd(void)
+{
+	if (map_fd >= 0)
+		close(map_fd);
+	map_fd = -1;
 }
 
 SS_INTERNAL void ss_inpoll_follow(uint32_t tid)
@@ -127,7 +158,6 @@ SS_INTERNAL void ss_inpoll_after_fork(void)
 	mmap((void *)cells, VALUE_SIZE, PROT_READ | PROT_WRITE,
 	     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	cells = NULL;
-	if (map_fd >= 0)
-		close(map_fd);
-	map_fd = -1;
+	map_id = 0;
+	ss_inpoll_close_fd();
 }
