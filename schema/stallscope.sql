@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 7 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 8 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -134,16 +134,44 @@ CREATE TABLE IF NOT EXISTS locations (
 
 -- Tasks: one row per task number of a recording, from its SPAWN (or its first
 -- appearance when it was spawned before the data began) to its TERMINATE.
-CREATE TABLE IF NOT EXISTS tasks (
+-- `tasks` is a view of task_rows with the documented columns (schema version 8
+-- moved the rows, and moves those of an older database at its next import):
+-- query tasks. task_rows leaves out what the row already says, which was a
+-- third of a task's bytes: the task number when it equals id (the importer
+-- numbers a recording's tasks as the runtime does, so it mostly does), and the
+-- end as a lifetime (a few bytes) instead of a second absolute time (six).
+-- An INSERT into tasks still works (a trigger writes task_rows); update and
+-- delete task_rows, whose id is tasks.id.
+--   tasks: id, recording_id,
+--     task,                           -- the runtime's task number
+--     location_id, parent_task_id, spawn_ts, -- as in task_rows
+--     end_ts,                         -- TERMINATE, ns; NULL while alive at the end of the data
+--     spawn_thread_id                 -- as in task_rows
+CREATE TABLE IF NOT EXISTS task_rows (
   id INTEGER PRIMARY KEY,
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
-  task INTEGER NOT NULL,            -- the runtime's task number
+  task INTEGER,                     -- the runtime's task number; NULL: equal to id
   location_id INTEGER REFERENCES locations(id), -- spawn location (else first poll location)
-  parent_task_id INTEGER REFERENCES tasks(id),  -- the task being polled where it was spawned
+  parent_task_id INTEGER REFERENCES task_rows(id), -- the task being polled where it was spawned
   spawn_ts INTEGER,                 -- ns; NULL when spawned before the data
-  end_ts INTEGER,                   -- TERMINATE, ns; NULL while alive at the end of the data
+  life INTEGER,                     -- end_ts - spawn_ts, ns (end_ts itself when spawn_ts is NULL);
+                                    -- NULL while alive at the end of the data
   spawn_thread_id INTEGER REFERENCES threads(id) -- thread that spawned it
 );
+CREATE VIEW IF NOT EXISTS tasks AS
+SELECT t.id AS id, t.recording_id AS recording_id, coalesce(t.task, t.id) AS task,
+       t.location_id AS location_id, t.parent_task_id AS parent_task_id, t.spawn_ts AS spawn_ts,
+       coalesce(t.spawn_ts, 0) + t.life AS end_ts, t.spawn_thread_id AS spawn_thread_id
+  FROM task_rows t;
+CREATE TRIGGER IF NOT EXISTS tasks_insert INSTEAD OF INSERT ON tasks
+BEGIN
+  SELECT RAISE(ABORT, 'NOT NULL constraint failed: tasks.task') WHERE NEW.task IS NULL;
+  INSERT INTO task_rows(id, recording_id, task, location_id, parent_task_id, spawn_ts, life,
+                        spawn_thread_id)
+    VALUES (NEW.id, NEW.recording_id, CASE WHEN NEW.id IS NULL OR NEW.task <> NEW.id THEN NEW.task END,
+            NEW.location_id, NEW.parent_task_id, NEW.spawn_ts, NEW.end_ts - coalesce(NEW.spawn_ts, 0),
+            NEW.spawn_thread_id);
+END;
 
 -- Polls: a worker running a task from POLL_BEGIN to POLL_END. Polls that cross a
 -- segment boundary are one row (stitched through THREAD_DEF's open poll). The
@@ -151,7 +179,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE TABLE IF NOT EXISTS polls (
   id INTEGER PRIMARY KEY,
   worker_id INTEGER NOT NULL REFERENCES workers(id),
-  task_id INTEGER REFERENCES tasks(id),
+  task_id INTEGER REFERENCES task_rows(id),
   location_id INTEGER REFERENCES locations(id),
   ts INTEGER NOT NULL,              -- POLL_BEGIN, ns
   dur INTEGER NOT NULL,             -- POLL_END - POLL_BEGIN, ns (lower bound when incomplete)
@@ -211,10 +239,10 @@ CREATE TABLE IF NOT EXISTS parks (
 -- poll's wake is found by a binary search on rowid without an index (the viewer
 -- does this); for SQL, CREATE INDEX wakes_by_poll ON wakes(poll_id) if needed.
 CREATE TABLE IF NOT EXISTS wakes (
-  task_id INTEGER REFERENCES tasks(id),  -- the woken task
+  task_id INTEGER REFERENCES task_rows(id),  -- the woken task
   ts INTEGER NOT NULL,              -- the wake, ns
   waker_thread_id INTEGER REFERENCES threads(id),
-  waker_task_id INTEGER REFERENCES tasks(id), -- task being polled by the waker, NULL if none
+  waker_task_id INTEGER REFERENCES task_rows(id), -- task being polled by the waker, NULL if none
   poll_id INTEGER REFERENCES polls(id),  -- the poll of the woken task that this wake led to
   delay INTEGER                     -- wake-to-poll delay of that poll, ns: from the wake (or,
                                     -- when the wake arrived during a poll of the same task,
@@ -228,13 +256,25 @@ CREATE TABLE IF NOT EXISTS wakes (
 -- the exact step function of the depths without the repeats (runtimes report at
 -- every poll). A depth the report does not carry is NULL (dial9 reports a
 -- worker's local queue at its polls and parks, and the global queue apart).
-CREATE TABLE IF NOT EXISTS queue_depths (
+-- `queue_depths` is a view of queue_rows, which leaves out the worker: that is
+-- the reporting thread's lane in workers (schema version 8; an older database's
+-- rows move at its next import). Query queue_depths. An INSERT into it still
+-- works (its worker_id is not stored).
+CREATE TABLE IF NOT EXISTS queue_rows (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
-  worker_id INTEGER REFERENCES workers(id), -- when the reporting thread is a worker
   ts INTEGER NOT NULL,
   local INTEGER,                    -- the worker's local run queue length
   global INTEGER                    -- the shared (injection) queue length
 );
+CREATE VIEW IF NOT EXISTS queue_depths AS
+SELECT q.thread_id AS thread_id,
+       (SELECT min(w.id) FROM workers w WHERE w.thread_id = q.thread_id) AS worker_id, -- NULL: not a worker
+       q.ts AS ts, q.local AS local, q.global AS global
+  FROM queue_rows q;
+CREATE TRIGGER IF NOT EXISTS queue_depths_insert INSTEAD OF INSERT ON queue_depths
+BEGIN
+  INSERT INTO queue_rows(thread_id, ts, local, global) VALUES (NEW.thread_id, NEW.ts, NEW.local, NEW.global);
+END;
 
 -- The names of marks and spans, each stored once (a program names its marks
 -- and spans with a few constant strings, and a text in every row was a third
@@ -266,34 +306,66 @@ END;
 
 -- Application spans (SPAN_BEGIN..SPAN_END on one thread, properly nested).
 -- dial9's tracing spans: one row per enter..exit (an async span entered at each
--- poll is one row per poll, all with its span_id). `spans` is a view of
--- span_rows with the name spelled out, as marks is of mark_rows (schema
--- version 6); query spans, whose columns are span_rows' with name in place
--- of name_id.
-CREATE TABLE IF NOT EXISTS span_rows (
+-- poll is one row per poll, all with its span_id). `spans` is a view with the
+-- documented columns below; query spans. Its rows are stored in two tables
+-- (schema version 8; version 6 had span_rows, which an older database's next
+-- import splits): span_full, a row with every column for a span that has a
+-- span id, parent, fields or location (dial9's), and span_cells for the others
+-- (a stallscope recording's spans, whose four NULLs were a fifth of a row's
+-- bytes), with the depth and incomplete flag in one small integer. Both refer
+-- to their name by names.id. The view lists span_cells' rows, then
+-- span_full's. An INSERT into spans still works (a trigger stores its name in
+-- names and the row in the table it belongs to).
+--   spans: thread_id, ts, dur,
+--     name,                           -- NULL: no name
+--     depth,                          -- nesting depth on the thread, 0 = outermost
+--     incomplete,
+--     span_id,                        -- the trace's own span id, NULL if none
+--     parent_span_id,                 -- the span id of its declared parent, NULL if none
+--     fields,                         -- its fields as a JSON object (json_extract(fields, '$.key')), NULL if none
+--     location_id                     -- where it is declared (function = target::name), NULL if unknown
+CREATE TABLE IF NOT EXISTS span_cells (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
   dur INTEGER NOT NULL,
   name_id INTEGER REFERENCES names(id), -- NULL: no name
-  depth INTEGER NOT NULL,           -- nesting depth on the thread, 0 = outermost
+  shape INTEGER NOT NULL            -- depth * 2 + incomplete
+);
+CREATE TABLE IF NOT EXISTS span_full (
+  thread_id INTEGER NOT NULL REFERENCES threads(id),
+  ts INTEGER NOT NULL,
+  dur INTEGER NOT NULL,
+  name_id INTEGER REFERENCES names(id), -- NULL: no name
+  depth INTEGER NOT NULL,
   incomplete INTEGER NOT NULL DEFAULT 0,
-  span_id INTEGER,                  -- the trace's own span id, NULL if none
-  parent_span_id INTEGER,           -- the span id of its declared parent, NULL if none
-  fields TEXT,                      -- its fields as a JSON object (json_extract(fields, '$.key')), NULL if none
-  location_id INTEGER REFERENCES locations(id) -- where it is declared (function = target::name), NULL if unknown
+  span_id INTEGER,
+  parent_span_id INTEGER,
+  fields TEXT,
+  location_id INTEGER REFERENCES locations(id)
 );
 CREATE VIEW IF NOT EXISTS spans AS
-SELECT s.thread_id AS thread_id, s.ts AS ts, s.dur AS dur, n.name AS name, s.depth AS depth,
-       s.incomplete AS incomplete, s.span_id AS span_id, s.parent_span_id AS parent_span_id,
-       s.fields AS fields, s.location_id AS location_id
-  FROM span_rows s LEFT JOIN names n ON n.id = s.name_id;
+SELECT s.thread_id AS thread_id, s.ts AS ts, s.dur AS dur, n.name AS name, s.shape >> 1 AS depth,
+       s.shape & 1 AS incomplete, NULL AS span_id, NULL AS parent_span_id, NULL AS fields,
+       NULL AS location_id
+  FROM span_cells s LEFT JOIN names n ON n.id = s.name_id
+UNION ALL
+SELECT f.thread_id, f.ts, f.dur, n.name, f.depth, f.incomplete, f.span_id, f.parent_span_id, f.fields,
+       f.location_id
+  FROM span_full f LEFT JOIN names n ON n.id = f.name_id;
 CREATE TRIGGER IF NOT EXISTS spans_insert INSTEAD OF INSERT ON spans
 BEGIN
   INSERT OR IGNORE INTO names(name) SELECT NEW.name WHERE NEW.name IS NOT NULL;
-  INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,
-                        fields, location_id)
-    VALUES (NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name), NEW.depth,
-            coalesce(NEW.incomplete, 0), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id);
+  INSERT INTO span_cells(thread_id, ts, dur, name_id, shape)
+    SELECT NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name),
+           NEW.depth * 2 + (coalesce(NEW.incomplete, 0) <> 0)
+     WHERE NEW.span_id IS NULL AND NEW.parent_span_id IS NULL AND NEW.fields IS NULL
+       AND NEW.location_id IS NULL;
+  INSERT INTO span_full(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id, fields,
+                        location_id)
+    SELECT NEW.thread_id, NEW.ts, NEW.dur, (SELECT id FROM names WHERE name = NEW.name), NEW.depth,
+           coalesce(NEW.incomplete, 0), NEW.span_id, NEW.parent_span_id, NEW.fields, NEW.location_id
+     WHERE NEW.span_id IS NOT NULL OR NEW.parent_span_id IS NOT NULL OR NEW.fields IS NOT NULL
+        OR NEW.location_id IS NOT NULL;
 END;
 
 -- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a
@@ -328,7 +400,7 @@ CREATE TABLE IF NOT EXISTS stalls (
   id INTEGER PRIMARY KEY,
   poll_id INTEGER REFERENCES polls(id),  -- the stalled poll (same worker, same start)
   worker_id INTEGER REFERENCES workers(id),
-  task_id INTEGER REFERENCES tasks(id),
+  task_id INTEGER REFERENCES task_rows(id),
   ts INTEGER NOT NULL,              -- start of the stalled poll, ns
   dur INTEGER,                      -- its length (STALL_END), ns; NULL when it never ended in the data
   kind TEXT,                        -- kind of the first capture: 'running', 'blocked', 'runnable', 'unknown'
@@ -355,7 +427,7 @@ CREATE TABLE IF NOT EXISTS stall_captures (
 -- dial9 writes a dump during the task's next poll: thread_id is that poll's
 -- thread, and idle runs to that poll's start (NULL when it is not in the data).
 CREATE TABLE IF NOT EXISTS task_dumps (
-  task_id INTEGER REFERENCES tasks(id),
+  task_id INTEGER REFERENCES task_rows(id),
   ts INTEGER NOT NULL,              -- when the task returned pending (began to be idle), ns
   idle INTEGER,                     -- how long it had been idle when dumped, ns
   callsite_id INTEGER REFERENCES callsites(id), -- where it yielded (leaf), NULL when none
@@ -451,7 +523,7 @@ CREATE TABLE IF NOT EXISTS worker_summaries (
 CREATE TABLE IF NOT EXISTS import_pending_wakes (
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
   wake_rowid INTEGER NOT NULL,      -- rowid of the wakes row
-  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  task_id INTEGER NOT NULL REFERENCES task_rows(id),
   wake_from INTEGER NOT NULL,       -- ns the delay counts from (the wake, or the end of the poll it came in)
   in_poll INTEGER NOT NULL          -- 1: the wake came while the task was being polled
 );
@@ -479,7 +551,7 @@ CREATE TABLE IF NOT EXISTS import_thread_state (
 CREATE TABLE IF NOT EXISTS import_ended_tasks (
   recording_id INTEGER NOT NULL REFERENCES recordings(id),
   task INTEGER NOT NULL,            -- the runtime's task number
-  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  task_id INTEGER NOT NULL REFERENCES task_rows(id),
   end_ts INTEGER NOT NULL
 );
 

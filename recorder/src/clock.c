@@ -251,8 +251,48 @@ SS_INTERNAL uint64_t ss_clock_start_cpu_ns(void)
 	return tour_cpu_ns;
 }
 
-static int check_cpus(struct cpu_check *k)
+/* A tour already taken for the coming start (ss_clock_tour), with the
+ * clocksource it read. */
+static struct cpu_check toured;
+static char toured_cs[64];
+static int toured_want = -1;
+
+/* Whether the TSC may be the hooks' clock before its CPUs are compared; cs
+ * receives the kernel's clocksource. */
+static int tsc_candidate(int32_t want, char *cs, size_t len)
 {
+	if (want == STALLSCOPE_CLOCK_VDSO)
+		return 0;
+#if !defined(__x86_64__) || !defined(__SIZEOF_INT128__)
+	(void)cs;
+	(void)len;
+	return 0;
+#else
+	read_clocksource(cs, len);
+	return invariant_tsc() && (want == STALLSCOPE_CLOCK_TSC || tsc_based(cs));
+#endif
+}
+
+SS_INTERNAL void ss_clock_tour(int32_t want)
+{
+	toured_want = -1;
+	memset(&toured, 0, sizeof toured);
+	if (!tsc_candidate(want, toured_cs, sizeof toured_cs))
+		return;
+	uint64_t c0 = ss_thread_cpu_ns();
+	cpu_tour(&toured);
+	toured.cpu_ns -= c0;
+	toured_want = want;
+}
+
+static int check_cpus(struct cpu_check *k, int32_t want)
+{
+	if (toured_want == want) {
+		*k = toured;
+		toured_want = -1;
+		tour_cpu_ns = k->cpu_ns;
+		return k->ok;
+	}
 	memset(k, 0, sizeof *k);
 	pthread_t th;
 	if (pthread_create(&th, NULL, cpu_tour, k) != 0) {
@@ -381,7 +421,10 @@ SS_INTERNAL void ss_clock_start(int32_t want, char *status, size_t len)
 	return;
 #else
 	char cs[64];
-	read_clocksource(cs, sizeof cs);
+	if (toured_want == want)
+		snprintf(cs, sizeof cs, "%s", toured_cs);
+	else
+		read_clocksource(cs, sizeof cs);
 	if (!invariant_tsc()) {
 		snprintf(status, len, "vdso: clock_gettime(CLOCK_MONOTONIC) in every hook (the CPU "
 			 "has no invariant TSC; clocksource %s)", cs);
@@ -394,7 +437,7 @@ SS_INTERNAL void ss_clock_start(int32_t want, char *status, size_t len)
 		return;
 	}
 	struct cpu_check k;
-	int ok = check_cpus(&k);
+	int ok = check_cpus(&k, want);
 	if (ok == 0) {
 		snprintf(status, len, "vdso: clock_gettime(CLOCK_MONOTONIC) in every hook (the TSC "
 			 "of CPU %d is %lld ns off the others: not one clock; clocksource %s)",

@@ -28,8 +28,16 @@
  * calibration point. status receives one line for the log and META "hook_clock":
  * which clock, and for vdso why the TSC was not used. */
 SS_INTERNAL void ss_clock_start(int32_t want, char *status, size_t len);
+/* The part of ss_clock_start's check that visits every CPU, taken ahead on a
+ * thread of the recorder's own (its affinity changes for the tour and is put
+ * back): the writer thread does it first thing, so that start creates no thread
+ * for it. The next ss_clock_start with the same want uses its result (and
+ * otherwise tours on a thread of its own). Not concurrently with
+ * ss_clock_start: the writer's start waits for it. */
+SS_INTERNAL void ss_clock_tour(int32_t want);
 SS_INTERNAL void ss_clock_stop(void);
-/* CPU ns the last ss_clock_start spent on its helper thread (the CPU tour). */
+/* CPU ns the last ss_clock_start's CPU tour took (on its helper thread, or on
+ * the thread that ran ss_clock_tour). */
 SS_INTERNAL uint64_t ss_clock_start_cpu_ns(void);
 /* 1 when the hooks read the TSC. */
 SS_INTERNAL int ss_clock_is_tsc(void);

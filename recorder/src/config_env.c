@@ -232,7 +232,8 @@ SS_INTERNAL int ss_config_from_env(struct stallscope_config *cfg, char *err, siz
 		cfg->rotation_period_s = UINT32_MAX;
 
 	static const char *const sampler_words[] = {"auto", "perf", "timer", "off", "cpu", NULL};
-	static const char *const offcpu_words[] = {"auto", "on", "off", NULL};
+	/* In the order of STALLSCOPE_OFFCPU_AUTO, _ON, _OFF, _ALL. */
+	static const char *const offcpu_words[] = {"auto", "on", "off", "all", NULL};
 	/* In the order of STALLSCOPE_UNWIND_AUTO, _FP, _DWARF. */
 	static const char *const unwind_words[] = {"auto", "fp", "dwarf", NULL};
 	/* In the order of STALLSCOPE_CLOCK_AUTO, _TSC, _VDSO. */

@@ -18,6 +18,7 @@
  *   intern.c        strings and locations interned to small ids
  *   log.c           logging and the last error (log.h)
  *   thread_self.c   the calling thread's worker identity and stack bounds (thread_self.h)
+ *   thread_named.c  the recorder's threads, started with their names set
  *   writer.c        the background thread that drains rings into blocks
  *   segment_file.c  segment files: create, append blocks, seal, rotate, evict, recover
  *   config_env.c    STALLSCOPE_* environment parsing
@@ -157,6 +158,11 @@ struct ss_slot {
 	uint64_t w_populated;      /* ring entries [0, this) faulted in by the writer */
 	uint64_t w_last_head;      /* head at the writer's last look, for its pace */
 	uint32_t w_sampled;        /* the sampler follows this thread */
+	/* Set by the writer while the sampler follows the thread with the off-CPU
+	 * filter (ss_sampler_inpoll_cell), read by the owner's poll hooks: one
+	 * relaxed load, and one store into the cell when set. Cleared with the
+	 * writer-private fields when the slot is released. */
+	_Atomic(_Atomic uint32_t *) inpoll_cell;
 };
 
 struct ss_pool {
@@ -197,6 +203,21 @@ SS_INTERNAL int ss_pool_take_no_slot_loss(uint64_t *count, uint64_t *first, uint
 extern SS_INTERNAL _Atomic uint32_t ss_state;
 extern SS_INTERNAL __thread struct ss_slot *ss_tls_slot __attribute__((tls_model("initial-exec")));
 extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("initial-exec")));
+
+/* What an in-poll cell holds (sampler_inpoll.c), and what the off-CPU filter does
+ * with a switch-out there: NONE no thread the sampler follows (dropped: the drain
+ * would drop it), OUT a followed worker outside a poll (dropped), IN inside one
+ * (kept), ALL a followed thread the hooks do not describe (kept). */
+enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2, SS_INPOLL_ALL = 3 };
+
+/* Hook path: the calling thread is (1) or is no longer (0) inside a poll, for
+ * the sampler's off-CPU filter. */
+static inline void ss_inpoll_mark(struct ss_slot *s, uint32_t in_poll)
+{
+	_Atomic uint32_t *c = atomic_load_explicit(&s->inpoll_cell, memory_order_relaxed);
+	if (c)
+		atomic_store_explicit(c, SS_INPOLL_OUT + in_poll, memory_order_relaxed);
+}
 
 SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,
 			 uint32_t b, uint64_t c);
@@ -405,5 +426,11 @@ SS_INTERNAL void ss_writer_nudge(void);
 SS_INTERNAL void ss_writer_set_sampling(int on);
 /* The sampler's mode and reasons, as started by the writer ("off" when none). */
 SS_INTERNAL const char *ss_writer_sampler_status(void);
+
+/* pthread_create for the recorder's threads, named when it returns; borrow:
+ * by taking the name for the moment (thread_named.c). */
+#include <pthread.h>
+SS_INTERNAL int ss_thread_create_named(pthread_t *th, void *(*fn)(void *), void *arg,
+				       const char *name, int borrow);
 
 #endif /* STALLSCOPE_RECORDER_PRIVATE_H */

@@ -85,6 +85,7 @@ struct ss_sthread {
 	uint64_t last_lost_read;          /* when the counters were last read */
 	uint64_t throttled_at;            /* THROTTLE seen, UNTHROTTLE not yet: its time */
 	uint64_t throttled_id;
+	uint8_t inpoll;                   /* given an in-poll cell (sampler_inpoll.c) */
 };
 
 struct ss_sampler_state {
@@ -114,6 +115,10 @@ struct ss_sampler_state {
 	int pc_filtered;                  /* cpu_wide samples filtered by pid in the kernel */
 	int no_bpf_filter;                /* asked for: the fallback, forced */
 	int force_per_thread;
+	/* The off-CPU filter (sampler_bpf.c) for the context-switches events: its fd
+	 * while events are opened this session, -1 when switch-outs go unfiltered. */
+	int inpoll_prog;
+	uint32_t inpoll_attached, inpoll_refused; /* PERF_EVENT_IOC_SET_BPF results */
 	uint32_t ncpu_rings;
 	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
 	int *pc_fds;                      /* every event opened, to enable and close */
@@ -195,6 +200,31 @@ SS_INTERNAL void ss_percpu_after_fork(void);
  * -errno with why. */
 SS_INTERNAL int ss_bpf_pid_filter(uint32_t pid, char *why, size_t len);
 SS_INTERNAL int ss_bpf_attach(int perf_fd, int prog_fd); /* 0 or -errno */
+/* The off-CPU filter: the pid filter, then a switch-out is kept only where the
+ * thread's in-poll cell of map_fd's element says SS_INPOLL_IN or _ALL, or its
+ * bucket's shared cell is set (cells u32 of each, sampler_inpoll.c). Its fd, or
+ * -errno with why. */
+SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, char *why,
+				     size_t len);
+/* Attaches ss_smp.inpoll_prog, when there is one, to a context-switches event. */
+SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
+
+/* sampler_inpoll.c */
+#define SS_INPOLL_CELLS 16384
+/* Creates the map and its mapping (once per process) and clears them: 0, or
+ * -errno with why. */
+SS_INTERNAL int ss_inpoll_open(char *why, size_t len);
+SS_INTERNAL int ss_inpoll_map_fd(void);
+/* The map's descriptor is no longer needed (the filter is loaded, or refused). */
+SS_INTERNAL void ss_inpoll_close_fd(void);
+/* tid is followed from now on (its bucket ALL, or shared with another). */
+SS_INTERNAL void ss_inpoll_follow(uint32_t tid);
+/* The cell a followed tid's poll hooks write (set to in_poll now: SS_INPOLL_IN
+ * or _OUT), or NULL where its bucket is shared with another followed thread
+ * (then every switch-out is kept). */
+SS_INTERNAL _Atomic uint32_t *ss_inpoll_cell(uint32_t tid, int in_poll);
+SS_INTERNAL void ss_inpoll_unfollow(uint32_t tid);
+SS_INTERNAL void ss_inpoll_after_fork(void);
 
 /* sampler_timer.c */
 /* Installs the signal handler once. 0, or -1 with why. */

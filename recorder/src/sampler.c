@@ -102,6 +102,11 @@ int ss_sampler_offcpu_stacks(void)
 	return ss_smp.started && ss_smp.mode == SS_SAMPLER_PERF && ss_smp.offcpu;
 }
 
+int ss_sampler_offcpu_in_polls(void)
+{
+	return ss_sampler_offcpu_stacks() && ss_smp.inpoll_prog >= 0 && ss_smp.inpoll_attached;
+}
+
 int ss_sampler_per_cpu(void)
 {
 	return !ss_smp.started || !ss_smp.percpu ? 0 : ss_smp.cpu_wide ? 2 : 1;
@@ -145,6 +150,58 @@ static void start_timer_mode(const char *perf_why)
 	}
 	if (perf_why)
 		ss_sampler_note("%s", perf_why);
+}
+
+/* The off-CPU filter, loaded before any context-switches event is opened so
+ * each can take it as it is opened. Refused (no CAP_BPF, an older kernel):
+ * every switch-out keeps its stack, as asked for by SS_OFFCPU_ALL. */
+static void start_offcpu_filter(const struct ss_sampler_config *cfg)
+{
+	ss_smp.inpoll_prog = -1;
+	if (!ss_smp.offcpu)
+		return;
+	if (cfg->offcpu == SS_OFFCPU_ALL) {
+		ss_sampler_note("off-CPU stacks at every switch-out (asked)");
+		return;
+	}
+	if (ss_target_pid()) {
+		ss_sampler_note("off-CPU stacks at every switch-out (another process: its hooks "
+				"cannot say which threads are in a poll)");
+		return;
+	}
+	if (ss_smp.no_bpf_filter) {
+		ss_sampler_note("off-CPU stacks at every switch-out: no BPF filter (asked)");
+		return;
+	}
+	char why[300];
+	int r = ss_inpoll_open(why, sizeof why);
+	if (r == 0)
+		r = ss_bpf_offcpu_filter((uint32_t)getpid(), ss_inpoll_map_fd(), SS_INPOLL_CELLS,
+					 why, sizeof why);
+	ss_inpoll_close_fd(); /* the program holds the map now */
+	if (r < 0) {
+		ss_sampler_note("off-CPU stacks at every switch-out: in-poll filter refused: %s", why);
+		/* A cost the user may want to know of (every parked switch-out builds
+		 * a stack), not only a line of META. */
+		ss_log("sampler: off-CPU stacks at every switch-out, not only inside polls: "
+		       "in-poll filter refused: %s (needs CAP_BPF)", why);
+		return;
+	}
+	ss_smp.inpoll_prog = r;
+}
+
+/* What became of the filter once the events are open (per-thread events take it
+ * as threads are added: a later refusal is said by ss_sampler_thread_add). */
+static void note_offcpu_filter(void)
+{
+	if (ss_smp.inpoll_prog < 0)
+		return;
+	if (ss_smp.inpoll_refused)
+		ss_sampler_note("off-CPU in-poll filter on %u of %u context-switches events",
+				ss_smp.inpoll_attached, ss_smp.inpoll_refused + ss_smp.inpoll_attached);
+	else
+		ss_sampler_note("off-CPU stacks inside polls only (BPF filter on the switch-out "
+				"samples; parked and between-poll switch-outs have no stack)");
 }
 
 /* The process's per-CPU events where they can be had; per-thread events are
@@ -220,6 +277,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		 * stop skips it), so a recording without sampling does not pay for
 		 * first-touching its pages; the next sampling session clears it. */
 		memset(&ss_smp, 0, offsetof(struct ss_sampler_state, threads));
+		ss_smp.inpoll_prog = -1;
 		ss_smp.started = 1;
 		ss_smp.enabled = 1;
 		ss_smp.mode = SS_SAMPLER_OFF;
@@ -237,6 +295,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	}
 	ss_smp.started = 1;
 	ss_smp.enabled = 1;
+	ss_smp.inpoll_prog = -1;
 	ss_smp.hz = cfg->hz ? cfg->hz : 999;
 	if (ss_smp.hz > 100000)
 		ss_smp.hz = 100000; /* perf_event_max_sample_rate's usual value */
@@ -282,7 +341,9 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 			ss_smp.mode = SS_SAMPLER_PERF;
 			/* why holds the details of what perf granted */
 			ss_sampler_note("perf: %s", why);
+			start_offcpu_filter(cfg);
 			start_percpu(cfg);
+			note_offcpu_filter();
 		} else if (cfg->mode == SS_SAMPLER_AUTO || cfg->mode == SS_SAMPLER_CPU) {
 			char w2[340];
 			snprintf(w2, sizeof w2, "perf refused: %s", why);
@@ -327,6 +388,26 @@ static void read_comm(struct ss_sthread *t)
 	t->comm_pending = 1;
 }
 
+/* With the off-CPU filter: t's switch-outs are kept from now on (until its
+ * worker hooks say otherwise). Before per-thread events are opened, so none of
+ * theirs is lost; per-CPU ones drop only what the drain would (it follows t
+ * from now on). */
+static void inpoll_follow(struct ss_sthread *t)
+{
+	if (ss_smp.inpoll_prog < 0)
+		return;
+	ss_inpoll_follow(t->tid);
+	t->inpoll = 1;
+}
+
+static void inpoll_unfollow(struct ss_sthread *t)
+{
+	if (!t->inpoll)
+		return;
+	ss_inpoll_unfollow(t->tid);
+	t->inpoll = 0;
+}
+
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 {
 	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF || !tid)
@@ -364,6 +445,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 	if (ss_smp.percpu) {
 		/* Its events came with it from the thread that created it. */
 		t->kind = SS_ST_PERCPU;
+		inpoll_follow(t);
 		t->since = ss_now();
 		ss_smp.pc_hash_dirty = 1;
 		ss_smp.stats.threads_perf++;
@@ -372,6 +454,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 	}
 	char why[200];
 	if (ss_smp.mode == SS_SAMPLER_PERF) {
+		inpoll_follow(t);
 		int r = ss_perf_open(t, why, sizeof why);
 		if (r == 0) {
 			t->kind = SS_ST_PERF;
@@ -379,6 +462,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 			read_comm(t);
 			return 0;
 		}
+		inpoll_unfollow(t);
 		if (r == -ESRCH) { /* the thread is gone already */
 			ss_smp.stats.threads_refused++;
 			return -1;
@@ -412,6 +496,17 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 	return 0;
 }
 
+_Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll)
+{
+	if (!ss_smp.started || ss_smp.inpoll_prog < 0)
+		return NULL;
+	struct ss_sthread *t = find(tid);
+	if (!t || !t->inpoll)
+		return NULL;
+	return ss_inpoll_cell(tid, in_poll);
+}
+
+
 void ss_sampler_thread_remove(uint32_t tid)
 {
 	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
@@ -419,6 +514,7 @@ void ss_sampler_thread_remove(uint32_t tid)
 	struct ss_sthread *t = find(tid);
 	if (!t)
 		return;
+	inpoll_unfollow(t);
 	/* Stop sampling now; the ring keeps what the thread produced until the next
 	 * drain hands it over. */
 	if (t->kind == SS_ST_PERCPU) {
@@ -531,6 +627,7 @@ void ss_sampler_set_enabled(int on)
 
 void ss_sampler_after_fork(void)
 {
+	ss_inpoll_after_fork(); /* across sessions: the map outlives them */
 	if (!ss_smp.started)
 		return;
 	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
@@ -543,6 +640,8 @@ void ss_sampler_after_fork(void)
 		}
 	}
 	ss_percpu_after_fork();
+	if (ss_smp.inpoll_prog >= 0)
+		close(ss_smp.inpoll_prog);
 	free(ss_smp.pc_fds);
 	free(ss_smp.pc_cs_ids);
 	free(ss_smp.cpus);
@@ -565,6 +664,9 @@ void ss_sampler_stop(void)
 		ss_log("sampler: %llu samples and switch records of other processes dropped",
 		       (unsigned long long)ss_smp.stats.foreign);
 	ss_percpu_close();
+	if (ss_smp.inpoll_prog >= 0)
+		close(ss_smp.inpoll_prog); /* the events held it; they are gone */
+	ss_smp.inpoll_prog = -1;
 	ss_timer_fini();
 	ss_build_id_cache_clear();
 	ss_smp.stats.threads_perf = ss_smp.stats.threads_timer = 0;

@@ -46,7 +46,10 @@ enum ss_sampler_mode {
 	SS_SAMPLER_CPU,
 };
 
-enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF };
+/* AUTO and ON: off-CPU stacks inside polls where the BPF filter is permitted
+ * (sampler_bpf.c, sampler_inpoll.c), at every switch-out elsewhere; ALL: at every
+ * switch-out always (the filter's fallback, forced). */
+enum ss_offcpu_mode { SS_OFFCPU_AUTO = 0, SS_OFFCPU_ON, SS_OFFCPU_OFF, SS_OFFCPU_ALL };
 
 #define SS_MAX_FRAMES 127 /* perf_event_max_stack on these machines */
 
@@ -73,8 +76,9 @@ struct ss_sampler_config {
 	/* Events of each thread's own instead of the process's per-CPU ones (the
 	 * fallback, forced: tests, comparisons). */
 	int per_thread;
-	/* Per-CPU events of every process without the kernel-side pid filter (the
-	 * fallback where BPF is refused, forced: tests). */
+	/* No BPF filter at all: per-CPU events of every process without the
+	 * kernel-side pid filter, switch-outs without the in-poll one (the fallback
+	 * where BPF is refused, forced: tests). */
 	int no_bpf_filter;
 };
 
@@ -155,6 +159,8 @@ const char *ss_sampler_mode_name(enum ss_sampler_mode m);
 uint64_t ss_sampler_foreign_total(void);
 /* 1 when off-CPU stacks (switch samples with call chains) are being recorded. */
 int ss_sampler_offcpu_stacks(void);
+/* 1 when, on top of that, switch-outs outside polls are dropped in the kernel. */
+int ss_sampler_offcpu_in_polls(void);
 /* 1 when perf follows the process with per-CPU inherited events, 2 with per-CPU
  * events of every process (filtered here), 0 when each thread has events of its
  * own (or the mode is not perf). */
@@ -187,6 +193,14 @@ void ss_sampler_get_stats(struct ss_sampler_stats *st);
 #define SS_SAMPLER_MAX_THREADS 1024
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi);
 void ss_sampler_thread_remove(uint32_t tid);
+
+/* The cell a followed worker's poll hooks set at a poll's begin and at its end
+ * or a park (ss_inpoll_mark), for the off-CPU filter; in_poll (1 inside a poll)
+ * is its state now. Without a cell a thread keeps every switch-out. NULL when
+ * switch-outs are not filtered (or this thread's are all kept). The memory stays
+ * valid for the life of the process; the writer hands it to the thread's slot
+ * (ss_slot.inpoll_cell) and clears that at ss_sampler_thread_remove. */
+_Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll);
 
 /* Hands everything gathered since the last call to sink, in per-thread time order.
  * Bounded work per call. */

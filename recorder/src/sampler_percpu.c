@@ -197,6 +197,8 @@ static int open_thread(uint32_t tid, char *why, size_t len)
 		r = open_one(&a, tid, c, &id, why, len);
 		if (r != 0)
 			return r;
+		/* Inherited copies take the parent's program with them. */
+		ss_bpf_attach_offcpu(ss_smp.pc_fds[ss_smp.pc_nfds - 1]);
 		r = cs_id_add(id, why, len);
 		if (r != 0)
 			return r;
@@ -355,7 +357,14 @@ static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, 
 	r = open_one(&a, UINT32_MAX, cpu, &id, why, len);
 	if (r != 0)
 		return r;
-	filter_last(prog, filtered);
+	if (ss_smp.inpoll_prog >= 0) {
+		/* The off-CPU filter holds the pid filter. */
+		uint32_t before = ss_smp.inpoll_attached;
+		ss_bpf_attach_offcpu(ss_smp.pc_fds[ss_smp.pc_nfds - 1]);
+		*filtered += ss_smp.inpoll_attached != before;
+	} else {
+		filter_last(prog, filtered);
+	}
 	return cs_id_add(id, why, len);
 }
 

@@ -353,6 +353,8 @@ SS_INTERNAL int ss_perf_open(struct ss_sthread *t, char *why, size_t len)
 			close(t->fd_cs);
 			t->fd_cs = -1;
 		}
+		if (t->fd_cs >= 0)
+			ss_bpf_attach_offcpu(t->fd_cs);
 		/* A thread without off-CPU stacks still has its CPU samples. */
 	}
 	if (ss_smp.enabled)

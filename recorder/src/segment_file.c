@@ -65,26 +65,36 @@ static int mkdir_p(const char *path)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, 0750) != 0) {
-		struct stat st;
-		if (errno != EEXIST)
-			return -1;
-		/* Something is there: it must be a directory (or a link to one), else the
-		 * reason given later would be a misleading EACCES or nothing at all. */
-		if (stat(buf, &st) != 0)
-			return -1;
-		if (!S_ISDIR(st.st_mode)) {
-			errno = ENOTDIR;
-			return -1;
+	/* Usually the directory or its parent is there: one call, not one per
+	 * component of the path. */
+	if (mkdir(buf, 0750) == 0)
+		return 0;
+	int e = errno;
+	if (e == ENOENT) {
+		for (char *p = buf + 1; *p; p++) {
+			if (*p != '/')
+				continue;
+			*p = 0;
+			if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
 		}
+		if (mkdir(buf, 0750) == 0)
+			return 0;
+		e = errno;
+	}
+	if (e != EEXIST) {
+		errno = e;
+		return -1;
+	}
+	/* Something is there: it must be a directory (or a link to one), else the
+	 * reason given later would be a misleading EACCES or nothing at all. */
+	struct stat st;
+	if (stat(buf, &st) != 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
 	}
 	return 0;
 }

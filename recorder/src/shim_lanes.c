@@ -146,8 +146,10 @@ STALLSCOPE_API void stallscope_shim_thread_begin(void)
 /* The open iteration of this thread in the current session, closed at ts. */
 static void close_iteration(struct ss_slot *s, uint32_t st, uint64_t ts)
 {
-	if (ss_shim_tls.iter_session == st && s)
+	if (ss_shim_tls.iter_session == st && s) {
 		ss_push(s, SS_EV_POLL_END, ts, 0, 0, 0);
+		ss_inpoll_mark(s, 0);
+	}
 	ss_shim_tls.iter_session = 0;
 }
 
@@ -262,6 +264,7 @@ STALLSCOPE_API uint32_t stallscope_shim_wait_begin(uint32_t kind)
 		ss_push(s, SS_EV_SPAWN, now, loop_task(s), S.loop_loc[kind], 0);
 	}
 	ss_push(s, SS_EV_PARK, now, 0, 0, 0);
+	ss_inpoll_mark(s, 0);
 	ss_shim_tls.parked = 1;
 	ss_shim_tls.wait_frame = frame;
 	return fdwait ? TOKEN_LOOP : TOKEN_PARK;
@@ -282,6 +285,7 @@ STALLSCOPE_API void stallscope_shim_wait_end(uint32_t token)
 	if (token == TOKEN_LOOP) {
 		uint32_t k = ss_shim_tls.loop < SS_SHIM_WAIT_KINDS ? ss_shim_tls.loop : 0;
 		ss_push(s, SS_EV_POLL_BEGIN, now, loop_task(s), S.loop_loc[k], 0);
+		ss_inpoll_mark(s, 1);
 		ss_shim_tls.iter_session = st;
 	}
 }

@@ -51,6 +51,11 @@ struct writer {
 	 * every cycle.) */
 	_Atomic uint32_t wake_seq;
 	_Atomic int running;
+	/* The thread's start (writer.c, ss_writer_start): BOOT_TOURING while it
+	 * takes the clock's CPU tour, BOOT_TOURED when start may use it, then
+	 * BOOT_GO or BOOT_ABORT from start. A futex word. */
+	_Atomic uint32_t boot;
+	int thread_made;
 	struct ss_pace pace;
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */

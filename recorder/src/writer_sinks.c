@@ -254,9 +254,16 @@ SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting)
 	int want = !exiting && (s->w_runtime || wr.cfg.sample_all_threads);
 	if (want && !s->w_sampled) {
 		s->w_sampled = 1;
-		ss_sampler_thread_add((uint32_t)s->tid, s->stack_lo, s->stack_hi);
+		/* A worker's lane says what its switch-outs outside polls were; any
+		 * other thread keeps them all. */
+		if (ss_sampler_thread_add((uint32_t)s->tid, s->stack_lo, s->stack_hi) == 0 &&
+		    s->w_runtime)
+			atomic_store_explicit(&s->inpoll_cell,
+					      ss_sampler_inpoll_cell((uint32_t)s->tid, s->w_open_since != 0),
+					      memory_order_relaxed);
 	} else if (!want && s->w_sampled) {
 		s->w_sampled = 0;
+		atomic_store_explicit(&s->inpoll_cell, NULL, memory_order_relaxed);
 		ss_sampler_thread_remove((uint32_t)s->tid);
 	}
 }

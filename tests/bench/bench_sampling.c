@@ -27,8 +27,10 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
- *       One more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
- *       every process, filtered to this one, instead of the process's own).
+ *       Two more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
+ *       every process, filtered to this one, instead of the process's own), and
+ *       with STALLSCOPE_OFFCPU_STACKS=all (a stack at every switch-out, not only
+ *       inside polls: what the in-poll filter saves, where it is loaded).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -54,10 +56,18 @@
  *       the child's CPU per switch and how many records of other processes
  *       reached our rings a second.
  *
+ *   (h) what the recorder pays per switch: (f)'s futex pair as two workers of
+ *       this process, recorded (default settings), the process's CPU per switch
+ *       (writer included): not recording; hooks only; full recording with the
+ *       workers parked across each wait (the in-poll filter, where loaded, drops
+ *       those switch-outs in the kernel) and inside a poll across it (kept); full
+ *       recording with STALLSCOPE_OFFCPU_STACKS=all, parked (no filter); and
+ *       with STALLSCOPE_OFFCPU_STACKS=off (no context-switches event at all).
+ *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
- *        and (e)'s and (f)'s; (e) and (f) run after (a)+(b), or alone with
- *        SECONDS -1; (d) alone with SECONDS -2)
+ *        and (e)'s and (f)'s; (e) to (h) run after (a)+(b), or alone with
+ *        SECONDS -1; (d) alone with SECONDS -2, (h) alone with SECONDS -3)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -438,7 +448,7 @@ static int part_d(const char *runtime, const char *other, int rounds)
 			   (char *)"--drain", (char *)"60", NULL };
 	/* The two rows after perf's split full recording's cost: the hooks alone,
 	 * and sampling with switch records but no stack at each switch-out. */
-	struct dconf sc[7] = {
+	struct dconf sc[8] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
@@ -448,9 +458,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_OFFCPU_STACKS=off" },
 		{ .name = "full, SAMPLER=cpu (all processes)", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_SAMPLER=cpu" },
+		{ .name = "full, OFFCPU_STACKS=all", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_OFFCPU_STACKS=all" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 7 : 6;
+	int nsc = other ? 8 : 7;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -481,8 +493,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, this build: full recording with per-CPU events of every process "
 	       "(STALLSCOPE_SAMPLER=cpu) adds %.3f s (full / perf %.4f)\n", sc[5].med - sc[0].med,
 	       perf > 0 ? (sc[5].med - sc[0].med) / perf : 0.0);
+	printf("  steady, this build: full recording with a stack at every switch-out "
+	       "(STALLSCOPE_OFFCPU_STACKS=all, no in-poll filter) adds %.3f s (full / perf %.4f)\n",
+	       sc[6].med - sc[0].med, perf > 0 ? (sc[6].med - sc[0].med) / perf : 0.0);
 	if (other) {
-		double of = sc[6].med - sc[0].med;
+		double of = sc[7].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}
@@ -882,6 +897,145 @@ static int part_f(int rounds)
 	return 0;
 }
 
+/* ---- (h): what the recorder pays per switch, parked or in a poll --------------- */
+
+#define H_CONFS 6
+
+static int h_mode; /* 0 bare, 1 parked across each wait, 2 inside a poll across it */
+
+static void *h_player(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	cpu_set_t cs;
+	CPU_ZERO(&cs);
+	CPU_SET(0, &cs);
+	pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+	if (h_mode) {
+		stallscope_worker_begin("bench-h", (uint32_t)me);
+		/* The writer follows a worker (and hands it its in-poll cell) on its
+		 * next cycle. */
+		struct timespec ts = { 0, 50000000L };
+		nanosleep(&ts, NULL);
+	}
+	uint32_t loc = STALLSCOPE_LOCATION();
+	for (int i = 0; i < f_trips; i++) {
+		if (h_mode == 1)
+			stallscope_park();
+		else if (h_mode == 2)
+			stallscope_poll_begin((uint64_t)i, loc);
+		while (atomic_load(&f_turn) != me)
+			syscall(SYS_futex, &f_turn, FUTEX_WAIT_PRIVATE, !me, NULL, NULL, 0);
+		if (h_mode == 1)
+			stallscope_unpark();
+		else if (h_mode == 2)
+			stallscope_poll_end();
+		atomic_store(&f_turn, !me);
+		syscall(SYS_futex, &f_turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+	if (h_mode)
+		stallscope_worker_end();
+	return NULL;
+}
+
+/* The sampler line of the META records in dir's first segment, "" when none. */
+static void h_sampler_meta(const char *dir, char *out, size_t len)
+{
+	out[0] = 0;
+	char path[800];
+	snprintf(path, sizeof path, "%s/stallscope.0.bin", dir);
+	struct ss_reader *rd;
+	char err[256];
+	if (ss_reader_open_file(&rd, path, NULL, NULL, err, sizeof err) != 0)
+		return;
+	struct ss_block_info b;
+	while (!out[0] && ss_reader_next_block(rd, &b)) {
+		struct ss_record rec;
+		while (ss_reader_next_record(rd, &rec))
+			if (rec.type == SS_REC_META && rec.u.meta.key_len == 7 &&
+			    !memcmp(rec.u.meta.key, "sampler", 7)) {
+				snprintf(out, len, "%.*s", (int)rec.u.meta.value_len, rec.u.meta.value);
+				break;
+			}
+	}
+	ss_reader_close(rd);
+}
+
+/* (f)'s futex pair as two workers of this process, recorded by the recorder
+ * itself: what a switch costs the process (every thread, the writer's drain of
+ * the records included) parked and inside a poll, against no recording. */
+static int part_h(int rounds)
+{
+	static const char *names[H_CONFS] = {
+		"not recording", "hooks only (no sampling), parked",
+		"full recording, parked across the wait", "full recording, in a poll across it",
+		"full, OFFCPU_STACKS=all, parked", "sampling, OFFCPU_STACKS=off, parked" };
+	double us[H_CONFS][50];
+	f_trips = 20000;
+	char load[128], tmpl[] = "/tmp/bench-sampling-h-XXXXXX", meta[2][4096] = { "", "" };
+	read_load(load, sizeof load);
+	if (!mkdtemp(tmpl)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	printf("(h) the recorder's part of a switch: (f)'s pair as two workers on CPU 0, %d hand-offs, "
+	       "the process's CPU, %d rounds, order rotated (load average at start: %s)\n", f_trips,
+	       rounds, load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < H_CONFS; i++) {
+			int conf = (i + r) % H_CONFS;
+			char dir[128];
+			snprintf(dir, sizeof dir, "%s/%d-%d", tmpl, r, conf);
+			if (conf) {
+				struct stallscope_config cfg;
+				stallscope_config_init(&cfg);
+				cfg.output_dir = dir;
+				cfg.cpu_sampling = conf != 1;
+				if (conf == 4)
+					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_ALL;
+				if (conf == 5)
+					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_OFF;
+				if (stallscope_start(&cfg) != 0) {
+					fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
+					return -1;
+				}
+			}
+			h_mode = conf == 0 ? 0 : conf == 3 ? 2 : 1;
+			atomic_store(&f_turn, 0);
+			pthread_t th[2];
+			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			for (int k = 0; k < 2; k++)
+				pthread_create(&th[k], NULL, h_player, (void *)(intptr_t)k);
+			for (int k = 0; k < 2; k++)
+				pthread_join(th[k], NULL);
+			/* The writer's last drain of the run is the run's too. */
+			if (conf)
+				stallscope_stop();
+			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			if (r == 0 && (conf == 2 || conf == 4))
+				h_sampler_meta(dir, meta[conf == 4], sizeof meta[0]);
+			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * f_trips);
+		}
+	}
+	char cmd[800];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_sampling: could not remove %s\n", tmpl);
+	double base = median(us[0], rounds);
+	for (int c = 0; c < H_CONFS; c++) {
+		double m = median(us[c], rounds);
+		printf("  %-40s %6.2f us CPU per switch (%+5.2f)\n", names[c], m, m - base);
+	}
+	printf("  filter: %s\n", strstr(meta[0], "off-CPU stacks inside polls only")
+	       ? "on (parked switch-outs dropped in the kernel)"
+	       : strstr(meta[0], "off-CPU stacks on") ? "refused: parked switch-outs keep their stacks"
+						      : "no off-CPU stacks here");
+	double parked = median(us[2], rounds), all = median(us[4], rounds);
+	printf("  a parked switch-out: %.2f us with the in-poll filter, %.2f us without it "
+	       "(filtered / all %.3f), %.2f us with no off-CPU stacks\n", parked - base, all - base,
+	       all - base > 0 ? (parked - base) / (all - base) : 0.0, median(us[5], rounds) - base);
+	return 0;
+}
+
 /* ---- (g): what another process pays ---------------------------------------- */
 
 #define G_CONFS 4
@@ -994,10 +1148,13 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < -2.5)
+		return part_h(rounds) != 0;
 	if (seconds < -1.5)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
-		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0;
+		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
+		       part_h(rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -1044,7 +1201,8 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
-	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0)
+	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
+	    part_h(rounds) != 0)
 		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;

@@ -10,7 +10,9 @@
  * same again with per-CPU events of every process (SS_SAMPLER_CPU, root or
  * CAP_PERFMON): another process's samples and switches are dropped and counted,
  * never handed on; unprivileged (as nobody) it falls back to the process's own
- * per-CPU events and says why.
+ * per-CPU events and says why. Where the off-CPU filter is loaded (root), a
+ * sleeping worker whose in-poll cell says "outside a poll" gives no off-CPU
+ * sample and one "inside" gives one per sleep, in each of the three modes.
  *
  * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
  */
@@ -700,6 +702,54 @@ static void part_sleep(void)
 	CHECK(found >= 20, "off-CPU stacks of the sleeps: %zu", found);
 }
 
+/* The off-CPU filter as the writer drives it: a sleeping worker given its in-poll
+ * cell, set to "outside a poll" (none of its 20 blocked switch-outs may come
+ * out: they are dropped before the kernel builds them) and then to "inside"
+ * (they must). Where the filter is not loaded (no CAP_BPF) there is no cell. */
+static void part_inpoll(const char *label)
+{
+	for (int in_poll = 0; in_poll < 2; in_poll++) {
+		struct worker w;
+		n_sleeps = 0;
+		worker_spawn(&w, W_SLEEP, 0);
+		CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+		_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, in_poll);
+		if (!ss_sampler_offcpu_in_polls()) {
+			CHECK(!cell, "a cell without the filter");
+			atomic_store(&w.go, 1);
+			pthread_join(w.th, NULL);
+			ss_sampler_thread_remove(w.tid);
+			ss_sampler_drain(&SINK);
+			printf("  SKIP in-poll filter (%s): %s\n", label, ss_sampler_status());
+			return;
+		}
+		CHECK(cell && atomic_load(cell) == (in_poll ? 2u : 1u), "cell for a %s worker",
+		      in_poll ? "polling" : "parked");
+		atomic_store(&w.go, 1);
+		while (!atomic_load(&w.done)) {
+			sleep_ms(10);
+			ss_sampler_drain(&SINK);
+		}
+		pthread_join(w.th, NULL);
+		ss_sampler_thread_remove(w.tid);
+		ss_sampler_drain(&SINK);
+		size_t off = 0, outs = 0;
+		for (size_t i = 0; i < C.ns; i++)
+			off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU &&
+			       C.s[i].ts >= w.t0 && C.s[i].ts <= w.t1;
+		for (size_t i = 0; i < C.nsw; i++)
+			outs += C.sw[i].tid == w.tid && C.sw[i].out && !C.sw[i].preempted &&
+				C.sw[i].ts >= w.t0 && C.sw[i].ts <= w.t1;
+		printf("  in-poll filter (%s), cell %s: %zu blocked switch-outs, %zu off-CPU samples\n",
+		       label, in_poll ? "inside a poll" : "outside", outs, off);
+		CHECK(outs >= 20, "%zu blocked switch-outs of 20 sleeps", outs);
+		if (in_poll)
+			CHECK(off >= 20, "inside a poll: %zu off-CPU samples of 20 sleeps", off);
+		else
+			CHECK(off == 0, "outside a poll: %zu off-CPU samples", off);
+	}
+}
+
 /* With per-CPU rings a thread's records come from as many rings as the CPUs it
  * ran on: the drain must still hand them over in the thread's time order (a
  * switch-in never before the switch-out it follows). */
@@ -962,6 +1012,8 @@ static void part_cpu_wide(int no_bpf)
 	pid_t by = bystander_start();
 	part_stacks("cpu");
 	part_sleep();
+	if (!no_bpf)
+		part_inpoll("cpu");
 	part_migrate();
 	part_enable("cpu");
 	ss_sampler_drain(&SINK);
@@ -1069,6 +1121,7 @@ int main(void)
 		ran++;
 		part_stacks("perf");
 		part_sleep();
+		part_inpoll("per-CPU events");
 		part_migrate();
 		part_enable("perf");
 		part_dlopen();
@@ -1116,6 +1169,7 @@ int main(void)
 		      "per-thread events not used: %s", status);
 		part_stacks("perf per thread");
 		part_sleep();
+		part_inpoll("per-thread events");
 		part_migrate();
 		part_enable("perf per thread");
 		ss_sampler_stop();

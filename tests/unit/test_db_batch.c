@@ -73,8 +73,9 @@ static void run(const char *path, bool threaded)
 	for (int i = 0; i < m; i++)
 		put_poll(&d, order[i]);
 
-	/* Text, NULL, and a literal NULL in the VALUES list. */
-	struct ss_row *r = ss_row(&d, ST_INS_SPAN);
+	/* Text, NULL, and a literal NULL in the VALUES list (a span with fields:
+	 * a span_full row). */
+	struct ss_row *r = ss_row(&d, ST_INS_SPAN_EXTRA);
 	ss_bind_i(r, 1, 3);
 	ss_bind_i(r, 2, 100);
 	ss_bind_i(r, 3, 50);
@@ -82,7 +83,7 @@ static void run(const char *path, bool threaded)
 	ss_bind_i(r, 5, 0);
 	ss_bind_i(r, 6, 1);
 	ss_bind_st(r, 9, "span fields \xc3\xa9");
-	ss_db_step(&d, ST_INS_SPAN);
+	ss_db_step(&d, ST_INS_SPAN_EXTRA);
 	r = ss_row(&d, ST_INS_SAMPLE);
 	ss_bind_i(r, 1, 4242);
 	ss_bind_i(r, 2, 3);
@@ -102,8 +103,8 @@ static void run(const char *path, bool threaded)
 	      query(&d, "SELECT count(*) FROM polls WHERE id % 5 = 0"), "NULL task ids");
 	CHECK(query(&d, "SELECT count(*) FROM polls WHERE id BETWEEN 5000 AND 5099") == 0,
 	      "a gap was filled");
-	CHECK(query(&d, "SELECT count(*) FROM span_rows WHERE fields = 'span fields \xc3\xa9' AND dur = 50"
-		  " AND incomplete = 1 AND thread_id = 3 AND name_id IS NULL AND span_id IS NULL") == 1,
+	CHECK(query(&d, "SELECT count(*) FROM spans WHERE fields = 'span fields \xc3\xa9' AND dur = 50"
+		  " AND incomplete = 1 AND depth = 0 AND thread_id = 3 AND name IS NULL AND span_id IS NULL") == 1,
 	      "span text");
 	CHECK(query(&d, "SELECT count(*) FROM samples WHERE ts = 4242 AND worker_id IS NULL"
 		  " AND poll_id IS NULL AND callsite_id = 11 AND weight = 2 AND kind = 1") == 1,

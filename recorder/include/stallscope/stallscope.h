@@ -58,8 +58,10 @@ struct stallscope_config {
 					* _PERF (events of this process's threads), _CPU
 					* (per-CPU events of every process, this one's
 					* records kept; else as AUTO), _TIMER or _OFF (AUTO) */
-	int32_t offcpu_stacks;         /* stacks at every switch-out where permitted:
-					* STALLSCOPE_OFFCPU_AUTO, _ON or _OFF (AUTO) */
+	int32_t offcpu_stacks;         /* stacks at switch-outs where permitted:
+					* STALLSCOPE_OFFCPU_AUTO or _ON (inside polls where
+					* a BPF filter may be loaded, else every one), _ALL
+					* (every one) or _OFF (AUTO) */
 	int32_t sample_all_threads;    /* 1 sample every thread that made a hook, not only
 					* workers (0) */
 	int32_t unwind;                /* how user stacks are taken: STALLSCOPE_UNWIND_AUTO
@@ -83,7 +85,8 @@ enum {
 	STALLSCOPE_SAMPLER_AUTO = 0, STALLSCOPE_SAMPLER_PERF = 1,
 	STALLSCOPE_SAMPLER_TIMER = 2, STALLSCOPE_SAMPLER_OFF = 3, STALLSCOPE_SAMPLER_CPU = 4,
 };
-enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2 };
+enum { STALLSCOPE_OFFCPU_AUTO = 0, STALLSCOPE_OFFCPU_ON = 1, STALLSCOPE_OFFCPU_OFF = 2,
+       STALLSCOPE_OFFCPU_ALL = 3 };
 enum { STALLSCOPE_UNWIND_AUTO = 0, STALLSCOPE_UNWIND_FP = 1, STALLSCOPE_UNWIND_DWARF = 2 };
 enum { STALLSCOPE_CLOCK_AUTO = 0, STALLSCOPE_CLOCK_TSC = 1, STALLSCOPE_CLOCK_VDSO = 2 };
 

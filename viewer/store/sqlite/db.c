@@ -33,9 +33,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_UPD_WORKER_RUNTIME] = "UPDATE workers SET runtime = ?2, idx = ?3,"
 		" begin_ts = coalesce(begin_ts, ?4) WHERE id = ?1",
 	[ST_INS_LOCATION] = "INSERT INTO locations(id, file, line, function) VALUES(?,?,?,?)",
-	[ST_INS_TASK] = "INSERT INTO tasks(id, recording_id, task, location_id, parent_task_id,"
-		" spawn_ts, end_ts, spawn_thread_id) VALUES(?,?,?,?,?,?,?,?)",
-	[ST_UPD_TASK_END] = "UPDATE tasks SET end_ts = ?2 WHERE id = ?1",
+	/* task_rows' task and life: the sink leaves out what id and spawn_ts say
+	 * (schema/stallscope.sql) */
+	[ST_INS_TASK] = "INSERT INTO task_rows(id, recording_id, task, location_id, parent_task_id,"
+		" spawn_ts, life, spawn_thread_id) VALUES(?,?,?,?,?,?,?,?)",
+	[ST_UPD_TASK_END] = "UPDATE task_rows SET life = ?2 - coalesce(spawn_ts, 0) WHERE id = ?1",
 	[ST_INS_POLL] = "INSERT INTO polls(id, worker_id, task_id, location_id, ts, dur, incomplete)"
 		" VALUES(?,?,?,?,?,?,?)",
 	/* OR IGNORE: parks are keyed on (worker_id, ts, dur, incomplete), and a
@@ -46,11 +48,14 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_WAKE] = "INSERT INTO wakes(task_id, ts, waker_thread_id, waker_task_id, poll_id, delay)"
 		" VALUES(?,?,?,?,?,?)",
 	[ST_DEL_WAKE] = "DELETE FROM wakes WHERE rowid = ?1",
-	[ST_INS_QUEUE] = "INSERT INTO queue_depths(thread_id, worker_id, ts, local, global) VALUES(?,?,?,?,?)",
+	[ST_INS_QUEUE] = "INSERT INTO queue_rows(thread_id, ts, local, global) VALUES(?,?,?,?)",
 	/* name_id: the sink's cache of names (sqlite_sink.c) */
 	[ST_INS_MARK] = "INSERT INTO mark_rows(thread_id, ts, name_id, value) VALUES(?,?,?,?)",
-	[ST_INS_SPAN] = "INSERT INTO span_rows(thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,"
-		" fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
+	/* A span without a span id, parent, fields or location is a span_cells
+	 * row, one with them a span_full row (schema/stallscope.sql). */
+	[ST_INS_SPAN] = "INSERT INTO span_cells(thread_id, ts, dur, name_id, shape) VALUES(?,?,?,?,?)",
+	[ST_INS_SPAN_EXTRA] = "INSERT INTO span_full(thread_id, ts, dur, name_id, depth, incomplete, span_id,"
+		" parent_span_id, fields, location_id) VALUES(?,?,?,?,?,?,?,?,?,?)",
 	[ST_INS_CPU] = "INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES(?,?,?,?,?)",
 	[ST_INS_SAMPLE] = "INSERT INTO samples(ts, thread_id, worker_id, poll_id, callsite_id, weight,"
 		" kind, cpu) VALUES(?,?,?,NULL,?,?,?,?)",
@@ -82,6 +87,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		" ON CONFLICT(worker_id, ts) DO UPDATE SET id_lo = min(id_lo, excluded.id_lo),"
 		" id_hi = max(id_hi, excluded.id_hi)",
 };
+
+/* A span_rows row that goes to span_cells (migration 8). */
+#define SPAN_PLAIN "(span_id IS NULL AND parent_span_id IS NULL AND fields IS NULL AND location_id IS NULL)"
 
 /* What each schema version added, for databases written by an older one
  * (schema/stallscope.sql has the whole current schema). */
@@ -137,11 +145,37 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      " id_lo INTEGER NOT NULL, id_hi INTEGER NOT NULL, PRIMARY KEY (worker_id, ts)) WITHOUT ROWID;"
 	      SS_POLL_CHUNKS_BUILD ";"
 	      "DROP INDEX IF EXISTS polls_by_worker;",
+	/* tasks and queue_depths become views of narrower tables (the schema
+	 * makes the views): the rows move in their order. */
+	[8] = "CREATE TABLE task_rows (id INTEGER PRIMARY KEY, recording_id INTEGER NOT NULL REFERENCES recordings(id),"
+	      " task INTEGER, location_id INTEGER REFERENCES locations(id),"
+	      " parent_task_id INTEGER REFERENCES task_rows(id), spawn_ts INTEGER, life INTEGER,"
+	      " spawn_thread_id INTEGER REFERENCES threads(id));"
+	      "INSERT INTO task_rows SELECT id, recording_id, CASE WHEN task <> id THEN task END, location_id,"
+	      " parent_task_id, spawn_ts, end_ts - coalesce(spawn_ts, 0), spawn_thread_id FROM tasks ORDER BY id;"
+	      "DROP TABLE tasks;"
+	      "CREATE TABLE queue_rows (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " local INTEGER, global INTEGER);"
+	      "INSERT INTO queue_rows SELECT thread_id, ts, local, global FROM queue_depths ORDER BY rowid;"
+	      "DROP TABLE queue_depths;"
+	      /* span_rows splits into span_cells and span_full (in their order) */
+	      "CREATE TABLE span_cells (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " dur INTEGER NOT NULL, name_id INTEGER REFERENCES names(id), shape INTEGER NOT NULL);"
+	      "CREATE TABLE span_full (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,"
+	      " dur INTEGER NOT NULL, name_id INTEGER REFERENCES names(id), depth INTEGER NOT NULL,"
+	      " incomplete INTEGER NOT NULL DEFAULT 0, span_id INTEGER, parent_span_id INTEGER, fields TEXT,"
+	      " location_id INTEGER REFERENCES locations(id));"
+	      "INSERT INTO span_cells SELECT thread_id, ts, dur, name_id, depth * 2 + (incomplete <> 0)"
+	      " FROM span_rows WHERE " SPAN_PLAIN " ORDER BY rowid;"
+	      "INSERT INTO span_full SELECT thread_id, ts, dur, name_id, depth, incomplete, span_id, parent_span_id,"
+	      " fields, location_id FROM span_rows WHERE NOT " SPAN_PLAIN " ORDER BY rowid;"
+	      "DROP VIEW IF EXISTS spans;"
+	      "DROP TABLE span_rows;",
 };
 
 static const char *const id_table[ID_COUNT] = {
 	[ID_RECORDING] = "recordings", [ID_THREAD] = "threads", [ID_WORKER] = "workers",
-	[ID_LOCATION] = "locations", [ID_TASK] = "tasks", [ID_POLL] = "polls",
+	[ID_LOCATION] = "locations", [ID_TASK] = "task_rows", [ID_POLL] = "polls",
 	[ID_MAPPING] = "mappings", [ID_FRAME] = "frames", [ID_CALLSITE] = "callsites",
 	[ID_STALL] = "stalls", [ID_SEGMENT] = "segments",
 };
@@ -267,7 +301,7 @@ int ss_db_next_ids(struct ss_db *d, int64_t next[ID_COUNT])
 }
 
 static const enum ss_stmt batched[] = {
-	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN,
+	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN, ST_INS_SPAN_EXTRA,
 	ST_INS_CPU, ST_INS_SAMPLE, ST_INS_OTHER, ST_UPSERT_SUMMARY,
 };
 

@@ -18,8 +18,8 @@
 /* The export filters: a worker by index (and runtime), a task by number. */
 #define WORKER_OK(col) "(?4 IS NULL OR " col " IN (SELECT id FROM workers WHERE idx = ?4 AND " \
 	"(?5 IS NULL OR runtime = ?5)))"
-#define TASK_OK_POLL(col) "(?6 IS NULL OR " col " IN (SELECT p.id FROM polls p JOIN tasks t ON " \
-	"t.id = p.task_id WHERE t.task = ?6))"
+#define TASK_OK_POLL(col) "(?6 IS NULL OR " col " IN (SELECT p.id FROM tasks t CROSS JOIN polls p ON " \
+	"p.task_id = t.id WHERE t.task = ?6))"
 /* An off-CPU sample's time off CPU: the blocked or preempted interval its
  * switch began, which the kernel writes a few microseconds after the sample
  * (cpu_intervals_by_thread). */

@@ -207,11 +207,19 @@ static int s_task(void *ctx, const struct ss_task_row *x)
 	struct ss_row *r = ss_row(&s->db, ST_INS_TASK);
 	ss_bind_i(r, 1, x->id);
 	ss_bind_i(r, 2, x->recording_id);
-	ss_bind_i(r, 3, (int64_t)x->task);
+	/* task_rows: NULL task when it is the id, the end as a lifetime (their
+	 * varints are a few bytes where the values are up to eight) */
+	if ((int64_t)x->task == x->id)
+		ss_bind_z(r, 3, 0);
+	else
+		ss_bind_i(r, 3, (int64_t)x->task);
 	ss_bind_z(r, 4, x->location_id);
 	ss_bind_z(r, 5, x->parent_task_id);
 	ss_bind_z(r, 6, x->spawn_ts);
-	ss_bind_z(r, 7, x->end_ts);
+	if (x->end_ts)
+		ss_bind_i(r, 7, (int64_t)((uint64_t)x->end_ts - (uint64_t)x->spawn_ts));
+	else
+		ss_bind_z(r, 7, 0);
 	ss_bind_z(r, 8, x->spawn_thread_id);
 	return step(s, ST_INS_TASK);
 }
@@ -280,11 +288,11 @@ static int s_queue(void *ctx, const struct ss_queue_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
 	struct ss_row *r = ss_row(&s->db, ST_INS_QUEUE);
+	/* no worker_id: queue_depths derives it from workers */
 	ss_bind_i(r, 1, x->thread_id);
-	ss_bind_z(r, 2, x->worker_id);
-	ss_bind_i(r, 3, x->ts);
-	bind_n(r, 4, x->local);
-	bind_n(r, 5, x->global);
+	ss_bind_i(r, 2, x->ts);
+	bind_n(r, 3, x->local);
+	bind_n(r, 4, x->global);
 	return step(s, ST_INS_QUEUE);
 }
 
@@ -343,17 +351,28 @@ static int s_span(void *ctx, const struct ss_span_row *x)
 	int64_t name = name_id(s, x->name);
 	if (name < 0)
 		return -1;
+	/* The extras are rare (dial9's spans): a span without them is a narrower
+	 * span_cells row. */
+	if (x->span_id || x->parent_span_id || x->fields.p || x->location_id) {
+		struct ss_row *r = ss_row(&s->db, ST_INS_SPAN_EXTRA);
+		ss_bind_i(r, 1, x->thread_id);
+		ss_bind_i(r, 2, x->ts);
+		ss_bind_i(r, 3, x->dur);
+		ss_bind_z(r, 4, name);
+		ss_bind_i(r, 5, x->depth);
+		ss_bind_i(r, 6, x->incomplete);
+		ss_bind_z(r, 7, (int64_t)x->span_id);
+		ss_bind_z(r, 8, (int64_t)x->parent_span_id);
+		bind_text(r, 9, x->fields);
+		ss_bind_z(r, 10, x->location_id);
+		return step(s, ST_INS_SPAN_EXTRA);
+	}
 	struct ss_row *r = ss_row(&s->db, ST_INS_SPAN);
 	ss_bind_i(r, 1, x->thread_id);
 	ss_bind_i(r, 2, x->ts);
 	ss_bind_i(r, 3, x->dur);
 	ss_bind_z(r, 4, name);
-	ss_bind_i(r, 5, x->depth);
-	ss_bind_i(r, 6, x->incomplete);
-	ss_bind_z(r, 7, (int64_t)x->span_id);
-	ss_bind_z(r, 8, (int64_t)x->parent_span_id);
-	bind_text(r, 9, x->fields);
-	ss_bind_z(r, 10, x->location_id);
+	ss_bind_i(r, 5, (int64_t)((uint64_t)x->depth * 2) + (x->incomplete != 0));
 	return step(s, ST_INS_SPAN);
 }
 
@@ -1004,9 +1023,13 @@ static int s_resume(void *ctx, int64_t rid, struct ss_model *m)
 	long long r = (long long)rid;
 	if (exec_fmt(s, "DELETE FROM import_open_summary WHERE worker_id IN"
 		     " (SELECT id FROM workers WHERE recording_id = %lld)", r) ||
-	    exec_fmt(s, "DELETE FROM span_rows WHERE incomplete AND EXISTS (SELECT 1 FROM import_open_spans o"
+	    exec_fmt(s, "DELETE FROM span_cells WHERE shape & 1 AND EXISTS (SELECT 1 FROM import_open_spans o"
 		     " JOIN threads t ON t.id = o.thread_id WHERE t.recording_id = %lld AND"
-		     " o.thread_id = span_rows.thread_id AND o.ts = span_rows.ts AND o.depth = span_rows.depth)", r) ||
+		     " o.thread_id = span_cells.thread_id AND o.ts = span_cells.ts AND o.depth = span_cells.shape >> 1)",
+		     r) ||
+	    exec_fmt(s, "DELETE FROM span_full WHERE incomplete AND EXISTS (SELECT 1 FROM import_open_spans o"
+		     " JOIN threads t ON t.id = o.thread_id WHERE t.recording_id = %lld AND"
+		     " o.thread_id = span_full.thread_id AND o.ts = span_full.ts AND o.depth = span_full.depth)", r) ||
 	    exec_fmt(s, "DELETE FROM import_thread_state WHERE thread_id IN"
 		     " (SELECT id FROM threads WHERE recording_id = %lld);"
 		     "DELETE FROM import_open_spans WHERE thread_id IN"
