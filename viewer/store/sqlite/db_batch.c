@@ -37,7 +37,9 @@
 #define ORDERED_BATCH_ROWS 32768
 #define MAX_COLS 16
 /* Row buffers of one table: one filled by the producer while the others wait
- * for the inserting thread or are inserted. */
+ * for the inserting thread or are inserted. More were tried: made when the
+ * producer would otherwise sleep (up to 8), they cost 52 MB of RSS on the
+ * steady recording and no CPU time a busy machine could show. */
 #define BATCH_BUFFERS 3
 
 /* Value types, as in the chunk format. */
@@ -54,6 +56,7 @@ struct ss_batch {
 	struct ss_batch_rows *fill;      /* the rows being filled (producer) */
 	struct ss_batch_rows *free;      /* inserted, to fill again (db_pipe.c's lock) */
 	struct ss_batch_rows *all[BATCH_BUFFERS];
+	int nall;                        /* buffers made */
 };
 
 /* ---- the ss_rows virtual table ---------------------------------------------- */
@@ -216,7 +219,7 @@ static void batch_free(struct ss_batch *b)
 		return;
 	sqlite3_finalize(b->insert);
 	sqlite3_finalize(b->max_id);
-	for (int i = 0; i < BATCH_BUFFERS; i++)
+	for (int i = 0; i < b->nall; i++)
 		if (b->all[i]) {
 			free(b->all[i]->v);
 			free(b->all[i]->ty);
@@ -225,6 +228,25 @@ static void batch_free(struct ss_batch *b)
 		}
 	free(b->order);
 	free(b);
+}
+
+static struct ss_batch_rows *batch_rows_new(struct ss_batch *b)
+{
+	if (b->nall == BATCH_BUFFERS)
+		return NULL;
+	struct ss_batch_rows *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->v = malloc(sizeof *r->v * (size_t)b->ncols * (size_t)b->cap);
+	r->ty = malloc((size_t)b->ncols * (size_t)b->cap + MAX_COLS); /* + the last row's whole clear (ss_batch_row) */
+	if (!r->v || !r->ty) {
+		free(r->v);
+		free(r->ty);
+		free(r);
+		return NULL;
+	}
+	b->all[b->nall++] = r;
+	return r;
 }
 
 /* "INSERT INTO t(cols) VALUES(?,NULL,?) [ON CONFLICT ...]" becomes
@@ -280,13 +302,8 @@ int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const cha
 	b->cap = b->ordered_ids ? ORDERED_BATCH_ROWS : BATCH_ROWS;
 	int rc = 0;
 	for (int i = 0; i < BATCH_BUFFERS && rc == 0; i++) {
-		struct ss_batch_rows *r = calloc(1, sizeof *r);
-		if (r) {
-			b->all[i] = r;
-			r->v = malloc(sizeof *r->v * (size_t)ncols * (size_t)b->cap);
-			r->ty = malloc((size_t)ncols * (size_t)b->cap);
-		}
-		if (!r || !r->v || !r->ty)
+		struct ss_batch_rows *r = batch_rows_new(b);
+		if (!r)
 			rc = -1;
 		else if (i == 0)
 			b->fill = r;
@@ -332,7 +349,10 @@ int64_t *ss_batch_row(struct ss_batch *b, uint8_t **types)
 {
 	struct ss_batch_rows *r = b->fill;
 	size_t at = (size_t)r->n * (size_t)b->ncols;
-	memset(r->ty + at, B_NULL, (size_t)b->ncols);
+	/* MAX_COLS bytes, a constant: one store, where ncols bytes were a call
+	 * into libc per row. What it clears past this row belongs to rows not
+	 * begun yet (the buffer has MAX_COLS bytes to spare at its end). */
+	memset(r->ty + at, B_NULL, MAX_COLS);
 	*types = r->ty + at;
 	return r->v + at;
 }

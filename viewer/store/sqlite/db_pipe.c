@@ -1,7 +1,7 @@
 /*
  * db_pipe.c - rows travel from the importer to SQLite in chunks: each row is a
  * statement number and its (parameter, value) pairs, serialized into a chunk
- * buffer. A full chunk goes to a queue of at most PIPE_DEPTH chunks; the consumer
+ * buffer. A full chunk goes to a queue of at most PIPE_DEPTH chunks' bytes; the consumer
  * thread binds each row and steps it. Memory is bounded by the queue depth; order
  * is preserved because there is one queue and one consumer. ss_db_sync() drains
  * the queue before the producer touches the connection itself, so the connection
@@ -27,6 +27,10 @@
 
 #define CHUNK_BYTES (256u << 10)
 #define PIPE_DEPTH 8
+/* Chunks queued at most: a chunk goes with every full batch (hand_batch), so
+ * most hold a few rows; counting them against PIPE_DEPTH made the producer
+ * sleep with little queued (~290 times on the steady recording at load 5). */
+#define PIPE_CHUNKS_MAX 16
 
 /* Value types (db_batch.c uses the same codes). */
 enum { V_NULL, V_INT, V_TEXT };
@@ -37,6 +41,11 @@ struct ss_chunk {
 	struct ss_chunk *next;
 };
 
+/* Why a side of the pipe sleeps: the inserting thread for rows; the
+ * producer for room in the queue, for an inserted buffer of a batched table,
+ * or for everything to be inserted (ss_db_sync). */
+enum wait_why { W_ROWS, W_QUEUE, W_BUFFER, W_SYNC, W_COUNT, W_NONE = W_COUNT };
+
 struct ss_pipe {
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -44,8 +53,46 @@ struct ss_pipe {
 	struct ss_chunk *head, *tail; /* queued */
 	struct ss_chunk *free;
 	int queued;
+	size_t queued_bytes;
 	bool busy, stop;
+	/* What the producer sleeps for (W_NONE: it does not), and for W_BUFFER
+	 * whose free list: the inserting thread wakes it only when that came true.
+	 * Woken at every chunk and every buffer given back, it woke about twice
+	 * per batch inserted to find the buffer it waited for still out. */
+	enum wait_why want;
+	struct ss_batch_rows **want_fl;
+	/* STALLSCOPE_IMPORT_TIMING: how long each side slept for the other (under mu) */
+	bool timing;
+	double wait_s[W_COUNT];
+	unsigned long waits[W_COUNT];
 };
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* pthread_cond_wait, timed for STALLSCOPE_IMPORT_TIMING (q->mu held). */
+static void wait_on(struct ss_pipe *q, pthread_cond_t *cv, enum wait_why why)
+{
+	if (why != W_ROWS)
+		q->want = why;
+	double t0 = q->timing ? mono_s() : 0;
+	pthread_cond_wait(cv, &q->mu);
+	if (q->timing) {
+		q->wait_s[why] += mono_s() - t0;
+		q->waits[why]++;
+	}
+	if (why != W_ROWS)
+		q->want = W_NONE;
+}
+
+static bool queue_room(const struct ss_pipe *q)
+{
+	return q->queued < PIPE_CHUNKS_MAX && q->queued_bytes < (size_t)PIPE_DEPTH * CHUNK_BYTES;
+}
 
 static struct ss_chunk *chunk_new(void)
 {
@@ -164,7 +211,7 @@ static void *consumer(void *arg)
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		while (!q->head && !q->stop)
-			pthread_cond_wait(&q->work, &q->mu);
+			wait_on(q, &q->work, W_ROWS);
 		if (!q->head)
 			break;
 		struct ss_chunk *c = q->head;
@@ -172,7 +219,10 @@ static void *consumer(void *arg)
 		if (!q->head)
 			q->tail = NULL;
 		q->queued--;
+		q->queued_bytes -= c->len;
 		q->busy = true;
+		if (q->want == W_QUEUE && queue_room(q))
+			pthread_cond_signal(&q->space);
 		pthread_mutex_unlock(&q->mu);
 		run_chunk(d, c);
 		c->len = 0;
@@ -180,13 +230,19 @@ static void *consumer(void *arg)
 		c->next = q->free;
 		q->free = c;
 		q->busy = false;
-		pthread_cond_broadcast(&q->space);
+		if ((q->want == W_SYNC && !q->head) || (q->want == W_QUEUE && queue_room(q)))
+			pthread_cond_signal(&q->space);
 	}
 	pthread_mutex_unlock(&q->mu);
-	if (getenv("STALLSCOPE_IMPORT_TIMING")) {
+	if (q->timing) {
 		struct timespec ts;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-		fprintf(stderr, "import: inserting thread CPU %.2f s\n", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+		fprintf(stderr, "import: inserting thread CPU %.2f s, slept for rows %.2f s (%lu times);"
+			" the model's thread slept for queue room %.2f s (%lu), for a batch buffer %.2f s (%lu),"
+			" for the last rows %.2f s (%lu)\n",
+			(double)ts.tv_sec + (double)ts.tv_nsec / 1e9, q->wait_s[W_ROWS], q->waits[W_ROWS],
+			q->wait_s[W_QUEUE], q->waits[W_QUEUE], q->wait_s[W_BUFFER], q->waits[W_BUFFER],
+			q->wait_s[W_SYNC], q->waits[W_SYNC]);
 	}
 	return NULL;
 }
@@ -206,8 +262,8 @@ static void submit(struct ss_db *d)
 		return;
 	}
 	pthread_mutex_lock(&q->mu);
-	while (q->queued >= PIPE_DEPTH)
-		pthread_cond_wait(&q->space, &q->mu);
+	while (!queue_room(q))
+		wait_on(q, &q->space, W_QUEUE);
 	c->next = NULL;
 	if (q->tail)
 		q->tail->next = c;
@@ -215,6 +271,7 @@ static void submit(struct ss_db *d)
 		q->head = c;
 	q->tail = c;
 	q->queued++;
+	q->queued_bytes += c->len;
 	pthread_cond_signal(&q->work);
 	struct ss_chunk *n = q->free;
 	if (n)
@@ -232,7 +289,7 @@ int ss_db_sync(struct ss_db *d)
 	if (q) {
 		pthread_mutex_lock(&q->mu);
 		while (q->head || q->busy)
-			pthread_cond_wait(&q->space, &q->mu);
+			wait_on(q, &q->space, W_SYNC);
 		pthread_mutex_unlock(&q->mu);
 	}
 	return d->failed ? -1 : 0;
@@ -279,15 +336,19 @@ static void batch_back(struct ss_db *d, struct ss_batch *b, struct ss_batch_rows
 	r->next = *fl;
 	*fl = r;
 	if (q) {
-		pthread_cond_broadcast(&q->space);
+		if (q->want == W_BUFFER && q->want_fl == fl)
+			pthread_cond_signal(&q->space);
 		pthread_mutex_unlock(&q->mu);
 	}
 }
 
 /* The batch's filled rows go to the inserting thread (a record in the chunk,
- * in order with the other rows) and an inserted buffer is filled next; when
- * none is free yet the chunk is handed over first, so the one being waited
- * for is on its way. */
+ * in order with the other rows), and the chunk goes with them at once: kept
+ * back until the producer ran out of buffers, it left the inserting thread
+ * asleep while the producer filled two more batches of that table, and then
+ * the producer asleep while the inserting thread caught up (steady recording,
+ * STALLSCOPE_IMPORT_TIMING: each side slept ~3 s of an 8 s load on a busy
+ * machine, 69 and 609 times). An inserted buffer is filled next. */
 static void hand_batch(struct ss_db *d, enum ss_stmt w)
 {
 	struct ss_batch *b = d->batch[w];
@@ -306,20 +367,14 @@ static void hand_batch(struct ss_db *d, enum ss_stmt w)
 	memcpy(p + 4, &r, sizeof r);
 	struct ss_pipe *q = d->pipe;
 	struct ss_batch_rows **fl = ss_batch_free_list(b);
-	if (q)
+	submit(d); /* inline (no thread): inserts now, and the buffer is back at once */
+	if (q) {
 		pthread_mutex_lock(&q->mu);
-	struct ss_batch_rows *n = *fl;
-	if (!n && q) {
-		pthread_mutex_unlock(&q->mu);
-		submit(d);
-		pthread_mutex_lock(&q->mu);
+		q->want_fl = fl;
 		while (!*fl)
-			pthread_cond_wait(&q->space, &q->mu);
-		n = *fl;
-	} else if (!n) {
-		submit(d); /* inserts inline: the buffer comes back at once */
-		n = *fl;
+			wait_on(q, &q->space, W_BUFFER);
 	}
+	struct ss_batch_rows *n = *fl;
 	*fl = n->next;
 	if (q)
 		pthread_mutex_unlock(&q->mu);
@@ -441,6 +496,8 @@ int ss_db_pipe_start(struct ss_db *d, bool threaded)
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->work, NULL);
 	pthread_cond_init(&q->space, NULL);
+	q->timing = getenv("STALLSCOPE_IMPORT_TIMING") != NULL;
+	q->want = W_NONE;
 	d->pipe = q;
 	if (pthread_create(&q->thread, NULL, consumer, d) != 0) {
 		d->pipe = NULL;
