@@ -365,6 +365,13 @@ static uint64_t cycle(int final)
 	return now + sleep;
 }
 
+/* One side of the writer thread's start (wr.boot) tells the other. */
+static void boot_say(uint32_t what)
+{
+	atomic_store(&wr.boot, what);
+	syscall(SYS_futex, &wr.boot, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -381,8 +388,7 @@ static void *writer_main(void *arg)
 	/* The clock's CPU tour first, while start opens the segment directory: no
 	 * thread of its own to create and join (ss_clock_tour). */
 	ss_clock_tour(wr.cfg.user->hook_clock);
-	atomic_store(&wr.boot, BOOT_TOURED);
-	syscall(SYS_futex, &wr.boot, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	boot_say(BOOT_TOURED);
 	uint32_t b;
 	while ((b = atomic_load(&wr.boot)) == BOOT_TOURED)
 		syscall(SYS_futex, &wr.boot, FUTEX_WAIT_PRIVATE, BOOT_TOURED, NULL, NULL, 0);
@@ -443,12 +449,6 @@ static void wait_toured(void)
 {
 	while (atomic_load(&wr.boot) == BOOT_TOURING)
 		syscall(SYS_futex, &wr.boot, FUTEX_WAIT_PRIVATE, BOOT_TOURING, NULL, NULL, 0);
-}
-
-static void boot_say(uint32_t what)
-{
-	atomic_store(&wr.boot, what);
-	syscall(SYS_futex, &wr.boot, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* The watchdog saw a ring past a quarter full: a writer in a long sleep (set

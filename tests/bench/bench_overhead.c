@@ -562,10 +562,15 @@ int main(int argc, char **argv)
 		       "faults in 65536 events), %.2f on pages already there, at 102k events/s (this "
 		       "bench's library, thread CPU, recording on minus off)\n", hook_ns, hook_faults,
 		       hook_warm);
+	else if (w_light)
+		fprintf(stderr, "bench_overhead: the hooks' cost per event was not measured (the "
+				"light account's hooks column is 0)\n");
 	if (w_light && hook_ns_per_event(dir, 24, &slow_ns, &slow_warm, &slow_faults) == 0)
 		printf("  hooks: %.2f CPU ns per event on a ring's first pass (%.0f page faults in 3072 "
 		       "events) at the light workload's pace (4.8k events/s, 48 after each 10 ms sleep)\n",
 		       slow_ns, slow_faults);
+	else if (w_light)
+		fprintf(stderr, "bench_overhead: the hooks' cost at the light pace was not measured\n");
 	printf("  light: 2 workers, starvation scenario at 750 tasks/s for 2 s%s%s\n",
 	       other ? "; other build: " : "", other ? other : "");
 	if (w_light && measure(runtime, dir, light, lc, nlc, rounds) != 0) {
