@@ -56,7 +56,6 @@ struct ss_batch {
 	struct ss_batch_rows *fill;      /* the rows being filled (producer) */
 	struct ss_batch_rows *free;      /* inserted, to fill again (db_pipe.c's lock) */
 	struct ss_batch_rows *all[BATCH_BUFFERS];
-	int nall;                        /* buffers made */
 };
 
 /* ---- the ss_rows virtual table ---------------------------------------------- */
@@ -219,7 +218,7 @@ static void batch_free(struct ss_batch *b)
 		return;
 	sqlite3_finalize(b->insert);
 	sqlite3_finalize(b->max_id);
-	for (int i = 0; i < b->nall; i++)
+	for (int i = 0; i < BATCH_BUFFERS; i++)
 		if (b->all[i]) {
 			free(b->all[i]->v);
 			free(b->all[i]->ty);
@@ -230,10 +229,8 @@ static void batch_free(struct ss_batch *b)
 	free(b);
 }
 
-static struct ss_batch_rows *batch_rows_new(struct ss_batch *b)
+static struct ss_batch_rows *batch_rows_new(struct ss_batch *b, int i)
 {
-	if (b->nall == BATCH_BUFFERS)
-		return NULL;
 	struct ss_batch_rows *r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
@@ -245,7 +242,7 @@ static struct ss_batch_rows *batch_rows_new(struct ss_batch *b)
 		free(r);
 		return NULL;
 	}
-	b->all[b->nall++] = r;
+	b->all[i] = r;
 	return r;
 }
 
@@ -302,7 +299,7 @@ int ss_batch_prepare(struct ss_db *d, enum ss_stmt w, const char *sql, const cha
 	b->cap = b->ordered_ids ? ORDERED_BATCH_ROWS : BATCH_ROWS;
 	int rc = 0;
 	for (int i = 0; i < BATCH_BUFFERS && rc == 0; i++) {
-		struct ss_batch_rows *r = batch_rows_new(b);
+		struct ss_batch_rows *r = batch_rows_new(b, i);
 		if (!r)
 			rc = -1;
 		else if (i == 0)

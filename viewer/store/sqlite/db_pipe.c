@@ -230,7 +230,8 @@ static void *consumer(void *arg)
 		c->next = q->free;
 		q->free = c;
 		q->busy = false;
-		if ((q->want == W_SYNC && !q->head) || (q->want == W_QUEUE && queue_room(q)))
+		/* queue room came with the dequeue above, and was said there */
+		if (q->want == W_SYNC && !q->head)
 			pthread_cond_signal(&q->space);
 	}
 	pthread_mutex_unlock(&q->mu);
@@ -352,6 +353,7 @@ static void batch_back(struct ss_db *d, struct ss_batch *b, struct ss_batch_rows
 static void hand_batch(struct ss_db *d, enum ss_stmt w)
 {
 	struct ss_batch *b = d->batch[w];
+	/* a nearly full chunk goes first, so the record below does not grow it */
 	if (d->cur && d->cur->len > CHUNK_BYTES - 4096)
 		submit(d);
 	uint8_t *p = d->failed ? NULL : reserve(d, 4 + sizeof(struct ss_batch_rows *));

@@ -210,7 +210,7 @@ static int s_task(void *ctx, const struct ss_task_row *x)
 	/* task_rows: NULL task when it is the id, the end as a lifetime (their
 	 * varints are a few bytes where the values are up to eight) */
 	if ((int64_t)x->task == x->id)
-		ss_bind_z(r, 3, 0);
+		ss_bind_null(r, 3);
 	else
 		ss_bind_i(r, 3, (int64_t)x->task);
 	ss_bind_z(r, 4, x->location_id);
@@ -219,7 +219,7 @@ static int s_task(void *ctx, const struct ss_task_row *x)
 	if (x->end_ts)
 		ss_bind_i(r, 7, (int64_t)((uint64_t)x->end_ts - (uint64_t)x->spawn_ts));
 	else
-		ss_bind_z(r, 7, 0);
+		ss_bind_null(r, 7);
 	ss_bind_z(r, 8, x->spawn_thread_id);
 	return step(s, ST_INS_TASK);
 }
