@@ -361,7 +361,10 @@ static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, 
 		/* The off-CPU filter holds the pid filter. */
 		uint32_t before = ss_smp.inpoll_attached;
 		ss_bpf_attach_offcpu(ss_smp.pc_fds[ss_smp.pc_nfds - 1]);
-		*filtered += ss_smp.inpoll_attached != before;
+		if (ss_smp.inpoll_attached != before)
+			(*filtered)++;
+		else /* refused here: at least every other process's switch-outs go */
+			filter_last(prog, filtered);
 	} else {
 		filter_last(prog, filtered);
 	}
