@@ -255,14 +255,15 @@ SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting)
 	if (want && !s->w_sampled) {
 		s->w_sampled = 1;
 		/* A worker's lane says what its switch-outs outside polls were; any
-		 * other thread keeps them all. The cell starts "in a poll": a poll
-		 * begun after the writer's last drain and before the cell is
-		 * published writes nothing, and must not lose its stacks; the first
-		 * park or poll end says the truth. */
+		 * other thread keeps them all. The cell starts as the drained lane
+		 * says: a poll begun after the last drain and before the cell is
+		 * published stays "outside" until its end (its stacks are lost;
+		 * starting "inside" instead would keep the stacks of the park the
+		 * worker is usually in when followed). */
 		if (ss_sampler_thread_add((uint32_t)s->tid, s->stack_lo, s->stack_hi) == 0 &&
 		    s->w_runtime)
 			atomic_store_explicit(&s->inpoll_cell,
-					      ss_sampler_inpoll_cell((uint32_t)s->tid, 1),
+					      ss_sampler_inpoll_cell((uint32_t)s->tid, s->w_open_since != 0),
 					      memory_order_relaxed);
 	} else if (!want && s->w_sampled) {
 		s->w_sampled = 0;
