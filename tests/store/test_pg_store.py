@@ -149,14 +149,17 @@ def main():
         # segment boundary a switch-out sample can land one segment before the
         # poll it falls in). The import of the poll's segment links them: in
         # PostgreSQL only once the recording's workers and polls the stage took
-        # back are in the database again. Small segments make many boundaries.
+        # back are in the database again. Small segments make many boundaries, and
+        # a stack at every switch-out (OFFCPU_STACKS=all) makes many samples: with
+        # the in-poll filter a 2 s run keeps ~600 and none may fall on a boundary.
         url_early = cl.createdb("early")
         early = os.path.join(tmp, "early.db")
         relinked = 0
         for attempt in range(3):
             d = os.path.join(tmp, "early%d" % attempt)
             env = dict(os.environ, STALLSCOPE_ENABLED="1", STALLSCOPE_OUTPUT_DIR=d, STALLSCOPE_FILE_PREFIX="early%d" % attempt,
-                       STALLSCOPE_MAX_FILE_SIZE="256K", STALLSCOPE_ROTATION_COUNT="1000")
+                       STALLSCOPE_MAX_FILE_SIZE="256K", STALLSCOPE_ROTATION_COUNT="1000",
+                       STALLSCOPE_OFFCPU_STACKS="all")
             pgtest.run([runtime, "--scenario", "steady", "--duration", "2"], env=env)
             for seg in segments(d):
                 unlinked = {r[0] for r in sqlite3.connect(early).execute(
