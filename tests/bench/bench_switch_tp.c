@@ -10,6 +10,8 @@
  * by round (A B C, B C A, ...), medians:
  *
  *   none;
+ *   per thread: sampler_perf.c's events on each player (pid = tid), the
+ *     context-switches event's program dropping every sample (parked);
  *   inherited: today's default for the process itself (sampler_percpu.c): per
  *     CPU, pid = this process, inherited: cpu-clock with call chains, switch
  *     records, a context-switches event (period 1, regs + 1 KiB of stack) whose
@@ -22,9 +24,17 @@
  *     sched:sched_switch per CPU for every process with a BPF program
  *     (BPF_PROG_TYPE_TRACEPOINT): returning 0 always (the bare tracepoint);
  *     keeping switches out of this process (tgid) or into a thread of a map
- *     (next_pid's cell), TID|TIME|CPU|RAW; and with a second sched_switch
- *     event carrying regs + 1 KiB of stack whose program drops all (parked) or
- *     keeps this process's switch-outs (inside a poll).
+ *     (next_pid's cell), TID|TIME|CPU|RAW; the same with regs + 1 KiB of
+ *     stack on every kept switch (the kernel runs every program attached to
+ *     sched_switch for every perf event on it and ANDs their results, so a
+ *     second event with another filter, stacks only inside polls, cannot be
+ *     had); the same RAW event beside today's wide context-switches event
+ *     dropping every stack;
+ *   tp+output: the tracepoint's program returns 0 and writes records of its
+ *     own (bpf_perf_event_output into a BPF_OUTPUT event per CPU): switches
+ *     of ours as 32 bytes; + the user call chain (bpf_get_stack) at switch-outs
+ *     of ours; and with both players' cells saying parked, where the program
+ *     drops the switches of parked threads (what the hooks already tell).
  *
  * The tracepoint's id comes from tracefs (/sys/kernel/tracing or
  * /sys/kernel/debug/tracing); where neither is mounted, a child in a mount
@@ -59,6 +69,8 @@
 
 #define MAX_CPUS 64
 #define CELLS 1024u /* the map's u32 cells, indexed by tid & (CELLS - 1) */
+#define CELL_FOLLOWED 1
+#define CELL_PARKED 2   /* a followed thread the hooks say is parked */
 
 /* sched_switch's raw record (its tracefs format on 6.x): ctx of the program. */
 #define TP_PREV_PID 24
@@ -66,6 +78,7 @@
 
 enum conf {
 	C_NONE,
+	C_THREAD_DROP,
 	C_INH_DROP,
 	C_INH_KEEP,
 	C_WIDE_DROP,
@@ -77,11 +90,13 @@ enum conf {
 	C_OUT_SWITCH,
 	C_OUT_STACK,
 	C_TP_CS_DROP,
+	C_OUT_PARKED,
 	NCONF
 };
 
 static const char *names[NCONF] = {
 	"no events",
+	"per thread (SAMPLER=thread), stacks dropped",
 	"inherited (today's default), stacks dropped",
 	"inherited (today's default), stacks kept",
 	"wide (SAMPLER=cpu), stacks dropped",
@@ -93,6 +108,7 @@ static const char *names[NCONF] = {
 	"tp+output: ours as 32-byte records",
 	"tp+output: + user stack at our switch-outs",
 	"tp: ours (RAW) + wide cs event, stacks dropped",
+	"tp+output: parked threads' switches dropped",
 };
 
 static uint64_t cpu_ns(clockid_t id)
@@ -190,9 +206,10 @@ static int out_map = -1, scratch_map = -1;
 #define OUT_HEAD 32         /* u64 time; u32 prev_tid, next_tid; u64 prev_state; u32 out, nr */
 #define OUT_STACK 1016      /* 127 frames: perf_event_max_stack */
 
-/* sched_switch, returning 0 always (perf samples of this tracepoint are dropped:
- * see the note at C_OUT_* in main): for a switch out of a thread of pid or into
- * a thread whose cell is set, writes a 32-byte record by bpf_perf_event_output;
+/* sched_switch, returning 0 always (the tracepoint event's own samples are not
+ * wanted): for a switch out of a thread of pid that is not parked (its cell)
+ * or into a followed thread (cell FOLLOWED, not PARKED), writes a 32-byte
+ * record by bpf_perf_event_output;
  * with stacks, a switch out of ours also carries the user call chain
  * (bpf_get_stack, frame pointers, as PERF_SAMPLE_CALLCHAIN). */
 static int prog_output(uint32_t pid, int cells_fd, int stacks)
@@ -203,8 +220,20 @@ static int prog_output(uint32_t pid, int cells_fd, int stacks)
 	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
 	p[n++] = insn(BPF_ALU64 | BPF_RSH | BPF_K, 0, 0, 0, 32);
 	p[n++] = MOV_K(8, 1); /* r8 = 1: out of ours */
+	int j_into = n;
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, (int32_t)pid);
+	/* out of ours: kept unless the thread is parked */
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 6, TP_PREV_PID, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t)(CELLS - 1));
+	p[n++] = insn(BPF_ALU64 | BPF_LSH | BPF_K, 1, 0, 0, 2);
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, cells_fd);
+	p[n++] = insn(0, 0, 0, 0, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
 	int j_ours = n;
-	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, (int32_t)pid);
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, CELL_PARKED);
+	p[j_into].off = (int16_t)(n - j_into - 1);
+	/* into a followed thread that is not parked */
 	p[n++] = MOV_K(8, 0);
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 6, TP_NEXT_PID, 0);
 	p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t)(CELLS - 1));
@@ -214,7 +243,7 @@ static int prog_output(uint32_t pid, int cells_fd, int stacks)
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
 	int j_drop1 = n;
-	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, CELL_FOLLOWED);
 	int emit = n;
 	p[j_ours].off = (int16_t)(emit - j_ours - 1);
 	/* r7 = the scratch element: key 0 at fp - 4 */
@@ -396,6 +425,9 @@ static void stack_copy(struct perf_event_attr *a)
 	a->sample_stack_user = 1024;
 }
 
+static pthread_barrier_t ready, go;
+static uint32_t tids[2]; /* the players' */
+
 struct evs {
 	int fds[8 * MAX_CPUS], nfds;
 	uint64_t out_ids[MAX_CPUS]; /* the BPF_OUTPUT events' sample ids */
@@ -432,12 +464,12 @@ static int ev_open(struct evs *e, struct perf_event_attr *a, pid_t pid, int cpu,
 static int open_conf(int conf, struct evs *e)
 {
 	memset(e, 0, sizeof *e);
-	if (conf == C_NONE)
-		return 0;
+	if (conf == C_NONE || conf == C_THREAD_DROP)
+		return 0; /* the players' own events are opened once they run */
 	int inh = conf == C_INH_DROP || conf == C_INH_KEEP;
 	int wide = conf == C_WIDE_DROP || conf == C_WIDE_KEEP;
 	int keep = conf == C_INH_KEEP || conf == C_WIDE_KEEP;
-	int out = conf == C_OUT_SWITCH || conf == C_OUT_STACK;
+	int out = conf == C_OUT_SWITCH || conf == C_OUT_STACK || conf == C_OUT_PARKED;
 	pid_t pid = inh ? 0 : -1;
 	for (int c = 0; c < ncpu; c++) {
 		struct perf_event_attr a;
@@ -481,11 +513,36 @@ static int open_conf(int conf, struct evs *e)
 		a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
 		if (conf == C_TP_OURS_STK)
 			stack_copy(&a);
-		int prog = c ? -1 : conf == C_TP_ZERO ? p_zero_tp : conf == C_OUT_SWITCH ? p_out :
+		int prog = c ? -1 : conf == C_TP_ZERO ? p_zero_tp : conf == C_OUT_SWITCH || conf == C_OUT_PARKED ? p_out :
 			   conf == C_OUT_STACK ? p_out_stk : p_switch_tp;
 		if (ev_open(e, &a, -1, c, ring, prog) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* sampler_perf.c's events of one thread (pid = tid, cpu = -1), for each
+ * player: cpu-clock with call chains and switch records, a context-switches
+ * event writing into its ring whose program drops every sample (parked). */
+static int open_threads(struct evs *e)
+{
+	for (int k = 0; k < 2; k++) {
+		struct perf_event_attr a;
+		attr_base(&a, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+		a.sample_period = 1001001;
+		a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CPU;
+		a.context_switch = 1;
+		int ring = ev_open(e, &a, (pid_t)tids[k], -1, -1, -1);
+		if (ring < 0)
+			return -1;
+		attr_base(&a, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES);
+		a.sample_period = 1;
+		stack_copy(&a);
+		if (ev_open(e, &a, (pid_t)tids[k], -1, ring, p_zero_pe) < 0)
+			return -1;
+	}
+	for (int k = 0; k < e->nfds; k++)
+		ioctl(e->fds[k], PERF_EVENT_IOC_ENABLE, 0);
 	return 0;
 }
 
@@ -549,6 +606,7 @@ static void drain(struct evs *e, uint64_t recs[3])
 
 static _Atomic int turn;
 static int trips;
+static uint32_t cell_value; /* what the players' cells say while they play */
 
 static void *player(void *arg)
 {
@@ -557,7 +615,10 @@ static void *player(void *arg)
 	CPU_ZERO(&cs);
 	CPU_SET(0, &cs);
 	pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
-	atomic_store(&cells[gettid() & (CELLS - 1)], 1);
+	tids[me] = (uint32_t)gettid();
+	atomic_store(&cells[tids[me] & (CELLS - 1)], cell_value);
+	pthread_barrier_wait(&ready);
+	pthread_barrier_wait(&go);
 	for (int i = 0; i < trips; i++) {
 		while (atomic_load(&turn) != me)
 			syscall(SYS_futex, &turn, FUTEX_WAIT_PRIVATE, !me, NULL, NULL, 0);
@@ -579,7 +640,7 @@ int main(int argc, char **argv)
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpu > MAX_CPUS)
 		ncpu = MAX_CPUS;
-	ring_len = (size_t)(256 + 1) * (size_t)sysconf(_SC_PAGESIZE);
+	ring_len = (size_t)(1024 + 1) * (size_t)sysconf(_SC_PAGESIZE);
 	tpid = tp_id();
 	if (tpid < 0) {
 		printf("SKIP: no sched:sched_switch id (tracefs not mounted and not mountable)\n");
@@ -631,8 +692,17 @@ int main(int argc, char **argv)
 			atomic_store(&turn, 0);
 			pthread_t th[2];
 			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
+			cell_value = conf == C_OUT_PARKED ? CELL_PARKED : CELL_FOLLOWED;
+			pthread_barrier_init(&ready, NULL, 3);
+			pthread_barrier_init(&go, NULL, 3);
 			for (int k = 0; k < 2; k++)
 				pthread_create(&th[k], NULL, player, (void *)(intptr_t)k);
+			pthread_barrier_wait(&ready);
+			if (conf == C_THREAD_DROP && open_threads(&e) != 0) {
+				printf("  FAILED to open %s\n", names[conf]);
+				return 1;
+			}
+			pthread_barrier_wait(&go);
 			for (int done = 0; !done;) {
 				struct timespec ts = { 0, 10000000L };
 				nanosleep(&ts, NULL);
@@ -641,6 +711,8 @@ int main(int argc, char **argv)
 			}
 			pthread_join(th[1], NULL);
 			drain(&e, recs);
+			pthread_barrier_destroy(&ready);
+			pthread_barrier_destroy(&go);
 			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
 			double wall = (double)(now_ns() - w0) / 1e9;
 			close_conf(&e);
