@@ -176,7 +176,9 @@ SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t
 		kept.cells = m == MAP_FAILED ? NULL : m;
 		kept.len = kept.cells ? need : 0;
 	}
-	kept.dirty = 0;
+	/* All of it until fini says how much was used: a child forked during the
+	 * session starts its own with the parent's req/done pairs in these cells. */
+	kept.dirty = kept.len;
 	C.cells = kept.cells;
 	C.scan = malloc(SCAN_BYTES);
 	C.sysfd = malloc(sizeof *C.sysfd * nslots);

@@ -411,7 +411,9 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	kept.ws = kept_map(kept.ws, &kept.ws_len, D.ws_len);
 	if (kept.ws && reuse)
 		memset(kept.ws, 0, kept.ws_dirty < kept.ws_len ? kept.ws_dirty : kept.ws_len);
-	kept.ws_dirty = 0;
+	/* All of it until a stop says how much this session used: a process forked
+	 * during the session starts its own with the parent's slots in these pages. */
+	kept.ws_dirty = kept.ws_len;
 	D.ws = kept.ws;
 	kept.q = kept_map(kept.q, &kept.q_len, (size_t)QUEUE_LEN * D.msg_size);
 	D.q = kept.q;
