@@ -377,7 +377,8 @@ END;
 -- table itself, so the cpu_intervals_by_thread index is gone) and keeps the
 -- state as a small integer. Query cpu_intervals. An INSERT into it and a DELETE
 -- from it still work (triggers write cpu_rows; update cpu_rows); an interval equal in thread, ts, dur and state
--- to one already stored is stored once.
+-- to one already stored is stored once, with the first one's cpu (a thread's intervals do not overlap, so only
+-- a repeated zero-length interval or a damaged clock makes one).
 --   cpu_intervals: thread_id, ts, dur,
 --     state,                          -- 'on-cpu', 'blocked' or 'preempted'
 --     cpu                             -- CPU of the switch that opened the interval, NULL if unknown
@@ -398,6 +399,10 @@ SELECT c.thread_id AS thread_id, c.ts AS ts, c.dur AS dur,
   FROM cpu_rows c;
 CREATE TRIGGER IF NOT EXISTS cpu_intervals_insert INSTEAD OF INSERT ON cpu_intervals
 BEGIN
+  -- OR IGNORE below would skip a row that breaks NOT NULL: refuse it as the table did
+  SELECT RAISE(ABORT, 'NOT NULL constraint failed: cpu_intervals.thread_id') WHERE NEW.thread_id IS NULL;
+  SELECT RAISE(ABORT, 'NOT NULL constraint failed: cpu_intervals.ts') WHERE NEW.ts IS NULL;
+  SELECT RAISE(ABORT, 'NOT NULL constraint failed: cpu_intervals.dur') WHERE NEW.dur IS NULL;
   SELECT RAISE(ABORT, 'NOT NULL constraint failed: cpu_intervals.state') WHERE NEW.state IS NULL;
   INSERT OR IGNORE INTO cpu_rows(thread_id, ts, dur, state, cpu)
     VALUES (NEW.thread_id, NEW.ts, NEW.dur,
@@ -663,7 +668,7 @@ WITH p0 AS (
          t.task, p.task_id, p.location_id,
          l.function || ' (' || l.file || ':' || l.line || ')' AS location,
          -- the thread's interval open when the poll began, by a seek back on
-         -- cpu_intervals_by_thread (its intervals do not overlap)
+         -- cpu_rows' key (its intervals do not overlap)
          coalesce((SELECT max(c.ts) FROM cpu_intervals c WHERE c.thread_id = w.thread_id
                     AND c.ts <= p.ts), p.ts) AS lo
     FROM polls p JOIN workers w ON w.id = p.worker_id

@@ -218,7 +218,7 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
     check(d.execute("SELECT worker_id, local, global FROM queue_depths WHERE ts = -5").fetchall() == [(w, 3, None)],
           "a queue depth inserted through the view reads back with its thread's worker")
     # cpu_intervals: the three states as codes, another one as its text, an
-    # exact repeat stored once, a missing state refused, a DELETE through it.
+    # exact repeat stored once, a missing state, ts, dur or thread refused, a DELETE through it.
     n_cpu = d.execute("SELECT count(*) FROM cpu_rows").fetchone()[0]
     d.executemany("INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES (?, ?, ?, ?, ?)",
                   [(th, -9, 4, "on-cpu", 1), (th, -5, 4, "blocked", None), (th, -1, 2, "preempted", 0),
@@ -230,11 +230,15 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
     check(d.execute("SELECT count(*) FROM cpu_rows").fetchone()[0] == n_cpu + 5
           and d.execute("SELECT count(*) FROM cpu_rows WHERE ts < 0 AND typeof(state) = 'integer'").fetchone()[0]
           == 3, "cpu_rows holds the known states as codes and a repeat once")
-    try:
-        d.execute("INSERT INTO cpu_intervals(thread_id, ts, dur) VALUES (?, 5, 1)", (th,))
-        check(False, "a cpu interval without a state was accepted")
-    except sqlite3.IntegrityError:
-        pass
+    for cols, vals, what in (("thread_id, ts, dur", (th, 5, 1), "state"),
+                             ("thread_id, dur, state", (th, 1, "on-cpu"), "ts"),
+                             ("thread_id, ts, state", (th, 5, "on-cpu"), "dur"),
+                             ("ts, dur, state", (5, 1, "on-cpu"), "thread_id")):
+        try:
+            d.execute("INSERT INTO cpu_intervals(%s) VALUES (?, ?, ?)" % cols, vals)
+            check(False, "a cpu interval without its %s was accepted" % what)
+        except sqlite3.IntegrityError as e:
+            check(("cpu_intervals." + what) in str(e), "a cpu interval without its %s: %s" % (what, e))
     d.execute("DELETE FROM cpu_intervals WHERE thread_id = ? AND ts BETWEEN -9 AND 2 AND state <> 'blocked'",
               (th,))
     check(d.execute("SELECT ts, state FROM cpu_intervals WHERE thread_id = ? AND ts BETWEEN -9 AND 2",

@@ -359,7 +359,7 @@ int ss_db_prepare(struct ss_db *d, bool threaded)
  * load, while the inserting thread kept up with the model with CPU to spare.
  * Kept up during the load, the index costs that thread ~1 s more, beside
  * the model thread, and the import about the same CPU in all (README). The price is a less densely packed index (72 MB
- * of 64 KiB pages against 66 MB on the bench: pages split where each worker's
+ * against 66 MB on the bench, measured with 64 KiB pages: pages split where each worker's
  * entries grow), as in any import into an existing database, which keeps its
  * indexes up the same way. */
 int ss_db_create_indexes(struct ss_db *d)

@@ -22,7 +22,7 @@
 	"p.task_id = t.id WHERE t.task = ?6))"
 /* An off-CPU sample's time off CPU: the blocked or preempted interval its
  * switch began, which the kernel writes a few microseconds after the sample
- * (cpu_intervals_by_thread). */
+ * (a seek on cpu_rows' key, through the view). */
 #define OFFCPU_NS(s) "(SELECT c.dur FROM cpu_intervals c WHERE c.thread_id = " s ".thread_id AND c.ts >= " s \
 	".ts AND c.ts < " s ".ts + 1000000 AND c.state <> 'on-cpu' ORDER BY c.ts LIMIT 1)"
 #define LOC_TEXT(l) "coalesce(" l ".function, '?') || ' (' || coalesce(" l ".file, '?') || ':' || " \
@@ -100,7 +100,7 @@ static const char *const sql[SS_Q_COUNT] = {
 		      " w.recording_id, p.incomplete FROM polls p JOIN workers w ON w.id = p.worker_id"
 		      " LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN locations l ON l.id = p.location_id"
 		      " WHERE p.id = ?1",
-	/* cpu_intervals_by_thread: the interval open at ?2 by a seek back, then
+	/* cpu_rows' key: the interval open at ?2 by a seek back, then
 	 * those starting before ?3 (a thread's intervals do not overlap). */
 	[SS_Q_POLL_CPU] = "SELECT state, ts, dur FROM cpu_intervals WHERE thread_id = ?1 AND ts >= coalesce("
 			  "(SELECT max(ts) FROM cpu_intervals WHERE thread_id = ?1 AND ts <= ?2), ?2) AND ts < ?3",
@@ -129,7 +129,7 @@ static const char *const sql[SS_Q_COUNT] = {
 			 " AND ?3 = ?3 GROUP BY recording_id ORDER BY recording_id",
 
 	/* A whole trace is one pass over the table; any narrower scope goes
-	 * through samples_by_thread and cpu_intervals_by_thread per thread. */
+	 * through samples_by_thread and cpu_rows' key per thread. */
 	[SS_Q_STACK_ALL_SAMPLES] = "SELECT callsite_id, weight, poll_id FROM samples WHERE kind = ?1",
 	[SS_Q_STACK_THREADS] = "SELECT id FROM threads t WHERE EXISTS (SELECT 1 FROM samples s WHERE s.thread_id = t.id)"
 			       " OR EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = t.id) ORDER BY id",
