@@ -32,7 +32,11 @@
  * sleep with little queued (~290 times on the steady recording at load 5).
  * More than the batch buffers of all tables (db_batch.c: up to 19 for each
  * of ten tables of small batches), so that a full batch never waits for
- * queue room behind others; the bytes queued stay bounded by PIPE_DEPTH. */
+ * queue room behind others; the bytes queued stay bounded by PIPE_DEPTH.
+ * Memory is not: chunks come back to a free list, and each may have been
+ * filled at some time, so the chunks can hold up to PIPE_CHUNKS_MAX x
+ * CHUNK_BYTES (64 MB) resident; on the recordings measured (README) the
+ * import's whole RSS grew by ~10 MB (review). */
 #define PIPE_CHUNKS_MAX 256
 
 /* Value types (db_batch.c uses the same codes). */
