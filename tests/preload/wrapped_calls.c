@@ -35,10 +35,19 @@ static void on_alarm(int sig)
 	(void)sig;
 }
 
-/* Interrupts the calling thread's next blocking call in ~20 ms. */
+/* Interrupts the calling thread's next blocking call: SIGALRM every 20 ms until
+ * disarm_interrupt. Not once: on a loaded machine a single signal can land before
+ * the thread reaches the call, which then waits for ever (no timeout) or until
+ * its timeout, with no EINTR to see. */
 static void arm_interrupt(void)
 {
-	struct itimerval it = { {0, 0}, {0, 20000} };
+	struct itimerval it = { {0, 20000}, {0, 20000} };
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void disarm_interrupt(void)
+{
+	struct itimerval it = { {0, 0}, {0, 0} };
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
@@ -62,6 +71,7 @@ static void test_poll_family(void)
 	arm_interrupt();
 	errno = SENTINEL;
 	CHECK(poll(&fd, 1, 2000) == -1 && errno == EINTR, "poll EINTR: errno %d", errno);
+	disarm_interrupt();
 	CHECK(write(p[1], "x", 1) == 1, "write");
 	errno = SENTINEL;
 	CHECK(poll(&fd, 1, 1000) == 1 && errno == SENTINEL && (fd.revents & POLLIN), "poll ready");
@@ -75,6 +85,7 @@ static void test_poll_family(void)
 	arm_interrupt();
 	errno = SENTINEL;
 	CHECK(ppoll(&fd, 1, NULL, NULL) == -1 && errno == EINTR, "ppoll EINTR: %d", errno);
+	disarm_interrupt();
 	/* select: a timeout, a bad descriptor, EINTR */
 	fd_set rd;
 	FD_ZERO(&rd);
@@ -103,6 +114,7 @@ static void test_poll_family(void)
 	errno = SENTINEL;
 	CHECK(pselect(q[0] + 1, &qd, NULL, NULL, NULL, &none) == -1 && errno == EINTR,
 	      "pselect EINTR: %d", errno);
+	disarm_interrupt();
 	close(q[0]);
 	close(q[1]);
 	close(p[0]);
@@ -123,6 +135,7 @@ static void test_fortified(void)
 	arm_interrupt();
 	errno = SENTINEL;
 	CHECK(fortified_poll(&fd, 1, 2000) == -1 && errno == EINTR, "__poll_chk EINTR");
+	disarm_interrupt();
 	struct timespec ts = { 0, 10000000 };
 	errno = SENTINEL;
 	CHECK(fortified_ppoll(&fd, 1, &ts) == 0 && errno == SENTINEL, "__ppoll_chk timeout");
@@ -142,6 +155,7 @@ static void test_epoll(void)
 	arm_interrupt();
 	errno = SENTINEL;
 	CHECK(epoll_wait(ep, out, 4, -1) == -1 && errno == EINTR, "epoll_wait EINTR: %d", errno);
+	disarm_interrupt();
 	errno = SENTINEL;
 	CHECK(epoll_wait(p[1], out, 4, 10) == -1 && errno == EINVAL, "epoll_wait EINVAL: %d", errno);
 	errno = SENTINEL;
@@ -159,6 +173,7 @@ static void test_epoll(void)
 	arm_interrupt();
 	errno = SENTINEL;
 	CHECK(epoll_pwait(ep, out, 4, -1, &none) == -1 && errno == EINTR, "epoll_pwait EINTR");
+	disarm_interrupt();
 	struct timespec ts = { 0, 10000000 };
 	errno = SENTINEL;
 	int r = epoll_pwait2(ep, out, 4, &ts, NULL);
@@ -222,6 +237,7 @@ static void test_cond_sem(void)
 	arm_interrupt();
 	errno = SENTINEL;
 	CHECK(sem_wait(&s) == -1 && errno == EINTR, "sem_wait EINTR: %d", errno);
+	disarm_interrupt();
 	sem_post(&s);
 	errno = SENTINEL;
 	CHECK(sem_wait(&s) == 0 && errno == SENTINEL, "sem_wait");
