@@ -22,13 +22,13 @@
 
 #include <linux/capability.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "trace_check.h"
+#include "writer_cycles.h"
 
 #define ROUNDS 12
 #define SLEEP_NS 5000000L
@@ -55,18 +55,6 @@ static void sleep_5ms(void)
 	nanosleep(&ts, NULL);
 }
 
-/* The writer's cycles so far, from the metrics text (public API only). */
-static uint64_t writer_cycles(void)
-{
-	static char text[16384];
-	size_t need = stallscope_metrics_text(text, sizeof text);
-	CHECK(need < sizeof text, "metrics text of %zu bytes cut", need);
-	const char *key = "stallscope_recorder_wakeups_total{thread=\"writer\"} ";
-	const char *at = strstr(text, key);
-	CHECK(at, "no writer wake-ups in the metrics text");
-	return at ? strtoull(at + strlen(key), NULL, 10) : 0;
-}
-
 static void *worker(void *arg)
 {
 	struct run *r = arg;
@@ -79,12 +67,7 @@ static void *worker(void *arg)
 	 * the next one is counted: two cycles, however late a loaded machine runs
 	 * them (a fixed 150 ms was not always enough). */
 	stallscope_park();
-	uint64_t c0 = writer_cycles(), waited_ms = 0;
-	struct timespec ms = { 0, 1000000L };
-	while (writer_cycles() < c0 + 2 && waited_ms++ < 60000)
-		nanosleep(&ms, NULL);
-	CHECK(writer_cycles() >= c0 + 2, "the writer ran no 2 cycles in %llu ms",
-	      (unsigned long long)waited_ms);
+	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
 	stallscope_unpark();
 	for (int i = 0; i < ROUNDS; i++) {
 		stallscope_park();
