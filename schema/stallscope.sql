@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 8 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 9 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -371,13 +371,48 @@ END;
 -- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a
 -- switch-in to the next switch-out, 'blocked' from a switch-out while waiting to
 -- the next switch-in, 'preempted' the same when the thread was still runnable.
-CREATE TABLE IF NOT EXISTS cpu_intervals (
+-- `cpu_intervals` is a view of cpu_rows (schema version 9; an older database's
+-- rows move at its next import), which is stored in (thread_id, ts) order (a
+-- table without rowid: a thread's intervals in a time range are a range of the
+-- table itself, so the cpu_intervals_by_thread index is gone) and keeps the
+-- state as a small integer. Query cpu_intervals. An INSERT into it and a DELETE
+-- from it still work (triggers write cpu_rows; update cpu_rows); an interval equal in thread, ts, dur and state
+-- to one already stored is stored once.
+--   cpu_intervals: thread_id, ts, dur,
+--     state,                          -- 'on-cpu', 'blocked' or 'preempted'
+--     cpu                             -- CPU of the switch that opened the interval, NULL if unknown
+CREATE TABLE IF NOT EXISTS cpu_rows (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
   dur INTEGER NOT NULL,
-  state TEXT NOT NULL,              -- 'on-cpu', 'blocked' or 'preempted'
-  cpu INTEGER                       -- CPU of the switch that opened the interval, NULL if unknown
-);
+  state NOT NULL,                   -- 1 'on-cpu', 2 'blocked', 3 'preempted'; any other state as
+                                    -- its text
+  cpu INTEGER,                      -- as in cpu_intervals
+  PRIMARY KEY (thread_id, ts, dur, state)
+) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS cpu_intervals AS
+SELECT c.thread_id AS thread_id, c.ts AS ts, c.dur AS dur,
+       CASE c.state WHEN 1 THEN 'on-cpu' WHEN 2 THEN 'blocked' WHEN 3 THEN 'preempted' ELSE c.state END
+         AS state,
+       c.cpu AS cpu
+  FROM cpu_rows c;
+CREATE TRIGGER IF NOT EXISTS cpu_intervals_insert INSTEAD OF INSERT ON cpu_intervals
+BEGIN
+  SELECT RAISE(ABORT, 'NOT NULL constraint failed: cpu_intervals.state') WHERE NEW.state IS NULL;
+  INSERT OR IGNORE INTO cpu_rows(thread_id, ts, dur, state, cpu)
+    VALUES (NEW.thread_id, NEW.ts, NEW.dur,
+            CASE NEW.state WHEN 'on-cpu' THEN 1 WHEN 'blocked' THEN 2 WHEN 'preempted' THEN 3
+              -- as a TEXT column would have stored it
+              ELSE CASE WHEN typeof(NEW.state) IN ('integer', 'real') THEN CAST(NEW.state AS TEXT)
+                        ELSE NEW.state END END,
+            NEW.cpu);
+END;
+CREATE TRIGGER IF NOT EXISTS cpu_intervals_delete INSTEAD OF DELETE ON cpu_intervals
+BEGIN
+  DELETE FROM cpu_rows WHERE thread_id = OLD.thread_id AND ts = OLD.ts AND dur = OLD.dur
+     AND CASE state WHEN 1 THEN 'on-cpu' WHEN 2 THEN 'blocked' WHEN 3 THEN 'preempted' ELSE state END
+         IS OLD.state;
+END;
 
 -- CPU samples: 'cpu' samples taken while running (weight = CPU time it stands for)
 -- and 'offcpu' samples taken at a switch-out (where the thread blocked; weight 0,
@@ -690,12 +725,11 @@ SELECT s.rowid AS sample_id, s.ts, s.kind, s.thread_id, th.name AS thread, s.wor
 -- tables: on a fresh database before its first row (its inserting thread keeps
 -- them up while the model decodes, which on two CPUs ends sooner than a sort
 -- after the load; viewer/store/sqlite/db.c), otherwise after the load.
--- They serve a thread's samples and CPU states (the viewer's lanes of polls go
--- through poll_chunks, and parks are stored in (worker_id, ts) order). Joins through ids (wakes.poll_id, poll_id,
+-- They serve a thread's samples (the viewer's lanes of polls go through
+-- poll_chunks, and parks and cpu_rows are stored in thread or worker, ts order). Joins through ids (wakes.poll_id, poll_id,
 -- task_id = tasks.id ...) use the rowid and need none. Add your own for other
 -- access paths, e.g. CREATE INDEX polls_by_task ON polls(task_id).
 CREATE INDEX IF NOT EXISTS samples_by_thread ON samples(thread_id, ts);
-CREATE INDEX IF NOT EXISTS cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
 CREATE INDEX IF NOT EXISTS callsites_by_parent ON callsites(parent_id);
 CREATE INDEX IF NOT EXISTS threads_by_recording ON threads(recording_id, thread);
 -- Small (a few rows per stall), and the viewer's stall panel and the report look

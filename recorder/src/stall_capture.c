@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -67,6 +68,7 @@ static struct {
 	int signo;
 	struct sigaction old;
 	uint32_t gen;
+	uint32_t used;  /* cells below this one were signalled this session */
 	pid_t pid;
 	uint64_t code_lo[MAX_CODE_RANGES], code_hi[MAX_CODE_RANGES];
 	uint32_t ncode;
@@ -76,6 +78,17 @@ static struct {
 	 * it each time were four of a running capture's dozen system calls. */
 	struct { int fd; uint32_t thread; } *sysfd;
 } C;
+
+/* The cells (2 MB with the default stack copy) outlive their session, for the
+ * next one: unmapping them at stop cost 150-200 us of CPU on a VM (a munmap
+ * with threads running elsewhere shoots their TLB entries down), and only the
+ * pages used take memory. dirty is how much of them the last session wrote,
+ * cleared at the next init: a stale req/done pair could pass for a new
+ * answer. */
+static struct {
+	unsigned char *cells;
+	size_t len, dirty;
+} kept;
 
 /* Read by the handler: cleared before the cells go away. */
 static _Atomic(unsigned char *) armed_cells;
@@ -153,7 +166,20 @@ SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t
 	memset(&C, 0, sizeof C);
 	C.copy = copy;
 	C.stride = (sizeof(struct cap_cell) + copy + 7) & ~(size_t)7;
-	C.cells = calloc(nslots, C.stride);
+	size_t need = (size_t)nslots * C.stride;
+	if (kept.cells && kept.len >= need) {
+		memset(kept.cells, 0, kept.dirty < kept.len ? kept.dirty : kept.len);
+	} else {
+		if (kept.cells)
+			munmap(kept.cells, kept.len);
+		void *m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		kept.cells = m == MAP_FAILED ? NULL : m;
+		kept.len = kept.cells ? need : 0;
+	}
+	/* All of it until fini says how much was used: a child forked during the
+	 * session starts its own with the parent's req/done pairs in these cells. */
+	kept.dirty = kept.len;
+	C.cells = kept.cells;
 	C.scan = malloc(SCAN_BYTES);
 	C.sysfd = malloc(sizeof *C.sysfd * nslots);
 	if (!C.cells || !C.scan || !C.sysfd) {
@@ -173,7 +199,6 @@ SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t
 	atomic_store(&armed_cells, C.cells);
 	return 0;
 fail:
-	free(C.cells);
 	free(C.scan);
 	free(C.sysfd);
 	memset(&C, 0, sizeof C);
@@ -191,7 +216,7 @@ SS_INTERNAL void ss_capture_fini(void)
 	ss_rtsig_release(C.signo, &C.old);
 	for (uint32_t i = 0; i < C.ncells; i++)
 		close_sysfd(i);
-	free(C.cells);
+	kept.dirty = (size_t)C.used * C.stride; /* the cells stay mapped (kept) */
 	free(C.scan);
 	free(C.sysfd);
 	memset(&C, 0, sizeof C);
@@ -448,6 +473,8 @@ static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint3
 		       struct ss_stall_msg *m)
 {
 	struct cap_cell *c = cell_at(C.cells, i);
+	if (i >= C.used)
+		C.used = i + 1;
 	uint32_t gen = ++C.gen ? C.gen : ++C.gen;
 	atomic_store_explicit(&c->req, gen, memory_order_release);
 	if (syscall(SYS_tgkill, C.pid, s->tid, C.signo) != 0)

@@ -91,6 +91,36 @@ static struct {
 	uint64_t qdropped;
 } D;
 
+/* The per-slot state and the queue outlive their session, for the next one:
+ * unmapping them at stop cost 150-350 us of CPU on a VM (a munmap in a process
+ * with threads running elsewhere shoots their TLB entries down, an
+ * inter-processor interrupt per CPU), and mapping them again at start cost as
+ * much. Both are mapped, not allocated: the kernel gives them zeroed and only
+ * the pages used take memory. ws_dirty is how much of ws the last session
+ * wrote (the slots it ever used), cleared at the next start. */
+static struct {
+	struct wd_slot *ws;
+	size_t ws_len, ws_dirty;
+	unsigned char *q;
+	size_t q_len;
+} kept;
+
+/* A mapping of at least len bytes in *p (of *have bytes), zeroed where asked:
+ * the one kept when it is large enough, else a new one. */
+static void *kept_map(void *p, size_t *have, size_t len)
+{
+	if (p && *have >= len)
+		return p;
+	if (p)
+		munmap(p, *have);
+	*have = 0;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	*have = len;
+	return m;
+}
+
 static struct ss_stall_msg *q_at(uint32_t i)
 {
 	return (struct ss_stall_msg *)(void *)(D.q + (size_t)(i % QUEUE_LEN) * D.msg_size);
@@ -372,13 +402,21 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	D.copy = ss_unwind_copy_bytes();
 	D.msg_size = (ss_stall_msg_size(D.copy) + 7) & ~(size_t)7;
 	/* Zeroed by the kernel page by page as the slots in use reach them (a
-	 * calloc cleared all 256 slots' state, 24 KB, at every start), and the two
-	 * message buffers are written before they are read: their pages are
-	 * touched at the first capture, if any. */
+	 * calloc cleared all 256 slots' state, 24 KB, at every start), or kept
+	 * from the last session and cleared as far as it used them (kept, above);
+	 * the queue and the two message buffers are written before they are read:
+	 * their pages are touched at the first capture, if any. */
 	D.ws_len = sizeof *D.ws * D.pool->nslots;
-	void *ws = mmap(NULL, D.ws_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	D.ws = ws == MAP_FAILED ? NULL : ws;
-	D.q = calloc(QUEUE_LEN, D.msg_size);
+	int reuse = kept.ws && kept.ws_len >= D.ws_len;
+	kept.ws = kept_map(kept.ws, &kept.ws_len, D.ws_len);
+	if (kept.ws && reuse)
+		memset(kept.ws, 0, kept.ws_dirty < kept.ws_len ? kept.ws_dirty : kept.ws_len);
+	/* All of it until a stop says how much this session used: a process forked
+	 * during the session starts its own with the parent's slots in these pages. */
+	kept.ws_dirty = kept.ws_len;
+	D.ws = kept.ws;
+	kept.q = kept_map(kept.q, &kept.q_len, (size_t)QUEUE_LEN * D.msg_size);
+	D.q = kept.q;
 	D.cap_msg = malloc(D.msg_size);
 	D.drain_msg = malloc(D.msg_size);
 	char why[200] = "";
@@ -410,9 +448,6 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		 D.copy ? "; registers and stack copies unwound by the writer (see unwind)" : "");
 	return;
 fail:
-	if (D.ws)
-		munmap(D.ws, D.ws_len);
-	free(D.q);
 	free(D.cap_msg);
 	free(D.drain_msg);
 	memset(&D, 0, sizeof D);
@@ -451,7 +486,8 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	if (D.qdropped)
 		ss_log("%llu stall captures dropped: the writer fell behind",
 		       (unsigned long long)D.qdropped);
-	munmap(D.ws, D.ws_len);
+	/* Kept for the next session (kept, above): what this one wrote of it. */
+	kept.ws_dirty = sizeof *D.ws * ss_pool_span(D.pool);
 	D.ws = NULL;
 	free(D.cap_msg);
 	D.cap_msg = NULL;
@@ -463,8 +499,7 @@ SS_INTERNAL void ss_watchdog_free(void)
 {
 	if (!D.q)
 		return;
-	free(D.q);
-	D.q = NULL;
+	D.q = NULL; /* kept for the next session */
 	free(D.drain_msg);
 	free(D.cap_msg);
 	pthread_mutex_destroy(&D.qmu);

@@ -75,11 +75,12 @@ def table_sums(db):
         out = {}
         # marks and spans are views since schema 6 (of mark_rows, and of
         # span_rows, then span_cells and span_full), tasks and queue_depths
-        # since schema 8 (of task_rows and queue_rows): compared through the
-        # views, they show that the rows are the same.
+        # since schema 8 (of task_rows and queue_rows), cpu_intervals since
+        # schema 9 (of cpu_rows): compared through the views, they show that
+        # the rows are the same.
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE (type = 'table'"
                                    " AND name NOT LIKE 'sqlite_%') OR (type = 'view' AND name IN"
-                                   " ('marks', 'spans', 'tasks', 'queue_depths')) ORDER BY name"):
+                                   " ('marks', 'spans', 'tasks', 'queue_depths', 'cpu_intervals')) ORDER BY name"):
             cols = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
             h = hashlib.sha1()
             bag = 0  # sum of the rows' hashes: equal for the same rows in any order

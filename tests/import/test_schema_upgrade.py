@@ -4,7 +4,8 @@ tables with a name in every row, polls_by_worker) imported into by this
 stallscope is upgraded to version 8 (marks and spans views of mark_rows, and
 of span_cells and span_full, names stored once in names; poll_chunks
 instead of polls_by_worker; tasks and queue_depths views of task_rows and
-queue_rows)
+queue_rows) and then to version 9 (cpu_intervals a view of cpu_rows, without
+cpu_intervals_by_thread)
 and then holds the rows it would hold had it been made by this version: one
 demo imported, the database turned back into version 5's layout, a second demo
 imported into it, against the same two imports into a database that was never
@@ -59,10 +60,15 @@ INSERT INTO tasks_v5 SELECT * FROM tasks;
 CREATE TABLE queue_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id),
   worker_id INTEGER REFERENCES workers(id), ts INTEGER NOT NULL, local INTEGER, global INTEGER);
 INSERT INTO queue_v5 SELECT * FROM queue_depths;
+CREATE TABLE cpu_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,
+  dur INTEGER NOT NULL, state TEXT NOT NULL, cpu INTEGER);
+INSERT INTO cpu_v5 SELECT * FROM cpu_intervals;
 DROP VIEW marks;
 DROP VIEW spans;
 DROP VIEW tasks;
 DROP VIEW queue_depths;
+DROP VIEW cpu_intervals;
+DROP TABLE cpu_rows;
 DROP TABLE mark_rows;
 DROP TABLE span_cells;
 DROP TABLE span_full;
@@ -75,6 +81,8 @@ ALTER TABLE tasks_v5 RENAME TO tasks;
 ALTER TABLE queue_v5 RENAME TO queue_depths;
 ALTER TABLE marks_v5 RENAME TO marks;
 ALTER TABLE spans_v5 RENAME TO spans;
+ALTER TABLE cpu_v5 RENAME TO cpu_intervals;
+CREATE INDEX cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
 DROP TABLE poll_chunks;
 CREATE INDEX polls_by_worker ON polls(worker_id, ts);
 DELETE FROM schema_info;
@@ -82,9 +90,9 @@ INSERT INTO schema_info VALUES (5);
 """
 
 SKIP = {"names", "mark_rows", "span_cells", "span_full", "task_rows", "queue_rows", "schema_info",
-        "poll_chunks"}
-VIEWS = ("marks", "spans", "tasks", "queue_depths")
-VERSION = 8
+        "poll_chunks", "cpu_rows"}
+VIEWS = ("marks", "spans", "tasks", "queue_depths", "cpu_intervals")
+VERSION = 9
 
 
 def chunk_problems(db):
@@ -125,14 +133,14 @@ def contents(db):
     d = sqlite3.connect(db)
     out = {}
     for (t,) in d.execute("SELECT name FROM sqlite_master WHERE ((type = 'table' AND name NOT LIKE 'sqlite_%')"
-                          " OR (type = 'view' AND name IN ('marks', 'spans', 'tasks', 'queue_depths')))"
+                          " OR (type = 'view' AND name IN ('marks', 'spans', 'tasks', 'queue_depths', 'cpu_intervals')))"
                           " ORDER BY name"):
         if t in SKIP:
             continue
         rows = [tuple(r) for r in d.execute(f'SELECT * FROM "{t}"')]
         out[t] = sorted(rows, key=repr)
     kinds = dict(d.execute("SELECT name, type FROM sqlite_master WHERE name IN ('marks', 'spans', 'tasks',"
-                           " 'queue_depths')"))
+                           " 'queue_depths', 'cpu_intervals')"))
     names = sorted(n for (n,) in d.execute("SELECT name FROM names"))
     version = d.execute("SELECT max(version) FROM schema_info").fetchone()[0]
     d.close()
@@ -209,6 +217,30 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
               (th, w))
     check(d.execute("SELECT worker_id, local, global FROM queue_depths WHERE ts = -5").fetchall() == [(w, 3, None)],
           "a queue depth inserted through the view reads back with its thread's worker")
+    # cpu_intervals: the three states as codes, another one as its text, an
+    # exact repeat stored once, a missing state refused, a DELETE through it.
+    n_cpu = d.execute("SELECT count(*) FROM cpu_rows").fetchone()[0]
+    d.executemany("INSERT INTO cpu_intervals(thread_id, ts, dur, state, cpu) VALUES (?, ?, ?, ?, ?)",
+                  [(th, -9, 4, "on-cpu", 1), (th, -5, 4, "blocked", None), (th, -1, 2, "preempted", 0),
+                   (th, 1, 0, "running", 3), (th, -9, 4, "on-cpu", 1), (th, 2, 0, 7, None)])
+    check(d.execute("SELECT ts, dur, state, cpu FROM cpu_intervals WHERE thread_id = ? AND ts BETWEEN -9 AND 2"
+                    " ORDER BY ts", (th,)).fetchall()
+          == [(-9, 4, "on-cpu", 1), (-5, 4, "blocked", None), (-1, 2, "preempted", 0), (1, 0, "running", 3),
+              (2, 0, "7", None)], "cpu intervals inserted through the view read back")
+    check(d.execute("SELECT count(*) FROM cpu_rows").fetchone()[0] == n_cpu + 5
+          and d.execute("SELECT count(*) FROM cpu_rows WHERE ts < 0 AND typeof(state) = 'integer'").fetchone()[0]
+          == 3, "cpu_rows holds the known states as codes and a repeat once")
+    try:
+        d.execute("INSERT INTO cpu_intervals(thread_id, ts, dur) VALUES (?, 5, 1)", (th,))
+        check(False, "a cpu interval without a state was accepted")
+    except sqlite3.IntegrityError:
+        pass
+    d.execute("DELETE FROM cpu_intervals WHERE thread_id = ? AND ts BETWEEN -9 AND 2 AND state <> 'blocked'",
+              (th,))
+    check(d.execute("SELECT ts, state FROM cpu_intervals WHERE thread_id = ? AND ts BETWEEN -9 AND 2",
+                    (th,)).fetchall() == [(-5, "blocked")]
+          and d.execute("SELECT count(*) FROM cpu_rows").fetchone()[0] == n_cpu + 1,
+          "a DELETE through the view removes those rows only")
     d.close()
 
 # Imported a segment at a time (open polls continued by the next import, new

@@ -15,6 +15,11 @@
  *               fire never sees EINTR
  *   task dumps  tasks left idle after stallscope_task_pending() are dumped with
  *               the yielding function in the stack; none with the feature off
+ *   fork        a child forked while a poll of the parent is held past the
+ *               threshold records its own session: its captures hold its own
+ *               stack, and nothing of the parent's stalled poll (the watchdog's
+ *               slots and the capture cells stay mapped from one session to the
+ *               next, so the child starts with the parent's in its pages)
  */
 #include <dlfcn.h>
 #include <dirent.h>
@@ -25,6 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -309,6 +315,7 @@ __attribute__((noinline)) void long_poll_body(uint64_t ns);
 __attribute__((noinline)) int culprit_blocking_read(int fd);
 __attribute__((noinline)) void culprit_mutex_wait(pthread_mutex_t *m);
 __attribute__((noinline)) void culprit_yield_wait(void);
+__attribute__((noinline)) void fork_child_poll(const char *dir, uint64_t task);
 
 /* The task whose poll culprit_spin is running, and the last task the test
  * let go: a held poll spins on until the test has seen its captures. */
@@ -349,6 +356,22 @@ void culprit_yield_wait(void)
 {
 	stallscope_task_pending();
 	sink_v++;
+}
+
+static int captures_seen(const char *dir, uint64_t task, int which);
+
+/* The forked child's poll: spins (20 ms at a time, no system call inside a
+ * stretch) until its own captures are in its recording, at most 30 s. */
+void fork_child_poll(const char *dir, uint64_t task)
+{
+	volatile uint64_t x = task;
+	for (int i = 0; i < 1500 && captures_seen(dir, task, CAP_ANY) < 3; i++) {
+		uint64_t end = now_ns() + 20000000u;
+		while (now_ns() < end)
+			for (int k = 0; k < 1000; k++)
+				x = x * 6364136223846793005ull + 1442695040888963407ull;
+	}
+	sink_v += x;
 }
 
 /* ---- workers ---- */
@@ -799,6 +822,66 @@ static void test_quiet(void)
 	      taken, R.ns);
 }
 
+static struct range R_child;
+
+static void test_fork(void)
+{
+	printf("fork\n");
+	char *dir = start("stall-fork", 10, 0, 10);
+	struct worker w[1] = { { .job = J_LONG, .task0 = 400, .cpu = -1 } };
+	atomic_store(&released_task, 0);
+	run(w, 1);
+	/* The parent's poll is open in its watchdog slot and its captures have
+	 * used the capture cells when the child is made. */
+	wait_spin_captures(dir, 400);
+	fflush(NULL);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		atomic_store(&spinning_task, 0); /* the parent's worker is not here */
+		char *cdir = start("stall-fork-child", 10, 0, 10);
+		stallscope_worker_begin("child", 1);
+		stallscope_poll_begin(500, 0);
+		fork_child_poll(cdir, 500);
+		stallscope_poll_end();
+		stallscope_worker_end();
+		finish(cdir);
+		int mine = 0, stacks = 0;
+		for (size_t i = 0; i < R.ns; i++) {
+			const struct stall *s = &R.s[i];
+			print_stall(s);
+			CHECK(s->task == 500, "the child's recording holds a capture of task %llu (the parent's)",
+			      (unsigned long long)s->task);
+			mine++;
+			stacks += find_frame(s->frames, s->nframes, R_child) >= 0;
+			CHECK(s->nframes == 0 || find_frame(s->frames, s->nframes, R_child) >= 0 ||
+				      s->kind != SS_STALL_RUNNING,
+			      "a running capture of the child's poll does not hold fork_child_poll: another thread's stack");
+		}
+		for (size_t i = 0; i < R.ne; i++)
+			CHECK(R.e[i].task == 500, "the child's recording holds a STALL_END of task %llu (the parent's)",
+			      (unsigned long long)R.e[i].task);
+		CHECK(mine >= 1, "the child's poll held 60 ms or more has no capture");
+		CHECK(stacks >= 1, "no capture of the child's poll holds fork_child_poll");
+		printf("  child: %d captures of its own poll, %d with fork_child_poll in the stack\n", mine, stacks);
+		fflush(NULL);
+		_exit(0);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	for (uint64_t t = 400; t < 404; t++) {
+		wait_spin_captures(dir, t);
+		atomic_store(&released_task, t);
+	}
+	join(w, 1);
+	finish(dir);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the forked child failed (status %d)", st);
+	int ended = 0;
+	for (size_t i = 0; i < R.ne; i++)
+		ended += R.e[i].task >= 400 && R.e[i].task < 404;
+	CHECK(ended == 4, "the parent's recording has %d STALL_ENDs of its 4 held polls", ended);
+}
+
 int main(int argc, char **argv)
 {
 	R_spin = fn_range((void *)culprit_spin, "culprit_spin");
@@ -806,6 +889,7 @@ int main(int argc, char **argv)
 	R_read = fn_range((void *)culprit_blocking_read, "culprit_blocking_read");
 	R_mutex = fn_range((void *)culprit_mutex_wait, "culprit_mutex_wait");
 	R_yield = fn_range((void *)culprit_yield_wait, "culprit_yield_wait");
+	R_child = fn_range((void *)fork_child_poll, "fork_child_poll");
 	const char *only = argc > 1 ? argv[1] : NULL;
 #define RUN(name, fn) if (!only || strcmp(only, name) == 0) fn()
 	RUN("long-poll", test_long_poll);
@@ -815,6 +899,7 @@ int main(int argc, char **argv)
 	RUN("eintr", test_eintr);
 	RUN("task-dumps", test_task_dumps);
 	RUN("quiet", test_quiet);
+	RUN("fork", test_fork);
 	printf("PASS\n");
 	return 0;
 }

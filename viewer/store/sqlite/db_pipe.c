@@ -29,8 +29,11 @@
 #define PIPE_DEPTH 8
 /* Chunks queued at most: a chunk goes with every full batch (hand_batch), so
  * most hold a few rows; counting them against PIPE_DEPTH made the producer
- * sleep with little queued (~290 times on the steady recording at load 5). */
-#define PIPE_CHUNKS_MAX 16
+ * sleep with little queued (~290 times on the steady recording at load 5).
+ * More than the batch buffers of all tables (db_batch.c: up to 19 for each
+ * of ten tables of small batches), so that a full batch never waits for
+ * queue room behind others; the bytes queued stay bounded by PIPE_DEPTH. */
+#define PIPE_CHUNKS_MAX 256
 
 /* Value types (db_batch.c uses the same codes). */
 enum { V_NULL, V_INT, V_TEXT };
@@ -370,14 +373,23 @@ static void hand_batch(struct ss_db *d, enum ss_stmt w)
 	struct ss_pipe *q = d->pipe;
 	struct ss_batch_rows **fl = ss_batch_free_list(b);
 	submit(d); /* inline (no thread): inserts now, and the buffer is back at once */
+	struct ss_batch_rows *n = NULL;
 	if (q) {
 		pthread_mutex_lock(&q->mu);
+		if (!*fl) {
+			/* made outside the lock (malloc may map memory) */
+			pthread_mutex_unlock(&q->mu);
+			n = ss_batch_more(b);
+			pthread_mutex_lock(&q->mu);
+		}
 		q->want_fl = fl;
-		while (!*fl)
+		while (!n && !*fl)
 			wait_on(q, &q->space, W_BUFFER);
 	}
-	struct ss_batch_rows *n = *fl;
-	*fl = n->next;
+	if (!n) {
+		n = *fl;
+		*fl = n->next;
+	}
 	if (q)
 		pthread_mutex_unlock(&q->mu);
 	ss_batch_set_fill(b, n);

@@ -39,6 +39,9 @@ int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out)
 bool ss_batch_pending(const struct ss_batch *b);
 /* Hands the buffer being filled over (the batch then has none). */
 struct ss_batch_rows *ss_batch_take(struct ss_batch *b);
+/* A new empty buffer for a table of small batches that has not made its
+ * most yet (the producer's, instead of waiting for one back), else NULL. */
+struct ss_batch_rows *ss_batch_more(struct ss_batch *b);
 /* Makes an empty buffer the one being filled. */
 void ss_batch_set_fill(struct ss_batch *b, struct ss_batch_rows *r);
 /* The buffers inserted and free to fill again (the pipe's lock guards it). */

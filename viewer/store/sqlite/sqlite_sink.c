@@ -376,6 +376,17 @@ static int s_span(void *ctx, const struct ss_span_row *x)
 	return step(s, ST_INS_SPAN);
 }
 
+/* cpu_rows.state's code for the model's state names (schema/stallscope.sql);
+ * one it does not know is stored as its text, as the view shows it. */
+static int cpu_state_code(const char *state)
+{
+	static const char *const names[] = { "on-cpu", "blocked", "preempted" };
+	for (int i = 0; i < 3; i++)
+		if (state && !strcmp(state, names[i]))
+			return i + 1;
+	return 0;
+}
+
 static int s_cpu(void *ctx, const struct ss_cpu_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
@@ -383,7 +394,11 @@ static int s_cpu(void *ctx, const struct ss_cpu_row *x)
 	ss_bind_i(r, 1, x->thread_id);
 	ss_bind_i(r, 2, x->ts);
 	ss_bind_i(r, 3, x->dur);
-	ss_bind_st(r, 4, x->state);
+	int code = cpu_state_code(x->state);
+	if (code)
+		ss_bind_i(r, 4, code);
+	else
+		ss_bind_st(r, 4, x->state);
 	bind_n(r, 5, x->cpu);
 	return step(s, ST_INS_CPU);
 }
