@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "trace_check.h"
+#include "writer_cycles.h"
 
 #define ROUNDS 12
 #define SLEEP_NS 5000000L
@@ -60,11 +61,13 @@ static void *worker(void *arg)
 	r->tid = (uint32_t)gettid();
 	stallscope_worker_begin("offcpu-filter-test", 0);
 	uint32_t loc = STALLSCOPE_LOCATION();
-	/* The writer follows a worker on its next cycle (~10 ms): wait for it, parked
-	 * (a park before the cell exists is not what (a) tests). */
+	/* The writer follows a worker in the cycle that drains its first events: wait
+	 * for it, parked (a park before the cell exists is not what (a) tests). A
+	 * cycle counted as begun after the park drains it, and it has ended once
+	 * the next one is counted: two cycles, however late a loaded machine runs
+	 * them (a fixed 150 ms was not always enough). */
 	stallscope_park();
-	struct timespec settle = { 0, 150000000L };
-	nanosleep(&settle, NULL);
+	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
 	stallscope_unpark();
 	for (int i = 0; i < ROUNDS; i++) {
 		stallscope_park();

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "trace_check.h"
+#include "writer_cycles.h"
 
 /* Linked in only by the sanitizer build (tests/recorder/meson.build). */
 extern void __asan_init(void) __attribute__((weak));
@@ -73,7 +74,9 @@ int main(void)
 	cfg.cpu_sampling = 0;
 	cfg.stall_threshold_ms = 0;
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
-	usleep(200000); /* the writer's first cycles: the next free slot is faulted in */
+	/* A whole cycle of the writer's faults the next free slot's first pages in
+	 * (a fixed 200 ms was a guess a loaded machine could beat). */
+	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, worker, NULL) == 0, "thread");
 	pthread_join(th, NULL);
