@@ -206,6 +206,19 @@ static int out_map = -1, scratch_map = -1;
 #define OUT_HEAD 32         /* u64 time; u32 prev_tid, next_tid; u64 prev_state; u32 out, nr */
 #define OUT_STACK 1016      /* 127 frames: perf_event_max_stack */
 
+/* r0 = the cell of the tid at ctx (r6) + field: cells[tid & (CELLS - 1)]. */
+static int load_cell(struct bpf_insn *p, int n, int16_t field, int cells_fd)
+{
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 6, field, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t)(CELLS - 1));
+	p[n++] = insn(BPF_ALU64 | BPF_LSH | BPF_K, 1, 0, 0, 2);
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, cells_fd);
+	p[n++] = insn(0, 0, 0, 0, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
+	return n;
+}
+
 /* sched_switch, returning 0 always (the tracepoint event's own samples are not
  * wanted): for a switch out of a thread of pid that is not parked (its cell)
  * or into a followed thread (cell FOLLOWED, not PARKED), writes a 32-byte
@@ -223,25 +236,13 @@ static int prog_output(uint32_t pid, int cells_fd, int stacks)
 	int j_into = n;
 	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, (int32_t)pid);
 	/* out of ours: kept unless the thread is parked */
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 6, TP_PREV_PID, 0);
-	p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t)(CELLS - 1));
-	p[n++] = insn(BPF_ALU64 | BPF_LSH | BPF_K, 1, 0, 0, 2);
-	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, cells_fd);
-	p[n++] = insn(0, 0, 0, 0, 0);
-	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
+	n = load_cell(p, n, TP_PREV_PID, cells_fd);
 	int j_ours = n;
 	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, CELL_PARKED);
 	p[j_into].off = (int16_t)(n - j_into - 1);
 	/* into a followed thread that is not parked */
 	p[n++] = MOV_K(8, 0);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 6, TP_NEXT_PID, 0);
-	p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t)(CELLS - 1));
-	p[n++] = insn(BPF_ALU64 | BPF_LSH | BPF_K, 1, 0, 0, 2);
-	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, cells_fd);
-	p[n++] = insn(0, 0, 0, 0, 0);
-	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
+	n = load_cell(p, n, TP_NEXT_PID, cells_fd);
 	int j_drop1 = n;
 	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 0, CELL_FOLLOWED);
 	int emit = n;
