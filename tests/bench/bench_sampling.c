@@ -100,13 +100,6 @@
 
 #define MAX_WORKERS 4
 
-static uint64_t cpu_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static volatile uint64_t sink_v;
 
 /* The unit of work: a multiplicative hash over a counter. */
@@ -193,7 +186,7 @@ static void *worker(void *arg)
 	stallscope_worker_begin("bench", (uint32_t)j->index);
 	uint32_t loc = stallscope_location(__FILE__, __LINE__, __func__);
 	pthread_barrier_wait(j->go);
-	uint64_t cpu0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID), task = (uint64_t)j->index << 40, n = 0;
+	uint64_t cpu0 = ns_of_clock(CLOCK_THREAD_CPUTIME_ID), task = (uint64_t)j->index << 40, n = 0;
 	if (!j->until_ns) {
 		for (uint64_t p = 0; p < j->polls; p++) {
 			stallscope_poll_begin(task++, loc);
@@ -218,7 +211,7 @@ static void *worker(void *arg)
 			n += 4;
 		}
 	}
-	j->cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	j->cpu = ns_of_clock(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	j->done_polls = n;
 	stallscope_worker_end();
 	return NULL;
@@ -247,7 +240,7 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 	stallscope_config_init(&cfg);
 	cfg.output_dir = dir;
 	cfg.cpu_sampling = sampling;
-	uint64_t proc0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), main0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t proc0 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID), main0 = ns_of_clock(CLOCK_THREAD_CPUTIME_ID);
 	if (stallscope_start(&cfg) != 0) {
 		fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
 		rm_dir(dir);
@@ -283,8 +276,8 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 	uint64_t t1 = now_ns();
 	stallscope_stop();
 	stallscope_get_stats(&res->st);
-	uint64_t proc = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - proc0;
-	uint64_t mainc = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - main0;
+	uint64_t proc = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID) - proc0;
+	uint64_t mainc = ns_of_clock(CLOCK_THREAD_CPUTIME_ID) - main0;
 	uint64_t wcpu = 0;
 	for (int i = 0; i < nworkers; i++) {
 		wcpu += jobs[i].cpu;
@@ -519,10 +512,10 @@ static void *e_worker(void *arg)
 {
 	struct e_job *j = arg;
 	pthread_barrier_wait(j->go);
-	uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t c0 = ns_of_clock(CLOCK_THREAD_CPUTIME_ID);
 	for (uint64_t p = 0; p < j->polls; p++)
 		sink_v += hash_work(j->iters, p);
-	j->cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	j->cpu = ns_of_clock(CLOCK_THREAD_CPUTIME_ID) - c0;
 	return NULL;
 }
 
@@ -863,7 +856,7 @@ static int part_f(int rounds)
 				ioctl(fds[k], PERF_EVENT_IOC_ENABLE, 0);
 			atomic_store(&f_turn, 0);
 			pthread_t th[2];
-			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
+			uint64_t c0 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
 			for (int k = 0; k < 2; k++)
 				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
 			for (int done = 0; !done;) {
@@ -874,7 +867,7 @@ static int part_f(int rounds)
 				done = pthread_tryjoin_np(th[0], NULL) == 0;
 			}
 			pthread_join(th[1], NULL);
-			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			uint64_t c1 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID);
 			if (n)
 				f_drain(rings, n, rl, recs);
 			other[conf][r] = (double)recs[1] / ((double)(now_ns() - w0) / 1e9);
@@ -1002,7 +995,7 @@ static int part_h(int rounds)
 			h_mode = conf == 0 ? 0 : conf == 3 ? 2 : 1;
 			atomic_store(&f_turn, 0);
 			pthread_t th[2];
-			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			uint64_t c0 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID);
 			for (int k = 0; k < 2; k++)
 				pthread_create(&th[k], NULL, h_player, (void *)(intptr_t)k);
 			for (int k = 0; k < 2; k++)
@@ -1010,7 +1003,7 @@ static int part_h(int rounds)
 			/* The writer's last drain of the run is the run's too. */
 			if (conf)
 				stallscope_stop();
-			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			uint64_t c1 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID);
 			if (r == 0 && (conf == 2 || conf == 4))
 				h_sampler_meta(dir, meta[conf == 4], sizeof meta[0]);
 			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * f_trips);
@@ -1141,9 +1134,9 @@ int main(int argc, char **argv)
 		rounds = 5;
 
 	/* Calibrate: iterations for ~0.5 ms per poll, 1200 polls (~0.6 s CPU) a worker. */
-	uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	uint64_t c0 = ns_of_clock(CLOCK_THREAD_CPUTIME_ID);
 	sink_v += hash_work(10000000, 1);
-	double ns_per_iter = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e7;
+	double ns_per_iter = (double)(ns_of_clock(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e7;
 	uint64_t iters = (uint64_t)(500000 / (ns_per_iter > 0.01 ? ns_per_iter : 0.01));
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,

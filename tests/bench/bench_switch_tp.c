@@ -111,13 +111,6 @@ static const char *names[NCONF] = {
 	"tp+output: parked threads' switches dropped",
 };
 
-static uint64_t cpu_ns(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- BPF, hand-assembled as sampler_bpf.c does ---- */
 
 static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
@@ -692,7 +685,7 @@ int main(int argc, char **argv)
 			uint64_t recs[3] = { 0, 0, 0 };
 			atomic_store(&turn, 0);
 			pthread_t th[2];
-			uint64_t c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
+			uint64_t c0 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID), w0 = now_ns();
 			cell_value = conf == C_OUT_PARKED ? CELL_PARKED : CELL_FOLLOWED;
 			pthread_barrier_init(&ready, NULL, 3);
 			pthread_barrier_init(&go, NULL, 3);
@@ -714,7 +707,7 @@ int main(int argc, char **argv)
 			drain(&e, recs);
 			pthread_barrier_destroy(&ready);
 			pthread_barrier_destroy(&go);
-			uint64_t c1 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+			uint64_t c1 = ns_of_clock(CLOCK_PROCESS_CPUTIME_ID);
 			double wall = (double)(now_ns() - w0) / 1e9;
 			close_conf(&e);
 			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * trips);

@@ -12,11 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static inline uint64_t now_ns(void)
+/* Nanoseconds on any clock (a thread's or the process's CPU time too). */
+static inline uint64_t ns_of_clock(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t now_ns(void)
+{
+	return ns_of_clock(CLOCK_MONOTONIC);
 }
 
 /* Seconds on any clock: CLOCK_MONOTONIC, or a thread's or the process's CPU time. */
