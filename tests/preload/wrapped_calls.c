@@ -10,7 +10,6 @@
  * usage: wrapped_calls [fork|exec]   (fork: also fork a child that waits, for the
  *                               --follow-children test; exec: a failed execv)
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "soft_check.h"
+#include "threads_asleep.h"
 
 #define SENTINEL 12345
 
@@ -319,40 +319,6 @@ static void *family_main(void *arg)
 	return NULL;
 }
 
-/* Waits (up to 10 s) until every other thread of the process is asleep in a
- * system call. A fork takes only the calling thread along: a lock another thread
- * holds at that moment stays held in the child for ever. glibc's malloc resets
- * its own, but ASan's allocator before LLVM 18 (GCC 12's libasan) installs no
- * fork handler, so under the sanitized shim a recorder thread caught allocating
- * (libdw reading the maps, say) left the followed child's first allocation of
- * that size waiting for ever (preload-san hung so). This narrows that window to
- * the instants between the look and the fork; it cannot close it. */
-static void others_asleep(void)
-{
-	char path[300], buf[64];
-	for (int tries = 0; tries < 10000; tries++) {
-		int busy = 0;
-		DIR *d = opendir("/proc/self/task");
-		if (!d)
-			return;
-		for (struct dirent *e; (e = readdir(d));) {
-			if (e->d_name[0] == '.' || atoi(e->d_name) == gettid())
-				continue;
-			snprintf(path, sizeof path, "/proc/self/task/%s/syscall", e->d_name);
-			FILE *f = fopen(path, "r");
-			if (!f)
-				continue;
-			/* "running", or the number of the system call it sleeps in */
-			busy += !fgets(buf, sizeof buf, f) || !strncmp(buf, "running", 7);
-			fclose(f);
-		}
-		closedir(d);
-		if (!busy)
-			return;
-		poll(NULL, 0, 1);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_alarm }; /* no SA_RESTART: EINTR */
@@ -389,7 +355,7 @@ int main(int argc, char **argv)
 			poll(NULL, 0, 5);
 	}
 	if (argc > 1 && !strcmp(argv[1], "fork")) {
-		others_asleep();
+		threads_asleep(NULL); /* threads_asleep.h says why */
 		pid_t p = fork();
 		if (p == 0) {
 			/* The child waits a few times, then leaves with _exit. */

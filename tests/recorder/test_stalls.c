@@ -36,6 +36,7 @@
 
 #include <stallscope/stallscope.h>
 
+#include "threads_asleep.h"
 #include "trace_check.h"
 
 static uint64_t now_ns(void)
@@ -834,6 +835,9 @@ static void test_fork(void)
 	/* The parent's poll is open in its watchdog slot and its captures have
 	 * used the capture cells when the child is made. */
 	wait_spin_captures(dir, 400);
+	/* The recorder's threads (ss-writer, ss-watchdog) not caught allocating:
+	 * under ASan the child would wait for ever on its allocator's lock. */
+	threads_asleep("ss-");
 	fflush(NULL);
 	pid_t pid = fork();
 	CHECK(pid >= 0, "fork");
