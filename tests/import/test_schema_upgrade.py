@@ -18,8 +18,11 @@ id range of the worker's last chunk starting at or before it, and a worker's
 polls in a time range read through it are those a full scan finds), and an
 INSERT into the views still lands in them. A demo imported a segment at a
 time holds the polls, spans, tasks and queue depths of one import of it.
+The viewer draws a database of version 9 (worker_summaries a table) that no
+import upgraded yet as it draws the same rows in version 10's layout, and
+not as it draws them without summaries.
 
-usage: test_schema_upgrade.py STALLSCOPE_CLI SOURCE_ROOT
+usage: test_schema_upgrade.py STALLSCOPE_CLI SOURCE_ROOT [STALLSCOPE_VIEWER]
 """
 import os
 import shutil
@@ -29,6 +32,7 @@ import sys
 import tempfile
 
 cli, root = sys.argv[1], sys.argv[2]
+viewer = sys.argv[3] if len(sys.argv) > 3 else None
 demo = os.path.join(root, "data", "demo")
 failures = 0
 
@@ -296,6 +300,42 @@ with tempfile.TemporaryDirectory(prefix="stallscope-chunks.") as tmp:
                 for db in (whole, parts)]
         check(rows[0] == rows[1] and len(rows[0]) > n,
               f"{t} imported in {len(segs)} steps: {len(rows[1])} rows, {len(rows[0])} in one import, or other values")
+
+# Version 9's worker_summaries, read by the viewer before any import upgrades
+# it: the same picture as version 10's summary_rows, and another one without
+# the summaries (so the picture depends on them).
+TO_V9_SUMMARIES = """
+CREATE TABLE summaries_v9 (bucket_ns INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL, offcpu_ns INTEGER NOT NULL,
+  polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL, PRIMARY KEY (bucket_ns, worker_id, ts)) WITHOUT ROWID;
+INSERT INTO summaries_v9 SELECT * FROM worker_summaries;
+DROP VIEW worker_summaries;
+DROP TABLE summary_rows;
+ALTER TABLE summaries_v9 RENAME TO worker_summaries;
+DELETE FROM schema_info;
+INSERT INTO schema_info VALUES (9);
+"""
+if viewer:
+    with tempfile.TemporaryDirectory(prefix="stallscope-upgrade-view.") as tmp:
+        dbs = {k: os.path.join(tmp, k + ".db") for k in ("new", "v9", "none")}
+        imp("long-poll", dbs["new"])
+        for k in ("v9", "none"):
+            shutil.copy(dbs["new"], dbs[k])
+            d = sqlite3.connect(dbs[k])
+            d.executescript(TO_V9_SUMMARIES)
+            if k == "none":
+                d.execute("DELETE FROM worker_summaries WHERE bucket_ns >= 1000000")
+            d.commit()
+            d.close()
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        png = {}
+        for k, db in dbs.items():
+            r = subprocess.run([viewer, "--render-png", db + ".png", "--size", "1000x400", db], env=env,
+                               capture_output=True, text=True)
+            check(r.returncode == 0, f"render of the {k} database: {r.stderr}")
+            png[k] = open(db + ".png", "rb").read() if r.returncode == 0 else b""
+        check(png["new"] == png["v9"] and png["new"], "the version 9 database draws unlike version 10's")
+        check(png["new"] != png["none"], "the picture does not depend on the summaries")
 
 print("schema upgrade: %s" % ("FAIL" if failures else "ok"))
 sys.exit(1 if failures else 0)
