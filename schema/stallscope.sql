@@ -551,8 +551,8 @@ CREATE TABLE IF NOT EXISTS callsites (
 -- worker_summaries; for a time range of one level, summary_rows' key is
 -- (scale, worker_id, bucket): bucket >= A / bucket_ns rounded up, and so on.
 -- An INSERT into worker_summaries and a DELETE from it still work (triggers
--- write summary_rows; update summary_rows); bucket_ns must be a multiple of
--- 50 us and ts a multiple of bucket_ns.
+-- write summary_rows; update summary_rows); bucket_ns must be an integer
+-- multiple of 50 us and ts an integer multiple of bucket_ns.
 --   worker_summaries: bucket_ns,      -- bucket size in ns: 50000, 100000, 200000, 500000, 1000000, ... 1000000000
 --     worker_id,
 --     ts,                             -- bucket start (a multiple of bucket_ns), ns
@@ -576,9 +576,9 @@ SELECT s.scale * 50000 AS bucket_ns, s.worker_id AS worker_id, s.bucket * s.scal
 CREATE TRIGGER IF NOT EXISTS worker_summaries_insert INSTEAD OF INSERT ON worker_summaries
 BEGIN
   SELECT RAISE(ABORT, 'worker_summaries.bucket_ns must be a positive multiple of 50000')
-   WHERE NEW.bucket_ns IS NULL OR NEW.bucket_ns <= 0 OR NEW.bucket_ns % 50000 <> 0;
+   WHERE typeof(NEW.bucket_ns) <> 'integer' OR NEW.bucket_ns <= 0 OR NEW.bucket_ns % 50000 <> 0;
   SELECT RAISE(ABORT, 'worker_summaries.ts must be a multiple of bucket_ns')
-   WHERE NEW.ts IS NULL OR NEW.ts % NEW.bucket_ns <> 0;
+   WHERE typeof(NEW.ts) <> 'integer' OR NEW.ts % NEW.bucket_ns <> 0;
   INSERT INTO summary_rows(scale, worker_id, bucket, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns)
     VALUES (NEW.bucket_ns / 50000, NEW.worker_id, NEW.ts / NEW.bucket_ns, NEW.busy_ns, NEW.parked_ns,
             NEW.offcpu_ns, NEW.polls, NEW.max_poll_ns);

@@ -272,7 +272,8 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
               (1000000000, w, -2000000000, 10, 20, 30, 40, 50)], "summaries inserted through the view read back")
     check(d.execute("SELECT scale, bucket FROM summary_rows WHERE worker_id = ? AND bucket < 0 ORDER BY scale",
                     (w,)).fetchall() == [(1, -1), (20, -3), (20000, -2)], "summary_rows keeps scale and bucket")
-    for vals, what in (((30000, w, 0, 0, 0, 0, 0, 0), "bucket_ns"), ((1000000, w, 500, 0, 0, 0, 0, 0), "ts")):
+    for vals, what in (((30000, w, 0, 0, 0, 0, 0, 0), "bucket_ns"), ((1000000, w, 500, 0, 0, 0, 0, 0), "ts"),
+                       ((None, w, 0, 0, 0, 0, 0, 0), "bucket_ns"), ((50000, w, "x", 0, 0, 0, 0, 0), "ts")):
         try:
             d.execute("INSERT INTO worker_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", vals)
             check(False, "a summary with a %s off the grid was accepted" % what)
