@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 9 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 10 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -544,17 +544,50 @@ CREATE TABLE IF NOT EXISTS callsites (
 -- level up (for 50-500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
 -- costs no row per 100 us, yet a viewer can still draw dense stretches finely.
 -- Databases imported before the sparse levels existed have the full ones only.
-CREATE TABLE IF NOT EXISTS worker_summaries (
-  bucket_ns INTEGER NOT NULL,       -- bucket size in ns: 50000, 100000, 200000, 500000, 1000000, ... 1000000000
+-- `worker_summaries` is a view of summary_rows (schema version 10; an older
+-- database's rows move at its next import), which keeps the level as its
+-- bucket size in units of 50 us and the bucket as its number (ts / bucket_ns)
+-- instead of two nanosecond values (a sixth of a row's bytes). Query
+-- worker_summaries; for a time range of one level, summary_rows' key is
+-- (scale, worker_id, bucket): bucket >= A / bucket_ns rounded up, and so on.
+-- An INSERT into worker_summaries and a DELETE from it still work (triggers
+-- write summary_rows; update summary_rows); bucket_ns must be an integer
+-- multiple of 50 us and ts an integer multiple of bucket_ns.
+--   worker_summaries: bucket_ns,      -- bucket size in ns: 50000, 100000, 200000, 500000, 1000000, ... 1000000000
+--     worker_id,
+--     ts,                             -- bucket start (a multiple of bucket_ns), ns
+--     busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns -- as in summary_rows
+CREATE TABLE IF NOT EXISTS summary_rows (
+  scale INTEGER NOT NULL,           -- bucket_ns / 50000: 1, 2, 4, 10, 20, ... 20000
   worker_id INTEGER NOT NULL REFERENCES workers(id),
-  ts INTEGER NOT NULL,              -- bucket start (a multiple of bucket_ns), ns
+  bucket INTEGER NOT NULL,          -- ts / bucket_ns: the bucket starts at bucket * scale * 50000 ns
   busy_ns INTEGER NOT NULL,         -- time inside polls
   parked_ns INTEGER NOT NULL,       -- time parked
   offcpu_ns INTEGER NOT NULL,       -- time switched out (blocked or preempted); 0 at sparse levels
   polls INTEGER NOT NULL,           -- polls that began in the bucket
   max_poll_ns INTEGER NOT NULL,     -- longest poll overlapping the bucket (its whole dur)
-  PRIMARY KEY (bucket_ns, worker_id, ts)
+  PRIMARY KEY (scale, worker_id, bucket)
 ) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS worker_summaries AS
+SELECT s.scale * 50000 AS bucket_ns, s.worker_id AS worker_id, s.bucket * s.scale * 50000 AS ts,
+       s.busy_ns AS busy_ns, s.parked_ns AS parked_ns, s.offcpu_ns AS offcpu_ns, s.polls AS polls,
+       s.max_poll_ns AS max_poll_ns
+  FROM summary_rows s;
+CREATE TRIGGER IF NOT EXISTS worker_summaries_insert INSTEAD OF INSERT ON worker_summaries
+BEGIN
+  SELECT RAISE(ABORT, 'worker_summaries.bucket_ns must be a positive multiple of 50000')
+   WHERE typeof(NEW.bucket_ns) <> 'integer' OR NEW.bucket_ns <= 0 OR NEW.bucket_ns % 50000 <> 0;
+  SELECT RAISE(ABORT, 'worker_summaries.ts must be a multiple of bucket_ns')
+   WHERE typeof(NEW.ts) <> 'integer' OR NEW.ts % NEW.bucket_ns <> 0;
+  INSERT INTO summary_rows(scale, worker_id, bucket, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns)
+    VALUES (NEW.bucket_ns / 50000, NEW.worker_id, NEW.ts / NEW.bucket_ns, NEW.busy_ns, NEW.parked_ns,
+            NEW.offcpu_ns, NEW.polls, NEW.max_poll_ns);
+END;
+CREATE TRIGGER IF NOT EXISTS worker_summaries_delete INSTEAD OF DELETE ON worker_summaries
+BEGIN
+  DELETE FROM summary_rows WHERE scale = OLD.bucket_ns / 50000 AND worker_id = OLD.worker_id
+     AND bucket = OLD.ts / OLD.bucket_ns;
+END;
 
 -- Importer state, not for queries: a wake that had not led to a poll yet where an
 -- import ended (its wakes row has poll_id NULL). The next import of the same

@@ -21,6 +21,10 @@ static const uint64_t ss_summary_level_ns[SS_SUMMARY_LEVELS] = {
 	1000000000,
 };
 
+/* The unit of summary_rows.scale: every level is a multiple of it, and the
+ * table keeps bucket_ns / SS_SUMMARY_SCALE_NS (schema/stallscope.sql). */
+#define SS_SUMMARY_SCALE_NS 50000
+
 /* For each level, the index of its parent; -1 for a full level. */
 static const int ss_summary_level_parent[SS_SUMMARY_LEVELS] = {
 	4, 4, 4, 4, -1, 7, 7, -1, 10, 10, -1, 13, 13, -1,

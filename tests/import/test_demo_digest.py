@@ -39,11 +39,13 @@ def digests(db):
     d = sqlite3.connect(db)
     # marks and spans are views (of mark_rows, and of span_cells and
     # span_full) since schemas 6 and 8, tasks and queue_depths (of task_rows
-    # and queue_rows) since 8, cpu_intervals (of cpu_rows) since 9: digested
-    # as they read, so their lines stay those of the tables they were.
+    # and queue_rows) since 8, cpu_intervals (of cpu_rows) since 9,
+    # worker_summaries (of summary_rows) since 10: digested as they read, so
+    # their lines stay those of the tables they were.
     tables = [t for (t,) in d.execute("SELECT name FROM sqlite_master WHERE (type = 'table'"
                                       " AND name NOT LIKE 'sqlite_%') OR (type = 'view' AND name IN"
-                                      " ('marks', 'spans', 'tasks', 'queue_depths', 'cpu_intervals')) ORDER BY name")]
+                                      " ('marks', 'spans', 'tasks', 'queue_depths', 'cpu_intervals',"
+                                      " 'worker_summaries')) ORDER BY name")]
     out = {}
     for t in tables:
         cols = [c[1] for c in d.execute(f"PRAGMA table_info({t})")]

@@ -5,7 +5,8 @@ stallscope is upgraded to version 8 (marks and spans views of mark_rows, and
 of span_cells and span_full, names stored once in names; poll_chunks
 instead of polls_by_worker; tasks and queue_depths views of task_rows and
 queue_rows) and then to version 9 (cpu_intervals a view of cpu_rows, without
-cpu_intervals_by_thread)
+cpu_intervals_by_thread) and then to version 10 (worker_summaries a view of
+summary_rows, which keeps the level's scale and the bucket's number)
 and then holds the rows it would hold had it been made by this version: one
 demo imported, the database turned back into version 5's layout, a second demo
 imported into it, against the same two imports into a database that was never
@@ -17,8 +18,11 @@ id range of the worker's last chunk starting at or before it, and a worker's
 polls in a time range read through it are those a full scan finds), and an
 INSERT into the views still lands in them. A demo imported a segment at a
 time holds the polls, spans, tasks and queue depths of one import of it.
+The viewer draws a database of version 9 (worker_summaries a table) that no
+import upgraded yet as it draws the same rows in version 10's layout, and
+not as it draws them without summaries.
 
-usage: test_schema_upgrade.py STALLSCOPE_CLI SOURCE_ROOT
+usage: test_schema_upgrade.py STALLSCOPE_CLI SOURCE_ROOT [STALLSCOPE_VIEWER]
 """
 import os
 import shutil
@@ -28,6 +32,7 @@ import sys
 import tempfile
 
 cli, root = sys.argv[1], sys.argv[2]
+viewer = sys.argv[3] if len(sys.argv) > 3 else None
 demo = os.path.join(root, "data", "demo")
 failures = 0
 
@@ -63,11 +68,17 @@ INSERT INTO queue_v5 SELECT * FROM queue_depths;
 CREATE TABLE cpu_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,
   dur INTEGER NOT NULL, state TEXT NOT NULL, cpu INTEGER);
 INSERT INTO cpu_v5 SELECT * FROM cpu_intervals;
+CREATE TABLE summaries_v5 (bucket_ns INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL, offcpu_ns INTEGER NOT NULL,
+  polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL, PRIMARY KEY (bucket_ns, worker_id, ts)) WITHOUT ROWID;
+INSERT INTO summaries_v5 SELECT * FROM worker_summaries;
 DROP VIEW marks;
 DROP VIEW spans;
 DROP VIEW tasks;
 DROP VIEW queue_depths;
 DROP VIEW cpu_intervals;
+DROP VIEW worker_summaries;
+DROP TABLE summary_rows;
 DROP TABLE cpu_rows;
 DROP TABLE mark_rows;
 DROP TABLE span_cells;
@@ -82,6 +93,7 @@ ALTER TABLE queue_v5 RENAME TO queue_depths;
 ALTER TABLE marks_v5 RENAME TO marks;
 ALTER TABLE spans_v5 RENAME TO spans;
 ALTER TABLE cpu_v5 RENAME TO cpu_intervals;
+ALTER TABLE summaries_v5 RENAME TO worker_summaries;
 CREATE INDEX cpu_intervals_by_thread ON cpu_intervals(thread_id, ts);
 DROP TABLE poll_chunks;
 CREATE INDEX polls_by_worker ON polls(worker_id, ts);
@@ -90,9 +102,9 @@ INSERT INTO schema_info VALUES (5);
 """
 
 SKIP = {"names", "mark_rows", "span_cells", "span_full", "task_rows", "queue_rows", "schema_info",
-        "poll_chunks", "cpu_rows"}
-VIEWS = ("marks", "spans", "tasks", "queue_depths", "cpu_intervals")
-VERSION = 9
+        "poll_chunks", "cpu_rows", "summary_rows"}
+VIEWS = ("marks", "spans", "tasks", "queue_depths", "cpu_intervals", "worker_summaries")
+VERSION = 10
 
 
 def chunk_problems(db):
@@ -133,14 +145,15 @@ def contents(db):
     d = sqlite3.connect(db)
     out = {}
     for (t,) in d.execute("SELECT name FROM sqlite_master WHERE ((type = 'table' AND name NOT LIKE 'sqlite_%')"
-                          " OR (type = 'view' AND name IN ('marks', 'spans', 'tasks', 'queue_depths', 'cpu_intervals')))"
+                          " OR (type = 'view' AND name IN ('marks', 'spans', 'tasks', 'queue_depths', 'cpu_intervals',"
+                          " 'worker_summaries')))"
                           " ORDER BY name"):
         if t in SKIP:
             continue
         rows = [tuple(r) for r in d.execute(f'SELECT * FROM "{t}"')]
         out[t] = sorted(rows, key=repr)
     kinds = dict(d.execute("SELECT name, type FROM sqlite_master WHERE name IN ('marks', 'spans', 'tasks',"
-                           " 'queue_depths', 'cpu_intervals')"))
+                           " 'queue_depths', 'cpu_intervals', 'worker_summaries')"))
     names = sorted(n for (n,) in d.execute("SELECT name FROM names"))
     version = d.execute("SELECT max(version) FROM schema_info").fetchone()[0]
     d.close()
@@ -245,6 +258,31 @@ with tempfile.TemporaryDirectory(prefix="stallscope-upgrade.") as tmp:
                     (th,)).fetchall() == [(-5, "blocked")]
           and d.execute("SELECT count(*) FROM cpu_rows").fetchone()[0] == n_cpu + 1,
           "a DELETE through the view removes those rows only")
+    # worker_summaries: rows inserted through the view read back and land in
+    # summary_rows as scale and bucket number; a bucket size that is not a
+    # multiple of 50 us, or a start that is not a multiple of it, is refused;
+    # a DELETE through it removes those rows only.
+    n_sum = d.execute("SELECT count(*) FROM summary_rows").fetchone()[0]
+    d.executemany("INSERT INTO worker_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                  [(1000000, w, -3000000, 5, 6, 7, 8, 9), (50000, w, -50000, 1, 2, 3, 4, 5),
+                   (1000000000, w, -2000000000, 10, 20, 30, 40, 50)])
+    check(d.execute("SELECT * FROM worker_summaries WHERE worker_id = ? AND ts < 0 ORDER BY bucket_ns",
+                    (w,)).fetchall()
+          == [(50000, w, -50000, 1, 2, 3, 4, 5), (1000000, w, -3000000, 5, 6, 7, 8, 9),
+              (1000000000, w, -2000000000, 10, 20, 30, 40, 50)], "summaries inserted through the view read back")
+    check(d.execute("SELECT scale, bucket FROM summary_rows WHERE worker_id = ? AND bucket < 0 ORDER BY scale",
+                    (w,)).fetchall() == [(1, -1), (20, -3), (20000, -2)], "summary_rows keeps scale and bucket")
+    for vals, what in (((30000, w, 0, 0, 0, 0, 0, 0), "bucket_ns"), ((1000000, w, 500, 0, 0, 0, 0, 0), "ts"),
+                       ((None, w, 0, 0, 0, 0, 0, 0), "bucket_ns"), ((50000, w, "x", 0, 0, 0, 0, 0), "ts")):
+        try:
+            d.execute("INSERT INTO worker_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", vals)
+            check(False, "a summary with a %s off the grid was accepted" % what)
+        except sqlite3.IntegrityError as e:
+            check(("worker_summaries." + what) in str(e), "a summary with a %s off the grid: %s" % (what, e))
+    d.execute("DELETE FROM worker_summaries WHERE worker_id = ? AND ts < 0 AND bucket_ns > 50000", (w,))
+    check(d.execute("SELECT bucket_ns, ts FROM worker_summaries WHERE worker_id = ? AND ts < 0", (w,)).fetchall()
+          == [(50000, -50000)] and d.execute("SELECT count(*) FROM summary_rows").fetchone()[0] == n_sum + 1,
+          "a DELETE through the summaries view removes those rows only")
     d.close()
 
 # Imported a segment at a time (open polls continued by the next import, new
@@ -263,6 +301,42 @@ with tempfile.TemporaryDirectory(prefix="stallscope-chunks.") as tmp:
                 for db in (whole, parts)]
         check(rows[0] == rows[1] and len(rows[0]) > n,
               f"{t} imported in {len(segs)} steps: {len(rows[1])} rows, {len(rows[0])} in one import, or other values")
+
+# Version 9's worker_summaries, read by the viewer before any import upgrades
+# it: the same picture as version 10's summary_rows, and another one without
+# the summaries (so the picture depends on them).
+TO_V9_SUMMARIES = """
+CREATE TABLE summaries_v9 (bucket_ns INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL, offcpu_ns INTEGER NOT NULL,
+  polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL, PRIMARY KEY (bucket_ns, worker_id, ts)) WITHOUT ROWID;
+INSERT INTO summaries_v9 SELECT * FROM worker_summaries;
+DROP VIEW worker_summaries;
+DROP TABLE summary_rows;
+ALTER TABLE summaries_v9 RENAME TO worker_summaries;
+DELETE FROM schema_info;
+INSERT INTO schema_info VALUES (9);
+"""
+if viewer:
+    with tempfile.TemporaryDirectory(prefix="stallscope-upgrade-view.") as tmp:
+        dbs = {k: os.path.join(tmp, k + ".db") for k in ("new", "v9", "none")}
+        imp("long-poll", dbs["new"])
+        for k in ("v9", "none"):
+            shutil.copy(dbs["new"], dbs[k])
+            d = sqlite3.connect(dbs[k])
+            d.executescript(TO_V9_SUMMARIES)
+            if k == "none":
+                d.execute("DELETE FROM worker_summaries WHERE bucket_ns >= 1000000")
+            d.commit()
+            d.close()
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        png = {}
+        for k, db in dbs.items():
+            r = subprocess.run([viewer, "--render-png", db + ".png", "--size", "1000x400", db], env=env,
+                               capture_output=True, text=True)
+            check(r.returncode == 0, f"render of the {k} database: {r.stderr}")
+            png[k] = open(db + ".png", "rb").read() if r.returncode == 0 else b""
+        check(png["new"] == png["v9"] and png["new"], "the version 9 database draws unlike version 10's")
+        check(png["new"] != png["none"], "the picture does not depend on the summaries")
 
 print("schema upgrade: %s" % ("FAIL" if failures else "ok"))
 sys.exit(1 if failures else 0)

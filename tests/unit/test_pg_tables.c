@@ -48,14 +48,15 @@ int main(void)
 	/* SQLite stores marks and spans as views of mark_rows and span_cells +
 	 * span_full with their names in names (schema versions 6 and 8), and
 	 * tasks and queue_depths as views of task_rows and queue_rows (8), and
-	 * cpu_intervals as a view of cpu_rows (9); PostgreSQL keeps them as
-	 * tables with the views' columns.
+	 * cpu_intervals as a view of cpu_rows (9), and worker_summaries as a
+	 * view of summary_rows (10); PostgreSQL keeps them as tables with the
+	 * views' columns.
 	 * poll_chunks (schema version 7) stands for an index of polls that
 	 * PostgreSQL keeps (its BRIN polls_by_worker); a pull builds it. */
 	sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE (type = 'table' AND name NOT IN ('names',"
 			   " 'mark_rows', 'span_cells', 'span_full', 'task_rows', 'queue_rows', 'poll_chunks',"
-			   " 'cpu_rows')) OR (type = 'view' AND name IN ('marks', 'spans', 'tasks', 'queue_depths',"
-			   " 'cpu_intervals'))"
+			   " 'cpu_rows', 'summary_rows')) OR (type = 'view' AND name IN ('marks', 'spans', 'tasks',"
+			   " 'queue_depths', 'cpu_intervals', 'worker_summaries'))"
 			   " ORDER BY rowid", -1, &tables, NULL);
 	size_t seen = 0;
 	while (sqlite3_step(tables) == SQLITE_ROW) {

@@ -78,9 +78,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_TASK_DUMP] = "INSERT INTO task_dumps(task_id, ts, idle, callsite_id, thread_id, location_id)"
 		" VALUES(?,?,?,?,?,?)",
 	[ST_INS_OTHER] = "INSERT INTO other_events(recording_id, thread_id, ts, name, fields) VALUES(?,?,?,?,?)",
-	[ST_UPSERT_SUMMARY] = "INSERT INTO worker_summaries(bucket_ns, worker_id, ts, busy_ns, parked_ns,"
+	/* scale and bucket: the sink's bucket_ns / 50000 and ts / bucket_ns
+	 * (schema/stallscope.sql) */
+	[ST_UPSERT_SUMMARY] = "INSERT INTO summary_rows(scale, worker_id, bucket, busy_ns, parked_ns,"
 		" offcpu_ns, polls, max_poll_ns) VALUES(?,?,?,?,?,?,?,?)"
-		" ON CONFLICT(bucket_ns, worker_id, ts) DO UPDATE SET"
+		" ON CONFLICT(scale, worker_id, bucket) DO UPDATE SET"
 		" busy_ns = busy_ns + excluded.busy_ns, parked_ns = parked_ns + excluded.parked_ns,"
 		" offcpu_ns = offcpu_ns + excluded.offcpu_ns, polls = polls + excluded.polls,"
 		" max_poll_ns = max(max_poll_ns, excluded.max_poll_ns)",
@@ -184,6 +186,16 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	      " CASE state WHEN 'on-cpu' THEN 1 WHEN 'blocked' THEN 2 WHEN 'preempted' THEN 3 ELSE state END, cpu"
 	      " FROM cpu_intervals ORDER BY thread_id, ts, dur, state;"
 	      "DROP TABLE cpu_intervals;",
+	/* worker_summaries becomes a view of summary_rows, which keeps the level
+	 * in units of 50 us and the bucket's number instead of two nanosecond
+	 * values (the schema makes the view); the rows move in key order. */
+	[10] = "CREATE TABLE summary_rows (scale INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),"
+	       " bucket INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL,"
+	       " offcpu_ns INTEGER NOT NULL, polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL,"
+	       " PRIMARY KEY (scale, worker_id, bucket)) WITHOUT ROWID;"
+	       "INSERT INTO summary_rows SELECT bucket_ns / 50000, worker_id, ts / bucket_ns, busy_ns, parked_ns,"
+	       " offcpu_ns, polls, max_poll_ns FROM worker_summaries ORDER BY bucket_ns, worker_id, ts;"
+	       "DROP TABLE worker_summaries;",
 };
 
 static const char *const id_table[ID_COUNT] = {

@@ -1,7 +1,7 @@
 /*
  * view_queries.c - see view_queries.h. The per-frame queries go through
  * poll_chunks (poll_chunks.h) for polls, the (worker_id, ts) key of parks, the (thread_id, ts) indexes of
- * cpu_intervals and samples, and the primary key of worker_summaries; the
+ * cpu_intervals and samples, and the primary key of summary_rows; the
  * rest look rows up by rowid or by stall_id.
  */
 #include "view_queries.h"
@@ -9,6 +9,15 @@
 #include <stddef.h>
 
 #include "poll_chunks.h"
+
+/* Rows of summary_rows of the level of bucket_ns ?1 (its key, where the
+ * worker_summaries view's computed bucket_ns and ts would scan), and those of
+ * them whose bucket starts in [lo, hi): bucket * ?1 >= lo means bucket >= lo / ?1
+ * rounded up (SQLite's / truncates, which rounds a negative value up already). */
+/* 50000: SS_SUMMARY_SCALE_NS (schema/summary_levels.h; sqlite_sink.c checks it) */
+#define SUMMARY_LEVEL "scale = ?1 / 50000 AND ?1 % 50000 = 0"
+#define SUMMARY_FROM(lo, hi) \
+	" bucket >= " lo " / ?1 + (" lo " % ?1 > 0) AND bucket < " hi " / ?1 + (" hi " % ?1 > 0)"
 
 /* Time of [?2, ?3) covered by the rows of a (key, ts) indexed interval table:
  * the interval open at ?2 by a seek back (the table's rows of one key do not
@@ -56,17 +65,17 @@ static const char *const sql[SS_V_COUNT] = {
 	/* ts only: answered from the (thread_id, ts) index without the table. */
 	[SS_V_SAMPLE_RANGE] = "SELECT ts FROM samples WHERE thread_id = ?1 AND ts >= ?2 AND ts < ?3"
 			      " ORDER BY ts",
-	[SS_V_SUMMARY] = "SELECT ts, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns"
-			 " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2"
-			 " AND ts >= ?3 AND ts < ?4 ORDER BY ts",
+	[SS_V_SUMMARY] = "SELECT bucket * ?1, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns"
+			 " FROM summary_rows WHERE " SUMMARY_LEVEL " AND worker_id = ?2 AND"
+			 SUMMARY_FROM("?3", "?4") " ORDER BY bucket",
 
 	[SS_V_FIRST_TS] = "SELECT min(first_ts) FROM recordings",
 	[SS_V_LAST_TS] = "SELECT max(last_ts) FROM recordings",
 	[SS_V_ANCHOR_MONO] = "SELECT anchor_mono_ns FROM recordings ORDER BY id LIMIT 1",
 	[SS_V_ANCHOR_REAL] = "SELECT anchor_real_ns FROM recordings ORDER BY id LIMIT 1",
-	[SS_V_HAS_SUMMARIES] = "SELECT EXISTS (SELECT 1 FROM worker_summaries)",
+	[SS_V_HAS_SUMMARIES] = "SELECT EXISTS (SELECT 1 FROM summary_rows)",
 	/* Through the primary key: a lookup, not a scan. */
-	[SS_V_HAS_LEVEL] = "SELECT EXISTS (SELECT 1 FROM worker_summaries WHERE bucket_ns = ?1)",
+	[SS_V_HAS_LEVEL] = "SELECT EXISTS (SELECT 1 FROM summary_rows WHERE " SUMMARY_LEVEL ")",
 	/* Workers grouped by recording and runtime, in index order, with the
 	 * count of their group for its title. */
 	[SS_V_WORKER_LANES] =
@@ -137,9 +146,12 @@ static const char *const sql[SS_V_COUNT] = {
 			    " coalesce(t.tid, 0), w.begin_ts, w.end_ts FROM workers w"
 			    " JOIN threads t ON t.id = w.thread_id WHERE w.id = ?1",
 	[SS_V_WORKER_TOTALS] = "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns), sum(polls), max(max_poll_ns)"
-			       " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2",
-	[SS_V_WORKER_RANGE_TOTALS] = "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns) FROM worker_summaries"
-				     " WHERE bucket_ns = 10000000 AND worker_id = ?1 AND ts >= ?2 AND ts < ?3",
+			       " FROM summary_rows WHERE " SUMMARY_LEVEL " AND worker_id = ?2",
+	/* the 10 ms level: scale 200 */
+	[SS_V_WORKER_RANGE_TOTALS] = "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns) FROM summary_rows"
+				     " WHERE scale = 200 AND worker_id = ?1"
+				     " AND bucket >= ?2 / 10000000 + (?2 % 10000000 > 0)"
+				     " AND bucket < ?3 / 10000000 + (?3 % 10000000 > 0)",
 	[SS_V_COVERED_POLLS] = COVERED("polls", "worker_id", "AND" SS_POLL_IDS("id", "?1", "?2 - 1", "?3")),
 	[SS_V_COVERED_PARKS] = COVERED("parks", "worker_id", ""),
 	[SS_V_COVERED_OFFCPU] = COVERED("cpu_intervals", "thread_id", "AND state <> 'on-cpu'"),
@@ -175,14 +187,33 @@ const char *ss_view_sql(enum ss_view_query q)
 	return (unsigned)q < SS_V_COUNT ? sql[q] : NULL;
 }
 
+/* A database of schema 9 or older has worker_summaries as a table and no
+ * summary_rows (until its next import): the same queries on its key, read
+ * as they are (the view's computed bucket_ns and ts would scan). */
+static const char *const before_v10[SS_V_COUNT] = {
+	[SS_V_SUMMARY] = "SELECT ts, busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns"
+			 " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2"
+			 " AND ts >= ?3 AND ts < ?4 ORDER BY ts",
+	[SS_V_HAS_SUMMARIES] = "SELECT EXISTS (SELECT 1 FROM worker_summaries)",
+	[SS_V_HAS_LEVEL] = "SELECT EXISTS (SELECT 1 FROM worker_summaries WHERE bucket_ns = ?1)",
+	[SS_V_WORKER_TOTALS] = "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns), sum(polls), max(max_poll_ns)"
+			       " FROM worker_summaries WHERE bucket_ns = ?1 AND worker_id = ?2",
+	[SS_V_WORKER_RANGE_TOTALS] = "SELECT sum(busy_ns), sum(parked_ns), sum(offcpu_ns) FROM worker_summaries"
+				     " WHERE bucket_ns = 10000000 AND worker_id = ?1 AND ts >= ?2 AND ts < ?3",
+};
+
 sqlite3_stmt *ss_view_prepare(sqlite3 *db, enum ss_view_query q, int persistent)
 {
 	sqlite3_stmt *st = NULL;
 	const char *text = ss_view_sql(q);
-	if (!text || sqlite3_prepare_v3(db, text, -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0, &st, NULL)
-			     != SQLITE_OK) {
+	unsigned flags = persistent ? SQLITE_PREPARE_PERSISTENT : 0;
+	if (text && sqlite3_prepare_v3(db, text, -1, flags, &st, NULL) != SQLITE_OK) {
 		sqlite3_finalize(st);
-		return NULL;
+		st = NULL;
+		if (before_v10[q] && sqlite3_prepare_v3(db, before_v10[q], -1, flags, &st, NULL) != SQLITE_OK) {
+			sqlite3_finalize(st);
+			st = NULL;
+		}
 	}
 	return st;
 }
