@@ -210,7 +210,13 @@ sqlite3_stmt *ss_view_prepare(sqlite3 *db, enum ss_view_query q, int persistent)
 	if (text && sqlite3_prepare_v3(db, text, -1, flags, &st, NULL) != SQLITE_OK) {
 		sqlite3_finalize(st);
 		st = NULL;
-		if (before_v10[q] && sqlite3_prepare_v3(db, before_v10[q], -1, flags, &st, NULL) != SQLITE_OK) {
+		/* only for a database without summary_rows: on one that has it the old
+		 * text still prepares (worker_summaries is a view there) and would scan
+		 * every frame, hiding why the new one failed */
+		if (before_v10[q] &&
+		    sqlite3_table_column_metadata(db, NULL, "summary_rows", NULL, NULL, NULL, NULL, NULL,
+						  NULL) != SQLITE_OK &&
+		    sqlite3_prepare_v3(db, before_v10[q], -1, flags, &st, NULL) != SQLITE_OK) {
 			sqlite3_finalize(st);
 			st = NULL;
 		}
