@@ -96,7 +96,7 @@ static void check_files(const char *dir, pid_t pid, int round, int nthreads, uin
 			if (s->header.pid)
 				CHECK(s->header.pid == (uint64_t)pid, "round %d: %s belongs to pid %llu",
 				      round, s->path, (unsigned long long)s->header.pid);
-			/* Killed between the footer and the rename (sync_file_range lies between):
+			/* Killed between the footer and the rename (fdatasync lies between):
 			 * then the footer must hold. */
 			CHECK(!s->sealed || s->footer.events == s->events,
 			      "%s: footer says %llu events, read %llu", s->path,
