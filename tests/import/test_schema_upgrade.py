@@ -49,6 +49,11 @@ def imp(src, db):
 
 
 # Version 5's marks and spans, as schema/stallscope.sql made them.
+# worker_summaries as a table, as versions 5 to 9 had it
+OLD_SUMMARIES_COLUMNS = """ (bucket_ns INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),
+  ts INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL, offcpu_ns INTEGER NOT NULL,
+  polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL, PRIMARY KEY (bucket_ns, worker_id, ts)) WITHOUT ROWID;"""
+
 TO_V5 = """
 CREATE TABLE marks_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,
   name TEXT, value INTEGER);
@@ -68,9 +73,7 @@ INSERT INTO queue_v5 SELECT * FROM queue_depths;
 CREATE TABLE cpu_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,
   dur INTEGER NOT NULL, state TEXT NOT NULL, cpu INTEGER);
 INSERT INTO cpu_v5 SELECT * FROM cpu_intervals;
-CREATE TABLE summaries_v5 (bucket_ns INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),
-  ts INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL, offcpu_ns INTEGER NOT NULL,
-  polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL, PRIMARY KEY (bucket_ns, worker_id, ts)) WITHOUT ROWID;
+CREATE TABLE summaries_v5""" + OLD_SUMMARIES_COLUMNS + """
 INSERT INTO summaries_v5 SELECT * FROM worker_summaries;
 DROP VIEW marks;
 DROP VIEW spans;
@@ -306,9 +309,7 @@ with tempfile.TemporaryDirectory(prefix="stallscope-chunks.") as tmp:
 # it: the same picture as version 10's summary_rows, and another one without
 # the summaries (so the picture depends on them).
 TO_V9_SUMMARIES = """
-CREATE TABLE summaries_v9 (bucket_ns INTEGER NOT NULL, worker_id INTEGER NOT NULL REFERENCES workers(id),
-  ts INTEGER NOT NULL, busy_ns INTEGER NOT NULL, parked_ns INTEGER NOT NULL, offcpu_ns INTEGER NOT NULL,
-  polls INTEGER NOT NULL, max_poll_ns INTEGER NOT NULL, PRIMARY KEY (bucket_ns, worker_id, ts)) WITHOUT ROWID;
+CREATE TABLE summaries_v9""" + OLD_SUMMARIES_COLUMNS + """
 INSERT INTO summaries_v9 SELECT * FROM worker_summaries;
 DROP VIEW worker_summaries;
 DROP TABLE summary_rows;
