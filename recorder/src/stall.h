@@ -75,8 +75,16 @@ struct ss_stall_sink {
 /* Starts the watchdog when cfg->stall_threshold_ms > 0. Never fails the session:
  * status says what runs ("off", or the threshold and how stacks are taken). */
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
-				   char *status, size_t len);
+				   int own_thread, char *status, size_t len);
+/* Joins its thread, or without one (own_thread 0) is called by the writer's
+ * thread after its last look; then the last STALL_ENDs are queued. */
 SS_INTERNAL void ss_watchdog_stop(void);
+/* Without a thread of its own (writer thread only): when the next look is due,
+ * CLOCK_MONOTONIC ns (UINT64_MAX: no looks to take), one look now, and the timer
+ * slack the looks allow. */
+SS_INTERNAL uint64_t ss_watchdog_look_at(void);
+SS_INTERNAL void ss_watchdog_look(void);
+SS_INTERNAL uint64_t ss_watchdog_slack_ns(void);
 /* Writer thread, just before it releases a drained slot of an exited thread: the
  * watchdog reads the slot's last poll boundaries while they are still there. */
 SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s);
