@@ -413,12 +413,14 @@ static void *writer_main(void *arg)
 		wr.cpu_mark = ss_thread_cpu_ns();
 	}
 	/* With the looks on this thread a cycle runs at the wake-up of a look when
-	 * it is due by then or at most early later (a quarter of its sleep: early
-	 * cycles only make the next ones come sooner), and the thread sleeps to a
-	 * look that comes at most late after the cycle's time (a quarter of the
-	 * flush margin: the timer slack the writer alone lets the kernel take,
+	 * it is due by then, or when it is due at most early later (a quarter of
+	 * its sleep: early cycles only make the next ones come sooner) and the
+	 * next look comes too late to take it; and the thread sleeps to a look
+	 * that comes at most late after the cycle's time (a quarter of the flush
+	 * margin: the timer slack the writer alone lets the kernel take,
 	 * writer_pace.c). Looks run every threshold while polls run, so most
-	 * cycles take no wake-up of their own. */
+	 * cycles take no wake-up of their own, and come early by less than a
+	 * threshold. */
 	uint64_t late = wr.pace.margin_ns / 4, early = 0, due = 0;
 	int kicked = 1;
 	/* A kick during a cycle (the word moved since the last wait) means no sleep
@@ -433,7 +435,8 @@ static void *writer_main(void *arg)
 			ss_watchdog_look();
 			now = ss_now();
 		}
-		if (kicked || now + early >= due || (wr.nudged && due > now + TICK_NS)) {
+		if (kicked || now >= due || (now + early >= due && ss_watchdog_look_at() > due + late) ||
+		    (wr.nudged && due > now + TICK_NS)) {
 			cpu_to(0);
 			wr.nudged = 0;
 			atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
