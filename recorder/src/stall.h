@@ -80,10 +80,11 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
  * thread after its last look; then the last STALL_ENDs are queued. */
 SS_INTERNAL void ss_watchdog_stop(void);
 /* Without a thread of its own (writer thread only): when the next look is due,
- * CLOCK_MONOTONIC ns (UINT64_MAX: no looks to take), one look now, and the timer
- * slack the looks allow. */
+ * CLOCK_MONOTONIC ns (UINT64_MAX: no looks to take), one look now (calling
+ * between after each capture, with no lock held), and the timer slack the looks
+ * allow. */
 SS_INTERNAL uint64_t ss_watchdog_look_at(void);
-SS_INTERNAL void ss_watchdog_look(void);
+SS_INTERNAL void ss_watchdog_look(void (*between)(void));
 SS_INTERNAL uint64_t ss_watchdog_slack_ns(void);
 /* Writer thread, just before it releases a drained slot of an exited thread: the
  * watchdog reads the slot's last poll boundaries while they are still there. */

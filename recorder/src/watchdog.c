@@ -330,7 +330,7 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 
 /* One look at every ring, captures due included; returns when the next look is
  * due (a stamp). */
-static uint64_t look(void)
+static uint64_t look(void (*between)(void))
 {
 	atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
 	/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
@@ -362,6 +362,8 @@ static uint64_t look(void)
 		moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
 			 w->boundaries != seen || w->thread != thread;
 		pthread_mutex_unlock(&D.smu);
+		if (due && between)
+			between();
 	}
 	D.quiet = moved ? 0 : D.quiet + 1;
 	return wake;
@@ -386,7 +388,7 @@ static void *watchdog_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
 	while (atomic_load(&D.running)) {
-		uint64_t wake = look();
+		uint64_t wake = look(NULL);
 		/* The word before running: a stop after this load changes it, and the
 		 * wait then returns at once. */
 		uint32_t seq = atomic_load(&D.wake_seq);
@@ -411,9 +413,9 @@ SS_INTERNAL uint64_t ss_watchdog_look_at(void)
 										  : UINT64_MAX;
 }
 
-SS_INTERNAL void ss_watchdog_look(void)
+SS_INTERNAL void ss_watchdog_look(void (*between)(void))
 {
-	D.look_at_ns = stamp_to_ns(look());
+	D.look_at_ns = stamp_to_ns(look(between));
 }
 
 SS_INTERNAL uint64_t ss_watchdog_slack_ns(void)

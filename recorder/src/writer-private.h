@@ -62,6 +62,7 @@ struct writer {
 	/* The watchdog's looks run on this thread (writer.c, watchdog.c): set by
 	 * start before BOOT_GO. nudged: a look saw a ring past a quarter full. */
 	int one_thread, nudged;
+	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
 	/* This thread's CPU split between its cycles and the looks: read at each
 	 * change from one to the other, the time since the last read going to
 	 * the part it was doing (cpu_part: 0 writer, 1 watchdog). */

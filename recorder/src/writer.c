@@ -377,6 +377,29 @@ static void cpu_to(int part)
 	wr.cpu_part = part;
 }
 
+/* A cycle of the loop in writer_main; sets when the next is due. */
+static void run_cycle(uint64_t now)
+{
+	cpu_to(0);
+	wr.nudged = 0;
+	atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
+	wr.due = cycle(0);
+	if (wr.one_thread)
+		wr.early = wr.due > now ? (wr.due - now) / 4 : 0;
+}
+
+/* One thread: between the captures of a look, which take a millisecond each or
+ * more (watchdog.c), so that a look capturing many threads at once does not
+ * keep a cycle past its time. */
+static void cycle_if_due(void)
+{
+	uint64_t now = ss_now();
+	if (now >= wr.due) {
+		run_cycle(now);
+		cpu_to(1);
+	}
+}
+
 /* One side of the writer thread's start (wr.boot) tells the other. */
 static void boot_say(uint32_t what)
 {
@@ -421,7 +444,8 @@ static void *writer_main(void *arg)
 	 * writer_pace.c). Looks run every threshold while polls run, so most
 	 * cycles take no wake-up of their own, and come early by less than a
 	 * threshold. */
-	uint64_t late = wr.pace.margin_ns / 4, early = 0, due = 0;
+	uint64_t late = wr.pace.margin_ns / 4;
+	wr.due = 0;
 	int kicked = 1;
 	/* A kick during a cycle (the word moved since the last wait) means no sleep
 	 * after it; one after the word was read makes the wait return at once. */
@@ -432,18 +456,14 @@ static void *writer_main(void *arg)
 			/* The look first: its promise is about time, the cycle's
 			 * has a margin. */
 			cpu_to(1);
-			ss_watchdog_look();
+			ss_watchdog_look(cycle_if_due);
 			now = ss_now();
 		}
-		if (kicked || now >= due || (now + early >= due && ss_watchdog_look_at() > due + late) ||
-		    (wr.nudged && due > now + TICK_NS)) {
-			cpu_to(0);
-			wr.nudged = 0;
-			atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
-			due = cycle(0);
-			if (wr.one_thread)
-				early = due > now ? (due - now) / 4 : 0;
-		}
+		if (kicked || now >= wr.due ||
+		    (now + wr.early >= wr.due && ss_watchdog_look_at() > wr.due + late) ||
+		    (wr.nudged && wr.due > now + TICK_NS))
+			run_cycle(now);
+		uint64_t due = wr.due;
 		uint32_t seq = atomic_load(&wr.wake_seq);
 		if (!atomic_load(&wr.running))
 			break;
