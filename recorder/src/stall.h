@@ -95,7 +95,7 @@ SS_INTERNAL void ss_watchdog_free(void);
  * one holding a stamp past lim (it waits for the next drain, clock.h). */
 SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink, uint64_t lim);
 
-/* ---- stall_capture.c (watchdog thread only) ---- */
+/* ---- stall_capture.c (the thread that takes the watchdog's looks only) ---- */
 /* copy: bytes of stack a capture copies for the writer's unwinder (0: frames). */
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
 				uint32_t copy, char *why, size_t len);

@@ -8,7 +8,9 @@
  * interval and the rings' fill rate need (writer_pace.c: an idle program sees a
  * few a second, not a hundred; every 10 ms while CPU sampling or task dumps are
  * on), sooner when a thread exits or the watchdog sees a ring filling. All the expensive work of recording happens here, never on the
- * hook path.
+ * hook path. While CPU sampling and task dumps are off this thread also takes
+ * the stall watchdog's looks (watchdog.c), and its cycles run at their wake-ups
+ * (writer_main): one recorder thread, not two.
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
  * up to B into the old segment, seals it with end_ts = B, and starts the next one at
