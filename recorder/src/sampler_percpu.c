@@ -110,7 +110,7 @@ SS_INTERNAL int ss_percpu_is_cs(uint64_t id)
 	       bsearch(&id, ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof id, cmp_u64) != NULL;
 }
 
-static int add_fd(int fd)
+SS_INTERNAL int ss_percpu_add_fd(int fd)
 {
 	if (ss_smp.pc_nfds == ss_smp.pc_capfds) {
 		uint32_t cap = ss_smp.pc_capfds ? ss_smp.pc_capfds * 2 : 64;
@@ -143,7 +143,7 @@ static int open_one(struct perf_event_attr *a, uint32_t tid, uint32_t cpu, uint6
 				 tid, cpu, ss_errno_name(e));
 		return -e;
 	}
-	if (add_fd(fd) != 0) {
+	if (ss_percpu_add_fd(fd) != 0) {
 		close(fd);
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;

@@ -108,7 +108,8 @@ SS_INTERNAL void ss_perf_attr_clock(struct perf_event_attr *a)
 		a->exclude_callchain_user = !ss_smp.user_chain;
 	}
 	a->sample_period = ss_smp.period_ns;
-	a->context_switch = 1;
+	/* Not where the sched_switch program writes the switches (sampler_swtp.c). */
+	a->context_switch = !ss_smp.swtp;
 	/* mmap too: the kernel counts only mmap/mmap_data listeners before it builds
 	 * any mapping event; mmap2 then picks the record type. */
 	a->mmap = 1;
@@ -560,6 +561,10 @@ SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_he
 		int sw = h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE;
 		uint32_t who = smp ? (n >= 32 ? rd32(p + 20) : 0) : tr_tid;
 		uint64_t when = smp ? (n >= 32 ? rd64(p + 24) : 0) : tr_time;
+		if (smp && ss_smp.swtp && n >= 8 && ss_swtp_is_out(rd64(p))) {
+			ss_swtp_record(p, n, sink);
+			return;
+		}
 		if (ss_smp.cpu_wide && (smp || sw)) {
 			uint32_t pid = smp ? (n >= 32 ? rd32(p + 16) : 0) : tr ? rd32(tr) : 0;
 			if (pid != ss_smp.pc_pid) {

@@ -1,0 +1,445 @@
+/*
+ * sampler_swtp.c - the switches of this process's followed threads from a BPF
+ * program on the sched_switch raw tracepoint, instead of the per-CPU events'
+ * PERF_RECORD_SWITCH records (sampler_percpu.c with context_switch = 0).
+ *
+ * Why: with switch records on the inherited cpu-clock events, every switch of
+ * a thread of ours pays perf's side-band path (two records, sample_id, the
+ * output of each); the raw tracepoint is one program run per switch of the
+ * machine, which for a switch not ours is a helper call and a compare, and for
+ * one of ours one 16-byte record (bench_switch_tp: +0.2-0.5 us a switch against
+ * +1.5 for the switch records).
+ *
+ * The program (hand-assembled, no libbpf, like sampler_bpf.c) reads the raw
+ * tracepoint's arguments (preempt, prev, next, prev_state): the running task is
+ * prev; next's tid is read from its task_struct at the offset of `pid` that
+ * the kernel's BTF gives (/sys/kernel/btf/vmlinux, parsed here once per
+ * process). A thread counts as followed where its in-poll cell
+ * (sampler_inpoll.c) is not NONE (ALL, IN or OUT): out of prev when prev is of
+ * this process and followed, into next when next is followed; one record
+ * { u32 out_tid, in_tid, flags, pad } (0 = none) by bpf_perf_event_output into
+ * a BPF_OUTPUT event of the CPU, which writes into that CPU's ring, so the
+ * merged drain sees them in time order with the samples. preempted is perf's
+ * PERF_RECORD_MISC_SWITCH_OUT_PREEMPT: preempt, or prev still runnable
+ * (prev_state 0, a yield). The drain (ss_swtp_record) turns a record into the
+ * same ss_switch calls the switch records gave, for the threads it follows.
+ *
+ * Tids are the initial pid namespace's (task->pid, bpf_get_current_pid_tgid):
+ * elsewhere the events' switch records stay in charge. Loading needs CAP_BPF
+ * and CAP_PERFMON (root); the BPF_OUTPUT events, one per CPU for every
+ * process, CAP_PERFMON. Writer thread only.
+ */
+#include "sampler-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PID_NS_INIT_INO 0xEFFFFFFCu
+#define REC_BYTES 16               /* u32 out_tid, in_tid, flags, pad */
+#define F_PREEMPT 1u
+
+/* ---- task_struct.pid from the kernel's BTF ---------------------------------- */
+
+struct btf_hdr {
+	uint16_t magic;
+	uint8_t version, flags;
+	uint32_t hdr_len, type_off, type_len, str_off, str_len;
+};
+
+/* Bytes that follow a type's 12-byte head, by kind (linux/btf.h). */
+static long btf_extra(uint32_t kind, uint32_t vlen)
+{
+	switch (kind) {
+	case 1: return 4;                  /* INT */
+	case 3: return 12;                 /* ARRAY */
+	case 4: case 5: return 12l * vlen; /* STRUCT, UNION: members */
+	case 6: return 8l * vlen;          /* ENUM */
+	case 13: return 8l * vlen;         /* FUNC_PROTO */
+	case 14: return 4;                 /* VAR */
+	case 15: return 12l * vlen;        /* DATASEC */
+	case 17: return 4;                 /* DECL_TAG */
+	case 19: return 12l * vlen;        /* ENUM64 */
+	case 2: case 7: case 8: case 9: case 10: case 11: case 12: case 16: case 18:
+		return 0;
+	}
+	return -1;
+}
+
+/* The byte offset of `pid` in struct task_struct, or -1 (why written). */
+static long task_pid_offset(char *why, size_t len)
+{
+	static long cached = -2;
+	if (cached != -2) {
+		if (cached < 0)
+			snprintf(why, len, "no offset of task_struct.pid in /sys/kernel/btf/vmlinux");
+		return cached;
+	}
+	cached = -1;
+	int fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "/sys/kernel/btf/vmlinux: %s", ss_errno_name(errno));
+		return -1;
+	}
+	size_t cap = 8u << 20, n = 0;
+	unsigned char *b = malloc(cap);
+	for (ssize_t r; b; n += (size_t)r) {
+		if (n == cap) {
+			unsigned char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				b = NULL;
+				break;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - n);
+		if (r <= 0)
+			break;
+	}
+	close(fd);
+	struct btf_hdr h;
+	if (!b || n < sizeof h) {
+		free(b);
+		snprintf(why, len, "/sys/kernel/btf/vmlinux unreadable");
+		return -1;
+	}
+	memcpy(&h, b, sizeof h);
+	if (h.magic != 0xeB9F || (uint64_t)h.hdr_len + h.type_off + h.type_len > n ||
+	    (uint64_t)h.hdr_len + h.str_off + h.str_len > n) {
+		free(b);
+		snprintf(why, len, "/sys/kernel/btf/vmlinux: not BTF");
+		return -1;
+	}
+	const unsigned char *t = b + h.hdr_len + h.type_off, *end = t + h.type_len;
+	const char *str = (const char *)b + h.hdr_len + h.str_off;
+#define STR(off) ((off) < h.str_len ? str + (off) : "")
+	while (t + 12 <= end) {
+		uint32_t name, info;
+		memcpy(&name, t, 4);
+		memcpy(&info, t + 4, 4);
+		uint32_t kind = (info >> 24) & 0x1f, vlen = info & 0xffff;
+		long extra = btf_extra(kind, vlen);
+		if (extra < 0 || t + 12 + extra > end)
+			break;
+		if (kind == 4 && !strcmp(STR(name), "task_struct")) {
+			for (uint32_t i = 0; i < vlen; i++) {
+				const unsigned char *m = t + 12 + 12 * i;
+				uint32_t mname, moff;
+				memcpy(&mname, m, 4);
+				memcpy(&moff, m + 8, 4);
+				if (info >> 31)
+					moff &= 0xffffff; /* kind_flag: bitfield size above */
+				if (!strcmp(STR(mname), "pid") && moff % 8 == 0) {
+					cached = moff / 8;
+					break;
+				}
+			}
+			break;
+		}
+		t += 12 + extra;
+	}
+#undef STR
+	free(b);
+	if (cached < 0)
+		snprintf(why, len, "no task_struct.pid in /sys/kernel/btf/vmlinux");
+	return cached;
+}
+
+/* ---- the program ----------------------------------------------------------------- */
+
+static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+	struct bpf_insn i;
+	memset(&i, 0, sizeof i);
+	i.code = code;
+	i.dst_reg = dst & 0xf;
+	i.src_reg = src & 0xf;
+	i.off = off;
+	i.imm = imm;
+	return i;
+}
+
+#define MOV_K(d, k) insn(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, k)
+#define MOV_X(d, s) insn(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
+
+/* dst = 0 unless the cell of tid dst (< cells) says followed: r1, r2 clobbered. */
+static int cell_check(struct bpf_insn *p, int n, int dst, int map_fd)
+{
+	p[n++] = MOV_X(1, dst);
+	p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, SS_INPOLL_CELLS - 1);
+	p[n++] = insn(BPF_ALU64 | BPF_LSH | BPF_K, 1, 0, 0, 2);
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, map_fd);
+	p[n++] = insn(0, 0, 0, 0, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 2, 0, 0);
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 1, 0, 1, SS_INPOLL_NONE);
+	p[n++] = MOV_K(dst, 0);
+	return n;
+}
+
+static int load(const struct bpf_insn *p, int n, char *why, size_t len)
+{
+	static char log[4096];
+	union bpf_attr a;
+	memset(&a, 0, sizeof a);
+	a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+	a.insns = (uint64_t)(uintptr_t)p;
+	a.insn_cnt = (uint32_t)n;
+	a.license = (uint64_t)(uintptr_t)"GPL";
+	int fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof a);
+	if (fd < 0 && errno != EPERM && errno != EACCES) {
+		log[0] = 0;
+		a.log_buf = (uint64_t)(uintptr_t)log;
+		a.log_size = sizeof log;
+		a.log_level = 1;
+		fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof a);
+		if (fd < 0) {
+			int e = errno;
+			log[strcspn(log, "\n")] = 0;
+			snprintf(why, len, "bpf(PROG_LOAD, raw tracepoint): %s: %s", ss_errno_name(e), log);
+			return -e;
+		}
+		return fd;
+	}
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, len, "bpf(PROG_LOAD, raw tracepoint): %s", ss_errno_name(e));
+		return -e;
+	}
+	return fd;
+}
+
+static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, char *why, size_t len)
+{
+	struct bpf_insn p[96];
+	int n = 0;
+	p[n++] = MOV_X(6, 1); /* r6 = ctx: u64 args[4] */
+	/* r7 = flags: preempt, or prev left runnable (prev_state 0) */
+	p[n++] = MOV_K(7, F_PREEMPT);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 0, 0);
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 1, 0, 4, 0);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 24, 0);
+	p[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, 1, 1, 0, 0); /* w1 = w1: unsigned int */
+	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1, 0);
+	p[n++] = MOV_K(7, 0);
+	/* r8 = prev's tid where prev is of this process and followed */
+	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
+	p[n++] = MOV_K(8, 0);
+	p[n++] = MOV_X(1, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_RSH | BPF_K, 1, 0, 0, 32);
+	int j_not_ours = n;
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 1, 0, 0, (int32_t)pid);
+	p[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, 8, 0, 0, 0); /* w8 = w0: the tid */
+	n = cell_check(p, n, 8, cells_fd);
+	p[j_not_ours].off = (int16_t)(n - j_not_ours - 1);
+	/* r9 = next's tid (task_struct.pid) where followed */
+	p[n++] = insn(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -24, 0);
+	p[n++] = MOV_X(1, 10);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -24);
+	p[n++] = MOV_K(2, 4);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 3, 6, 16, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, (int32_t)pid_off);
+	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_probe_read_kernel);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 9, 10, -24, 0);
+	n = cell_check(p, n, 9, cells_fd);
+	/* neither: nothing to say */
+	p[n++] = MOV_X(1, 8);
+	p[n++] = insn(BPF_ALU64 | BPF_OR | BPF_X, 1, 9, 0, 0);
+	int j_none = n;
+	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
+	/* the record at fp - 16 */
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 8, -16, 0);
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 9, -12, 0);
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 7, -8, 0);
+	p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
+	p[n++] = MOV_X(1, 6);
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_FD, 0, out_fd);
+	p[n++] = insn(0, 0, 0, 0, 0);
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 3, 0, 0, -1); /* BPF_F_CURRENT_CPU */
+	p[n++] = insn(0, 0, 0, 0, 0);
+	p[n++] = MOV_X(4, 10);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, -16);
+	p[n++] = MOV_K(5, REC_BYTES);
+	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_perf_event_output);
+	p[j_none].off = (int16_t)(n - j_none - 1);
+	p[n++] = MOV_K(0, 0);
+	p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	return load(p, n, why, len);
+}
+
+/* ---- state ---------------------------------------------------------------------- */
+
+static int out_map = -1;     /* BPF_MAP_TYPE_PERF_EVENT_ARRAY, by CPU */
+static int link_fd = -1;     /* the raw tracepoint's attachment */
+static uint64_t *out_ids;    /* the BPF_OUTPUT events' sample ids, sorted */
+static uint32_t nout;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+SS_INTERNAL int ss_swtp_load(int cells_fd, char *why, size_t len)
+{
+	struct stat st;
+	if (stat("/proc/self/ns/pid", &st) != 0 || (uint64_t)st.st_ino != PID_NS_INIT_INO) {
+		snprintf(why, len, "not in the initial pid namespace (the program sees its tids)");
+		return -EOPNOTSUPP;
+	}
+	long off = task_pid_offset(why, len);
+	if (off < 0)
+		return -ENOENT;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpu < 1)
+		ncpu = 1;
+	union bpf_attr a;
+	memset(&a, 0, sizeof a);
+	a.map_type = BPF_MAP_TYPE_PERF_EVENT_ARRAY;
+	a.key_size = 4;
+	a.value_size = 4;
+	a.max_entries = (uint32_t)ncpu;
+	out_map = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+	if (out_map < 0) {
+		int e = errno;
+		snprintf(why, len, "bpf(MAP_CREATE, perf event array): %s", ss_errno_name(e));
+		return -e;
+	}
+	int prog = build((uint32_t)getpid(), off, cells_fd, out_map, why, len);
+	if (prog < 0) {
+		close(out_map);
+		out_map = -1;
+	}
+	return prog;
+}
+
+SS_INTERNAL int ss_swtp_is_out(uint64_t id)
+{
+	return nout && bsearch(&id, out_ids, nout, sizeof id, cmp_u64) != NULL;
+}
+
+SS_INTERNAL int ss_swtp_attach(char *why, size_t len)
+{
+	struct perf_event_attr a;
+	for (uint32_t c = 0; c < ss_smp.ncpu_rings; c++) {
+		struct ss_sthread *r = &ss_smp.cpus[c];
+		if (!r->ring)
+			continue;
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_BPF_OUTPUT;
+		a.sample_period = 1;
+		/* id, ip, pid/tid, time as a cpu-clock sample has them (the merge
+		 * reads the time there), then the record */
+		a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+				PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+		a.disabled = 1;
+		a.use_clockid = 1;
+		a.clockid = CLOCK_MONOTONIC;
+		a.wakeup_events = 1u << 30; /* the writer drains on its own clock */
+		int fd = ss_perf_open_on(&a, UINT32_MAX, (int)c);
+		if (fd < 0) {
+			int e = errno;
+			snprintf(why, len, "perf_event_open(bpf-output, cpu %u): %s", c, ss_errno_name(e));
+			return -e;
+		}
+		if (ss_percpu_add_fd(fd) != 0) {
+			close(fd);
+			snprintf(why, len, "out of memory");
+			return -ENOMEM;
+		}
+		uint64_t id = 0;
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd_clock) != 0 ||
+		    ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+			int e = errno;
+			snprintf(why, len, "bpf-output event on cpu %u: SET_OUTPUT/ID: %s", c,
+				 ss_errno_name(e));
+			return -e;
+		}
+		if (ss_smp.enabled) /* the per-CPU events are on already */
+			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		uint64_t *ni = realloc(out_ids, (nout + 1) * sizeof *ni);
+		if (!ni) {
+			snprintf(why, len, "out of memory");
+			return -ENOMEM;
+		}
+		out_ids = ni;
+		out_ids[nout++] = id;
+		union bpf_attr m;
+		memset(&m, 0, sizeof m);
+		uint32_t key = c, val = (uint32_t)fd;
+		m.map_fd = (uint32_t)out_map;
+		m.key = (uint64_t)(uintptr_t)&key;
+		m.value = (uint64_t)(uintptr_t)&val;
+		if (syscall(SYS_bpf, BPF_MAP_UPDATE_ELEM, &m, sizeof m) != 0) {
+			int e = errno;
+			snprintf(why, len, "bpf(MAP_UPDATE_ELEM, cpu %u): %s", c, ss_errno_name(e));
+			return -e;
+		}
+	}
+	if (nout)
+		qsort(out_ids, nout, sizeof *out_ids, cmp_u64);
+	union bpf_attr t;
+	memset(&t, 0, sizeof t);
+	t.raw_tracepoint.name = (uint64_t)(uintptr_t)"sched_switch";
+	t.raw_tracepoint.prog_fd = (uint32_t)ss_smp.swtp_prog;
+	link_fd = (int)syscall(SYS_bpf, BPF_RAW_TRACEPOINT_OPEN, &t, sizeof t);
+	if (link_fd < 0) {
+		int e = errno;
+		snprintf(why, len, "bpf(RAW_TRACEPOINT_OPEN, sched_switch): %s", ss_errno_name(e));
+		return -e;
+	}
+	return 0;
+}
+
+SS_INTERNAL void ss_swtp_close(void)
+{
+	if (link_fd >= 0)
+		close(link_fd);
+	if (out_map >= 0)
+		close(out_map);
+	if (ss_smp.swtp_prog >= 0)
+		close(ss_smp.swtp_prog);
+	link_fd = out_map = ss_smp.swtp_prog = -1;
+	free(out_ids);
+	out_ids = NULL;
+	nout = 0;
+	ss_smp.swtp = 0;
+}
+
+SS_INTERNAL void ss_swtp_record(const unsigned char *p, size_t n, const struct ss_sample_sink *sink)
+{
+	/* id, ip, pid/tid, time, cpu/res, u32 raw size, the record */
+	if (n < 44 + REC_BYTES)
+		return;
+	uint64_t time;
+	uint32_t cpu, raw, rec[4];
+	memcpy(&time, p + 24, 8);
+	memcpy(&cpu, p + 32, 4);
+	memcpy(&raw, p + 40, 4);
+	if (raw < REC_BYTES)
+		return;
+	memcpy(rec, p + 44, sizeof rec);
+	for (int k = 0; k < 2; k++) {
+		uint32_t tid = rec[k];
+		if (!tid || !ss_percpu_follows(tid, time))
+			continue;
+		struct ss_switch sw = {
+			.ts = time, .tid = tid, .cpu = cpu, .out = k == 0,
+			.preempted = k == 0 && (rec[2] & F_PREEMPT),
+		};
+		if (sink->switch_rec)
+			sink->switch_rec(sink->ctx, &sw);
+		ss_smp.stats.switches++;
+	}
+}
