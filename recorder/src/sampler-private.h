@@ -124,6 +124,7 @@ struct ss_sampler_state {
 	 * without switch records because it writes them. */
 	int swtp_prog;
 	int swtp;
+	int swtp_stacks;                  /* the program writes off-CPU stacks: 1 in polls, 2 all */
 	int swtp_forced_off;              /* the events' switch records, asked for */
 	uint32_t ncpu_rings;
 	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
@@ -181,6 +182,8 @@ SS_INTERNAL int ss_perf_is_cs(const struct ss_sthread *t, uint64_t id);
 /* Hands one record of t's ring to sink (samples, switches, losses, names, mappings). */
 SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_header *h,
 				const struct ss_sample_sink *sink);
+/* A switch-out sample's { abi, bp, sp, ip } { size, data, dyn_size } walked: frames. */
+SS_INTERNAL uint32_t ss_perf_cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out);
 SS_INTERNAL void ss_perf_emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t ts_end,
 				   uint32_t tid, uint32_t reason, uint64_t count);
 
@@ -220,7 +223,10 @@ SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
 /* sampler_swtp.c */
 /* Loads the sched_switch program reading the in-poll cells of cells_fd: its fd,
  * or -errno with why. */
-SS_INTERNAL int ss_swtp_load(int cells_fd, char *why, size_t len);
+/* stacks: 0 none (the context-switches event's, if any), 1 at switch-outs inside
+ * polls, 2 at every followed thread's switch-out; ss_smp.swtp_stacks says what
+ * the loaded program does. */
+SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, char *why, size_t len);
 /* With the per-CPU rings open: a BPF_OUTPUT event into each, and the program
  * attached to the raw tracepoint. 0, or -errno with why. */
 SS_INTERNAL int ss_swtp_attach(char *why, size_t len);

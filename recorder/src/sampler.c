@@ -104,6 +104,8 @@ int ss_sampler_offcpu_stacks(void)
 
 int ss_sampler_offcpu_in_polls(void)
 {
+	if (ss_smp.swtp && ss_smp.swtp_stacks)
+		return ss_sampler_offcpu_stacks() && ss_smp.swtp_stacks == 1;
 	return ss_sampler_offcpu_stacks() && ss_smp.inpoll_prog >= 0 && ss_smp.inpoll_attached;
 }
 
@@ -212,7 +214,8 @@ static void start_swtp(const struct ss_sampler_config *cfg)
 	char why[300];
 	int r = ss_inpoll_open(why, sizeof why);
 	if (r == 0)
-		r = ss_swtp_load(ss_inpoll_map_fd(), why, sizeof why);
+		r = ss_swtp_load(ss_inpoll_map_fd(), !ss_smp.offcpu || !ss_smp.offcpu_copy ? 0 :
+				 cfg->offcpu == SS_OFFCPU_ALL ? 2 : 1, why, sizeof why);
 	ss_inpoll_close_fd();
 	if (r < 0) {
 		ss_sampler_note("switches: the events' switch records: sched_switch program "
@@ -226,6 +229,15 @@ static void start_swtp(const struct ss_sampler_config *cfg)
  * as threads are added: a later refusal is said by ss_sampler_thread_add). */
 static void note_offcpu_filter(void)
 {
+	if (ss_smp.swtp && ss_smp.swtp_stacks) {
+		ss_sampler_note(ss_smp.swtp_stacks == 1 ?
+				"off-CPU stacks inside polls only (from the sched_switch program: user "
+				"registers and 1 KiB of stack at switch-outs inside a poll; no "
+				"context-switches event)" :
+				"off-CPU stacks from the sched_switch program at every switch-out (no "
+				"context-switches event)");
+		return;
+	}
 	if (ss_smp.inpoll_prog < 0)
 		return;
 	if (ss_smp.inpoll_refused)

@@ -189,7 +189,8 @@ static int open_thread(uint32_t tid, char *why, size_t len)
 		int r = open_one(&a, tid, c, &id, why, len);
 		if (r != 0)
 			return r;
-		if (!ss_smp.offcpu)
+		/* The sched_switch program writes the stacks: no context-switches event. */
+		if (!ss_smp.offcpu || (ss_smp.swtp && ss_smp.swtp_stacks))
 			continue;
 		ss_perf_attr_cs(&a);
 		a.inherit = 1;

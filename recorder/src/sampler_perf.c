@@ -404,8 +404,8 @@ static void emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t t
  * u64 dyn_size; }: the pc, the leaf's return address where its CFI finds it, then
  * the return addresses of the frame-pointer chain as far as it stays inside the
  * copy, each frame above the last (the kernel's walk of the live stack, run over
- * the copy). */
-static uint32_t cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out)
+ * the copy). The sched_switch program's stack records have the same layout. */
+SS_INTERNAL uint32_t ss_perf_cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out)
 {
 	if (end - q < 40 || rd64(q) == PERF_SAMPLE_REGS_ABI_NONE)
 		return 0; /* a kernel thread, or no user registers */
@@ -457,7 +457,7 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 	if (ss_smp.offcpu_copy && ss_perf_is_cs(t, id)) {
 		struct ss_sample s = {
 			.ts = time, .tid = tid, .cpu = cpu, .kind = SS_SAMPLE_OFFCPU,
-			.nframes = cs_walk(p + 48, p + n, frames), .frames = frames,
+			.nframes = ss_perf_cs_walk(p + 48, p + n, frames), .frames = frames,
 		};
 		if (sink->sample)
 			sink->sample(sink->ctx, &s);

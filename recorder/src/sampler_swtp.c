@@ -218,9 +218,21 @@ static int load(const struct bpf_insn *p, int n, char *why, size_t len)
 	return fd;
 }
 
-static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, char *why, size_t len)
+/* The stack record: the head, then what a switch-out sample of the
+ * context-switches event carries with CS_REGS_MASK (sampler_perf.c), for the
+ * same walk: { u64 abi, bp, sp, ip; } { u64 size; data[size]; u64 dyn_size; }. */
+#define STK_COPY SS_OFFCPU_COPY_DEFAULT
+#define STK_BYTES (REC_BYTES + 32 + 8 + STK_COPY + 8)
+#define F_STACK 2u
+/* struct pt_regs of x86-64 (arch/x86/include/asm/ptrace.h) */
+#define PT_BP 32
+#define PT_IP 128
+#define PT_SP 152
+
+static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, int stk_fd, int stacks,
+		 char *why, size_t len)
 {
-	struct bpf_insn p[96];
+	struct bpf_insn p[160];
 	int n = 0;
 	p[n++] = MOV_X(6, 1); /* r6 = ctx: u64 args[4] */
 	/* r7 = flags: preempt, or prev left runnable (prev_state 0) */
@@ -240,6 +252,31 @@ static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, char *why
 	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 1, 0, 0, (int32_t)pid);
 	p[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, 8, 0, 0, 0); /* w8 = w0: the tid */
 	n = cell_check(p, n, 8, cells_fd);
+	if (stacks) {
+		/* r2 = prev's cell, r1 its value: a stack where in a poll, or the
+		 * hooks do not describe it (ALL), or its bucket is shared; every
+		 * followed thread's with stacks = 2 (STALLSCOPE_OFFCPU_STACKS=all). */
+		int j_skip = n;
+		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 8, 0, 0, 0);
+		int j_want = -1, j_want2;
+		if (stacks == 1) {
+			j_want = n;
+			p[n++] = insn(BPF_JMP | BPF_JGT | BPF_K, 1, 0, 0, SS_INPOLL_OUT);
+			p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, SS_INPOLL_CELLS * 4);
+			p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 2, 0, 0);
+			j_want2 = n;
+			p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0); /* -> no stack */
+		} else {
+			j_want2 = -1;
+		}
+		int want = n;
+		p[n++] = insn(BPF_ALU64 | BPF_OR | BPF_K, 7, 0, 0, F_STACK);
+		if (j_want >= 0)
+			p[j_want].off = (int16_t)(want - j_want - 1);
+		if (j_want2 >= 0)
+			p[j_want2].off = (int16_t)(n - j_want2 - 1);
+		p[j_skip].off = (int16_t)(n - j_skip - 1);
+	}
 	p[j_not_ours].off = (int16_t)(n - j_not_ours - 1);
 	/* r9 = next's tid (task_struct.pid) where followed */
 	p[n++] = insn(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -24, 0);
@@ -256,6 +293,64 @@ static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, char *why
 	p[n++] = insn(BPF_ALU64 | BPF_OR | BPF_X, 1, 9, 0, 0);
 	int j_none = n;
 	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
+	int j_plain = -1, j_plain2 = -1, j_none2 = -1;
+	if (stacks) {
+		/* A switch-out with a stack: the record in the CPU's scratch element,
+		 * the user registers saved at the kernel's entry and the top of the
+		 * user stack (the walk of sampler_perf.c's cs_walk) */
+		p[n++] = MOV_X(1, 7);
+		p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, F_STACK);
+		j_plain = n;
+		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
+		p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
+		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, stk_fd);
+		p[n++] = insn(0, 0, 0, 0, 0);
+		p[n++] = MOV_X(2, 10);
+		p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
+		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+		j_plain2 = n;
+		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 8, 0, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 9, 4, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 7, 8, 0);
+		p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 0, 0, 12, 0);
+		p[n++] = MOV_X(8, 0); /* r8 = the record */
+		p[n++] = insn(BPF_ST | BPF_MEM | BPF_DW, 8, 0, REC_BYTES, 2); /* PERF_SAMPLE_REGS_ABI_64 */
+		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_task_btf);
+		p[n++] = MOV_X(1, 0);
+		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_task_pt_regs);
+		p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, PT_BP, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 8, 1, REC_BYTES + 8, 0);
+		p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, PT_SP, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 8, 1, REC_BYTES + 16, 0);
+		p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 0, PT_IP, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 8, 1, REC_BYTES + 24, 0);
+		p[n++] = insn(BPF_ST | BPF_MEM | BPF_DW, 8, 0, REC_BYTES + 32, STK_COPY);
+		p[n++] = MOV_X(1, 8);
+		p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, REC_BYTES + 40);
+		p[n++] = MOV_K(2, STK_COPY);
+		p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 3, 8, REC_BYTES + 16, 0);
+		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_probe_read_user);
+		p[n++] = MOV_K(1, STK_COPY);
+		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1, 0);
+		p[n++] = MOV_K(1, 0); /* unreadable: the pc alone */
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 8, 1, REC_BYTES + 40 + STK_COPY, 0);
+		p[n++] = MOV_X(1, 6);
+		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_FD, 0, out_fd);
+		p[n++] = insn(0, 0, 0, 0, 0);
+		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 3, 0, 0, -1);
+		p[n++] = insn(0, 0, 0, 0, 0);
+		p[n++] = MOV_X(4, 8);
+		p[n++] = MOV_K(5, STK_BYTES);
+		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_perf_event_output);
+		j_none2 = n;
+		p[n++] = insn(BPF_JA | BPF_JMP, 0, 0, 0, 0); /* -> exit */
+	}
+	int plain = n;
+	if (j_plain >= 0) {
+		p[j_plain].off = (int16_t)(plain - j_plain - 1);
+		p[j_plain2].off = (int16_t)(plain - j_plain2 - 1);
+	}
 	/* the record at fp - 16 */
 	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 8, -16, 0);
 	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 9, -12, 0);
@@ -271,6 +366,8 @@ static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, char *why
 	p[n++] = MOV_K(5, REC_BYTES);
 	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_perf_event_output);
 	p[j_none].off = (int16_t)(n - j_none - 1);
+	if (j_none2 >= 0)
+		p[j_none2].off = (int16_t)(n - j_none2 - 1);
 	p[n++] = MOV_K(0, 0);
 	p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 	return load(p, n, why, len);
@@ -279,6 +376,7 @@ static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, char *why
 /* ---- state ---------------------------------------------------------------------- */
 
 static int out_map = -1;     /* BPF_MAP_TYPE_PERF_EVENT_ARRAY, by CPU */
+static int stk_map = -1;     /* a CPU's scratch stack record (PERCPU_ARRAY) */
 static int link_fd = -1;     /* the raw tracepoint's attachment */
 static uint64_t *out_ids;    /* the BPF_OUTPUT events' sample ids, sorted */
 static uint32_t nout;
@@ -289,8 +387,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-SS_INTERNAL int ss_swtp_load(int cells_fd, char *why, size_t len)
+SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, char *why, size_t len)
 {
+#if !defined(__x86_64__)
+	stacks = 0; /* struct pt_regs as read here is x86-64's */
+#endif
 	struct stat st;
 	if (stat("/proc/self/ns/pid", &st) != 0 || (uint64_t)st.st_ino != PID_NS_INIT_INO) {
 		snprintf(why, len, "not in the initial pid namespace (the program sees its tids)");
@@ -314,7 +415,30 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, char *why, size_t len)
 		snprintf(why, len, "bpf(MAP_CREATE, perf event array): %s", ss_errno_name(e));
 		return -e;
 	}
-	int prog = build((uint32_t)getpid(), off, cells_fd, out_map, why, len);
+	ss_smp.swtp_stacks = 0;
+	int prog = -1;
+	if (stacks) {
+		memset(&a, 0, sizeof a);
+		a.map_type = BPF_MAP_TYPE_PERCPU_ARRAY;
+		a.key_size = 4;
+		a.value_size = STK_BYTES;
+		a.max_entries = 1;
+		stk_map = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+		char swhy[300] = "bpf(MAP_CREATE, per-CPU array) refused";
+		if (stk_map >= 0)
+			prog = build((uint32_t)getpid(), off, cells_fd, out_map, stk_map, stacks, swhy,
+				     sizeof swhy);
+		if (prog >= 0)
+			ss_smp.swtp_stacks = stacks;
+		else
+			ss_sampler_note("off-CPU stacks not from the sched_switch program (%s): from "
+					"the context-switches event", swhy);
+		if (stk_map >= 0)
+			close(stk_map); /* the program holds it */
+		stk_map = -1;
+	}
+	if (prog < 0)
+		prog = build((uint32_t)getpid(), off, cells_fd, out_map, -1, 0, why, len);
 	if (prog < 0) {
 		close(out_map);
 		out_map = -1;
@@ -408,6 +532,7 @@ SS_INTERNAL void ss_swtp_close(void)
 		close(link_fd);
 	if (out_map >= 0)
 		close(out_map);
+	ss_smp.swtp_stacks = 0;
 	if (ss_smp.swtp_prog >= 0)
 		close(ss_smp.swtp_prog);
 	link_fd = out_map = ss_smp.swtp_prog = -1;
@@ -430,6 +555,19 @@ SS_INTERNAL void ss_swtp_record(const unsigned char *p, size_t n, const struct s
 	if (raw < REC_BYTES)
 		return;
 	memcpy(rec, p + 44, sizeof rec);
+	if ((rec[2] & F_STACK) && raw >= STK_BYTES && n >= 44 + (size_t)STK_BYTES && rec[0] &&
+	    ss_percpu_follows(rec[0], time)) {
+		/* Before its switch-out, as the context-switches event's sample came. */
+		uint64_t frames[SS_MAX_FRAMES];
+		struct ss_sample smp = {
+			.ts = time, .tid = rec[0], .cpu = cpu, .kind = SS_SAMPLE_OFFCPU,
+			.nframes = ss_perf_cs_walk(p + 44 + REC_BYTES, p + 44 + STK_BYTES, frames),
+			.frames = frames,
+		};
+		if (sink->sample)
+			sink->sample(sink->ctx, &smp);
+		ss_smp.stats.samples++;
+	}
 	for (int k = 0; k < 2; k++) {
 		uint32_t tid = rec[k];
 		if (!tid || !ss_percpu_follows(tid, time))
