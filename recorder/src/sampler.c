@@ -201,6 +201,10 @@ static void start_swtp(const struct ss_sampler_config *cfg)
 {
 	ss_smp.swtp_prog = -1;
 	const char *env = getenv("STALLSCOPE_SWITCH_SOURCE");
+	if (env && *env && strcmp(env, "events") && strcmp(env, "auto")) {
+		ss_log("warning: STALLSCOPE_SWITCH_SOURCE=%s not understood (auto or events): auto", env);
+		env = NULL;
+	}
 	if (cfg->switch_events || (env && !strcmp(env, "events"))) {
 		ss_sampler_note("switches: the events' switch records (asked)");
 		return;
