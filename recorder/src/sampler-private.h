@@ -1,6 +1,6 @@
 /*
  * sampler-private.h - what sampler.c, sampler_perf.c, sampler_percpu.c,
- * sampler_timer.c and proc_maps.c share. The thread table lives here because
+ * sampler_swtp.c, sampler_timer.c and proc_maps.c share. The thread table lives here because
  * two very different readers use it: the writer thread (everything) and the
  * timer fallback's signal handler, which finds its entry by the index carried
  * in the timer's sigval and touches only the atomics and the sample ring of

@@ -24,6 +24,11 @@
  * per-thread events in charge, and ss_sampler_config.per_thread forces them.
  * Runs on the writer thread, like the rest of the sampler.
  *
+ * Where the sched_switch program is loaded (sampler_swtp.c) the cpu-clock events
+ * go without switch records and, when it writes the off-CPU stacks, no
+ * context-switches event is opened: what is left to swap at a switch is one
+ * event per CPU.
+ *
  * Cheaper still where permitted (CAP_PERFMON, or perf_event_paranoid <= 0):
  * ss_percpu_open_wide() opens the same two events once per CPU for every process
  * (pid -1), what `perf record -a` does. They live in the CPU's context, which

@@ -294,7 +294,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 		snprintf(chains, sizeof chains, "call chains user%s%s%s", ss_smp.kernel_ok ? "+kernel" : " only",
 			 kern_note, copy_note);
 	snprintf(why, len, "cpu-clock %u Hz (period %llu ns), %s, max %u frames, "
-		 "switch records on, %s, ring %u+1 pages per thread, %s",
+		 "switches on, %s, ring %u+1 pages per thread, %s",
 		 ss_smp.hz, (unsigned long long)ss_smp.period_ns, chains, ss_smp.max_stack, off_note,
 		 ss_smp.perf_pages, budget);
 	return 0;

@@ -471,6 +471,8 @@ SS_INTERNAL int ss_swtp_attach(char *why, size_t len)
 		a.use_clockid = 1;
 		a.clockid = CLOCK_MONOTONIC;
 		a.wakeup_events = 1u << 30; /* the writer drains on its own clock */
+		/* its records refused by a full ring count with the others' (the drain) */
+		a.read_format = ss_smp.fmt_lost ? PERF_FORMAT_LOST : 0;
 		int fd = ss_perf_open_on(&a, UINT32_MAX, (int)c);
 		if (fd < 0) {
 			int e = errno;
