@@ -10,21 +10,24 @@
  * one of ours one 16-byte record (bench_switch_tp: +0.2-0.5 us a switch against
  * +1.5 for the switch records).
  *
- * The program (hand-assembled, no libbpf, like sampler_bpf.c) reads the raw
- * tracepoint's arguments (preempt, prev, next, prev_state): the running task is
- * prev; next's tid is read from its task_struct at the offset of `pid` that
- * the kernel's BTF gives (/sys/kernel/btf/vmlinux, parsed here once per
- * process). A thread counts as followed where its in-poll cell
- * (sampler_inpoll.c) is not NONE (ALL, IN or OUT): out of prev when prev is of
- * this process and followed, into next when next is followed; one record
- * { u32 out_tid, in_tid, flags, pad } (0 = none) by bpf_perf_event_output into
- * a BPF_OUTPUT event of the CPU, which writes into that CPU's ring, so the
- * merged drain sees them in time order with the samples. preempted is perf's
- * PERF_RECORD_MISC_SWITCH_OUT_PREEMPT: preempt, or prev still runnable
- * (prev_state 0, a yield). The drain (ss_swtp_record) turns a record into the
- * same ss_switch calls the switch records gave, for the threads it follows.
+ * The program (hand-assembled, no libbpf, like sampler_bpf.c) runs in the
+ * context of prev, the task switched out: a per-CPU map holds the time of the
+ * CPU's last switch (when prev was switched in), replaced by now at every
+ * switch. For prev of this process whose in-poll cell (sampler_inpoll.c) is not
+ * NONE (a followed thread: ALL, IN or OUT), one record { u32 tid, flags; u64
+ * in_ts } by bpf_perf_event_output into a BPF_OUTPUT event of the CPU, which
+ * writes into that CPU's ring, so the merged drain sees it in time order with
+ * the samples. Each on-CPU interval thus arrives whole at its end: the drain
+ * (ss_swtp_record) hands on the switch-in at in_ts and the switch-out, the same
+ * ss_switch calls the switch records gave (a thread's switches stay in its time
+ * order; only its samples inside the interval come before its switch-in).
+ * preempted is perf's PERF_RECORD_MISC_SWITCH_OUT_PREEMPT: preempt, or prev
+ * still runnable (prev_state 0, a yield). At a switch-out inside a poll (every
+ * followed thread's with STALLSCOPE_OFFCPU_STACKS=all) the record also carries
+ * the user registers saved at the kernel's entry (bpf_task_pt_regs) and 1 KiB
+ * of the user stack, walked as the context-switches event's samples were.
  *
- * Tids are the initial pid namespace's (task->pid, bpf_get_current_pid_tgid):
+ * Tids are the initial pid namespace's (bpf_get_current_pid_tgid):
  * elsewhere the events' switch records stay in charge. Loading needs CAP_BPF
  * and CAP_PERFMON (root); the BPF_OUTPUT events, one per CPU for every
  * process, CAP_PERFMON. Writer thread only.
@@ -32,7 +35,6 @@
 #include "sampler-private.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/bpf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,116 +45,8 @@
 #include <unistd.h>
 
 #define PID_NS_INIT_INO 0xEFFFFFFCu
-#define REC_BYTES 16               /* u32 out_tid, in_tid, flags, pad */
+#define REC_BYTES 16               /* u32 tid, flags; u64 in_ts */
 #define F_PREEMPT 1u
-
-/* ---- task_struct.pid from the kernel's BTF ---------------------------------- */
-
-struct btf_hdr {
-	uint16_t magic;
-	uint8_t version, flags;
-	uint32_t hdr_len, type_off, type_len, str_off, str_len;
-};
-
-/* Bytes that follow a type's 12-byte head, by kind (linux/btf.h). */
-static long btf_extra(uint32_t kind, uint32_t vlen)
-{
-	switch (kind) {
-	case 1: return 4;                  /* INT */
-	case 3: return 12;                 /* ARRAY */
-	case 4: case 5: return 12l * vlen; /* STRUCT, UNION: members */
-	case 6: return 8l * vlen;          /* ENUM */
-	case 13: return 8l * vlen;         /* FUNC_PROTO */
-	case 14: return 4;                 /* VAR */
-	case 15: return 12l * vlen;        /* DATASEC */
-	case 17: return 4;                 /* DECL_TAG */
-	case 19: return 12l * vlen;        /* ENUM64 */
-	case 2: case 7: case 8: case 9: case 10: case 11: case 12: case 16: case 18:
-		return 0;
-	}
-	return -1;
-}
-
-/* The byte offset of `pid` in struct task_struct, or -1 (why written). */
-static long task_pid_offset(char *why, size_t len)
-{
-	static long cached = -2;
-	if (cached != -2) {
-		if (cached < 0)
-			snprintf(why, len, "no offset of task_struct.pid in /sys/kernel/btf/vmlinux");
-		return cached;
-	}
-	cached = -1;
-	int fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why, len, "/sys/kernel/btf/vmlinux: %s", ss_errno_name(errno));
-		return -1;
-	}
-	size_t cap = 8u << 20, n = 0;
-	unsigned char *b = malloc(cap);
-	for (ssize_t r; b; n += (size_t)r) {
-		if (n == cap) {
-			unsigned char *nb = realloc(b, cap * 2);
-			if (!nb) {
-				free(b);
-				b = NULL;
-				break;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r <= 0)
-			break;
-	}
-	close(fd);
-	struct btf_hdr h;
-	if (!b || n < sizeof h) {
-		free(b);
-		snprintf(why, len, "/sys/kernel/btf/vmlinux unreadable");
-		return -1;
-	}
-	memcpy(&h, b, sizeof h);
-	if (h.magic != 0xeB9F || (uint64_t)h.hdr_len + h.type_off + h.type_len > n ||
-	    (uint64_t)h.hdr_len + h.str_off + h.str_len > n) {
-		free(b);
-		snprintf(why, len, "/sys/kernel/btf/vmlinux: not BTF");
-		return -1;
-	}
-	const unsigned char *t = b + h.hdr_len + h.type_off, *end = t + h.type_len;
-	const char *str = (const char *)b + h.hdr_len + h.str_off;
-#define STR(off) ((off) < h.str_len ? str + (off) : "")
-	while (t + 12 <= end) {
-		uint32_t name, info;
-		memcpy(&name, t, 4);
-		memcpy(&info, t + 4, 4);
-		uint32_t kind = (info >> 24) & 0x1f, vlen = info & 0xffff;
-		long extra = btf_extra(kind, vlen);
-		if (extra < 0 || t + 12 + extra > end)
-			break;
-		if (kind == 4 && !strcmp(STR(name), "task_struct")) {
-			for (uint32_t i = 0; i < vlen; i++) {
-				const unsigned char *m = t + 12 + 12 * i;
-				uint32_t mname, moff;
-				memcpy(&mname, m, 4);
-				memcpy(&moff, m + 8, 4);
-				if (info >> 31)
-					moff &= 0xffffff; /* kind_flag: bitfield size above */
-				if (!strcmp(STR(mname), "pid") && moff % 8 == 0) {
-					cached = moff / 8;
-					break;
-				}
-			}
-			break;
-		}
-		t += 12 + extra;
-	}
-#undef STR
-	free(b);
-	if (cached < 0)
-		snprintf(why, len, "no task_struct.pid in /sys/kernel/btf/vmlinux");
-	return cached;
-}
 
 /* ---- the program ----------------------------------------------------------------- */
 
@@ -218,9 +112,12 @@ static int load(const struct bpf_insn *p, int n, char *why, size_t len)
 	return fd;
 }
 
-/* The stack record: the head, then what a switch-out sample of the
- * context-switches event carries with CS_REGS_MASK (sampler_perf.c), for the
- * same walk: { u64 abi, bp, sp, ip; } { u64 size; data[size]; u64 dyn_size; }. */
+/* The record: { u32 tid; u32 flags; u64 in_ts; } for a switch out of a followed
+ * thread of this process, in_ts the CPU's previous switch (when that thread was
+ * switched in; 0 = before the program ran there). With a stack, after it what a
+ * switch-out sample of the context-switches event carries with CS_REGS_MASK
+ * (sampler_perf.c), for the same walk: { u64 abi, bp, sp, ip; } { u64 size;
+ * data[size]; u64 dyn_size; }. */
 #define STK_COPY SS_OFFCPU_COPY_DEFAULT
 #define STK_BYTES (REC_BYTES + 32 + 8 + STK_COPY + 8)
 #define F_STACK 2u
@@ -229,91 +126,75 @@ static int load(const struct bpf_insn *p, int n, char *why, size_t len)
 #define PT_IP 128
 #define PT_SP 152
 
-static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, int stk_fd, int stacks,
+/* r0 = the element of the one-element map fd (key 0 at fp - 4); to_exit gets
+ * the jump taken when it is missing. */
+static int lookup0(struct bpf_insn *p, int n, int fd, int *to_exit)
+{
+	p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, fd);
+	p[n++] = insn(0, 0, 0, 0, 0);
+	p[n++] = MOV_X(2, 10);
+	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
+	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+	*to_exit = n;
+	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
+	return n;
+}
+
+static int build(uint32_t pid, int cells_fd, int last_fd, int out_fd, int stk_fd, int stacks,
 		 char *why, size_t len)
 {
 	struct bpf_insn p[160];
-	int n = 0;
+	int n = 0, ex[8], nex = 0;
 	p[n++] = MOV_X(6, 1); /* r6 = ctx: u64 args[4] */
-	/* r7 = flags: preempt, or prev left runnable (prev_state 0) */
-	p[n++] = MOV_K(7, F_PREEMPT);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 0, 0);
-	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 1, 0, 4, 0);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 24, 0);
-	p[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, 1, 1, 0, 0); /* w1 = w1: unsigned int */
-	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1, 0);
-	p[n++] = MOV_K(7, 0);
-	/* r8 = prev's tid where prev is of this process and followed */
+	/* The CPU's last switch time becomes now; the one before, kept at fp - 24,
+	 * is when prev was switched in. */
+	n = lookup0(p, n, last_fd, &ex[nex++]);
+	p[n++] = MOV_X(9, 0);
+	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 9, 0, 0);
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 9, 0, 0, 0);
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -24, 0);
+	/* prev, the running task: of this process and followed, else nothing */
 	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_pid_tgid);
-	p[n++] = MOV_K(8, 0);
 	p[n++] = MOV_X(1, 0);
 	p[n++] = insn(BPF_ALU64 | BPF_RSH | BPF_K, 1, 0, 0, 32);
-	int j_not_ours = n;
+	ex[nex++] = n;
 	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 1, 0, 0, (int32_t)pid);
 	p[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, 8, 0, 0, 0); /* w8 = w0: the tid */
 	n = cell_check(p, n, 8, cells_fd);
+	ex[nex++] = n;
+	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 8, 0, 0, 0);
+	/* r7 = flags: preempt, or prev left runnable (prev_state 0, a yield) */
+	p[n++] = MOV_K(7, F_PREEMPT);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 3, 6, 0, 0);
+	p[n++] = insn(BPF_JMP | BPF_JNE | BPF_K, 3, 0, 4, 0);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 3, 6, 24, 0);
+	p[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, 3, 3, 0, 0); /* w3 = w3: unsigned int */
+	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 3, 0, 1, 0);
+	p[n++] = MOV_K(7, 0);
+	int j_plain = -1, j_plain2 = -1, j_done = -1;
 	if (stacks) {
-		/* r2 = prev's cell, r1 its value: a stack where in a poll, or the
-		 * hooks do not describe it (ALL), or its bucket is shared; every
-		 * followed thread's with stacks = 2 (STALLSCOPE_OFFCPU_STACKS=all). */
-		int j_skip = n;
-		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 8, 0, 0, 0);
-		int j_want = -1, j_want2;
+		/* r2 = prev's cell, r1 its value (cell_check): a stack where in a
+		 * poll, or the hooks do not describe it (ALL), or its bucket is
+		 * shared; every followed thread's with stacks = 2 (OFFCPU_STACKS=all). */
 		if (stacks == 1) {
-			j_want = n;
+			int j_want = n;
 			p[n++] = insn(BPF_JMP | BPF_JGT | BPF_K, 1, 0, 0, SS_INPOLL_OUT);
 			p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, SS_INPOLL_CELLS * 4);
 			p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 1, 2, 0, 0);
-			j_want2 = n;
-			p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0); /* -> no stack */
-		} else {
-			j_want2 = -1;
+			j_plain = n;
+			p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
+			p[j_want].off = (int16_t)(n - j_want - 1);
 		}
-		int want = n;
+		/* The record in the CPU's scratch element, the user registers saved
+		 * at the kernel's entry and the top of the user stack. */
+		n = lookup0(p, n, stk_fd, &j_plain2);
 		p[n++] = insn(BPF_ALU64 | BPF_OR | BPF_K, 7, 0, 0, F_STACK);
-		if (j_want >= 0)
-			p[j_want].off = (int16_t)(want - j_want - 1);
-		if (j_want2 >= 0)
-			p[j_want2].off = (int16_t)(n - j_want2 - 1);
-		p[j_skip].off = (int16_t)(n - j_skip - 1);
-	}
-	p[j_not_ours].off = (int16_t)(n - j_not_ours - 1);
-	/* r9 = next's tid (task_struct.pid) where followed */
-	p[n++] = insn(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -24, 0);
-	p[n++] = MOV_X(1, 10);
-	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -24);
-	p[n++] = MOV_K(2, 4);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 3, 6, 16, 0);
-	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, (int32_t)pid_off);
-	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_probe_read_kernel);
-	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 9, 10, -24, 0);
-	n = cell_check(p, n, 9, cells_fd);
-	/* neither: nothing to say */
-	p[n++] = MOV_X(1, 8);
-	p[n++] = insn(BPF_ALU64 | BPF_OR | BPF_X, 1, 9, 0, 0);
-	int j_none = n;
-	p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
-	int j_plain = -1, j_plain2 = -1, j_none2 = -1;
-	if (stacks) {
-		/* A switch-out with a stack: the record in the CPU's scratch element,
-		 * the user registers saved at the kernel's entry and the top of the
-		 * user stack (the walk of sampler_perf.c's cs_walk) */
-		p[n++] = MOV_X(1, 7);
-		p[n++] = insn(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, F_STACK);
-		j_plain = n;
-		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0, 0);
-		p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
-		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, stk_fd);
-		p[n++] = insn(0, 0, 0, 0, 0);
-		p[n++] = MOV_X(2, 10);
-		p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
-		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
-		j_plain2 = n;
-		p[n++] = insn(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0, 0);
 		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 8, 0, 0);
-		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 9, 4, 0);
-		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 7, 8, 0);
-		p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 0, 0, 12, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 0, 7, 4, 0);
+		p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 10, -24, 0);
+		p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 8, 0);
 		p[n++] = MOV_X(8, 0); /* r8 = the record */
 		p[n++] = insn(BPF_ST | BPF_MEM | BPF_DW, 8, 0, REC_BYTES, 2); /* PERF_SAMPLE_REGS_ABI_64 */
 		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_current_task_btf);
@@ -338,36 +219,38 @@ static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, int stk_f
 		p[n++] = MOV_X(1, 6);
 		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_FD, 0, out_fd);
 		p[n++] = insn(0, 0, 0, 0, 0);
-		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 3, 0, 0, -1);
+		p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 3, 0, 0, -1); /* BPF_F_CURRENT_CPU */
 		p[n++] = insn(0, 0, 0, 0, 0);
 		p[n++] = MOV_X(4, 8);
 		p[n++] = MOV_K(5, STK_BYTES);
 		p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_perf_event_output);
-		j_none2 = n;
-		p[n++] = insn(BPF_JA | BPF_JMP, 0, 0, 0, 0); /* -> exit */
+		j_done = n;
+		p[n++] = insn(BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	}
 	int plain = n;
-	if (j_plain >= 0) {
+	if (j_plain >= 0)
 		p[j_plain].off = (int16_t)(plain - j_plain - 1);
+	if (j_plain2 >= 0)
 		p[j_plain2].off = (int16_t)(plain - j_plain2 - 1);
-	}
 	/* the record at fp - 16 */
 	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 8, -16, 0);
-	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 9, -12, 0);
-	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 7, -8, 0);
-	p[n++] = insn(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_W, 10, 7, -12, 0);
+	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 10, -24, 0);
+	p[n++] = insn(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -8, 0);
 	p[n++] = MOV_X(1, 6);
 	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_FD, 0, out_fd);
 	p[n++] = insn(0, 0, 0, 0, 0);
-	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 3, 0, 0, -1); /* BPF_F_CURRENT_CPU */
+	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 3, 0, 0, -1);
 	p[n++] = insn(0, 0, 0, 0, 0);
 	p[n++] = MOV_X(4, 10);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 4, 0, 0, -16);
 	p[n++] = MOV_K(5, REC_BYTES);
 	p[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_perf_event_output);
-	p[j_none].off = (int16_t)(n - j_none - 1);
-	if (j_none2 >= 0)
-		p[j_none2].off = (int16_t)(n - j_none2 - 1);
+	int end = n;
+	for (int i = 0; i < nex; i++)
+		p[ex[i]].off = (int16_t)(end - ex[i] - 1);
+	if (j_done >= 0)
+		p[j_done].off = (int16_t)(end - j_done - 1);
 	p[n++] = MOV_K(0, 0);
 	p[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 	return load(p, n, why, len);
@@ -376,7 +259,6 @@ static int build(uint32_t pid, long pid_off, int cells_fd, int out_fd, int stk_f
 /* ---- state ---------------------------------------------------------------------- */
 
 static int out_map = -1;     /* BPF_MAP_TYPE_PERF_EVENT_ARRAY, by CPU */
-static int stk_map = -1;     /* a CPU's scratch stack record (PERCPU_ARRAY) */
 static int link_fd = -1;     /* the raw tracepoint's attachment */
 static uint64_t *out_ids;    /* the BPF_OUTPUT events' sample ids, sorted */
 static uint32_t nout;
@@ -397,9 +279,6 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, char *why, size_t len)
 		snprintf(why, len, "not in the initial pid namespace (the program sees its tids)");
 		return -EOPNOTSUPP;
 	}
-	long off = task_pid_offset(why, len);
-	if (off < 0)
-		return -ENOENT;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	if (ncpu < 1)
 		ncpu = 1;
@@ -410,24 +289,30 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, char *why, size_t len)
 	a.value_size = 4;
 	a.max_entries = (uint32_t)ncpu;
 	out_map = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
-	if (out_map < 0) {
+	memset(&a, 0, sizeof a);
+	a.map_type = BPF_MAP_TYPE_PERCPU_ARRAY;
+	a.key_size = 4;
+	a.value_size = 8;
+	a.max_entries = 1;
+	int last_map = out_map < 0 ? -1 : (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+	if (out_map < 0 || last_map < 0) {
 		int e = errno;
-		snprintf(why, len, "bpf(MAP_CREATE, perf event array): %s", ss_errno_name(e));
+		snprintf(why, len, "bpf(MAP_CREATE, perf event array / per-CPU array): %s",
+			 ss_errno_name(e));
+		if (out_map >= 0)
+			close(out_map);
+		out_map = -1;
 		return -e;
 	}
 	ss_smp.swtp_stacks = 0;
 	int prog = -1;
 	if (stacks) {
-		memset(&a, 0, sizeof a);
-		a.map_type = BPF_MAP_TYPE_PERCPU_ARRAY;
-		a.key_size = 4;
 		a.value_size = STK_BYTES;
-		a.max_entries = 1;
-		stk_map = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+		int stk_map = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
 		char swhy[300] = "bpf(MAP_CREATE, per-CPU array) refused";
 		if (stk_map >= 0)
-			prog = build((uint32_t)getpid(), off, cells_fd, out_map, stk_map, stacks, swhy,
-				     sizeof swhy);
+			prog = build((uint32_t)getpid(), cells_fd, last_map, out_map, stk_map, stacks,
+				     swhy, sizeof swhy);
 		if (prog >= 0)
 			ss_smp.swtp_stacks = stacks;
 		else
@@ -435,10 +320,10 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, char *why, size_t len)
 					"the context-switches event", swhy);
 		if (stk_map >= 0)
 			close(stk_map); /* the program holds it */
-		stk_map = -1;
 	}
 	if (prog < 0)
-		prog = build((uint32_t)getpid(), off, cells_fd, out_map, -1, 0, why, len);
+		prog = build((uint32_t)getpid(), cells_fd, last_map, out_map, -1, 0, why, len);
+	close(last_map);
 	if (prog < 0) {
 		close(out_map);
 		out_map = -1;
@@ -549,20 +434,31 @@ SS_INTERNAL void ss_swtp_record(const unsigned char *p, size_t n, const struct s
 	/* id, ip, pid/tid, time, cpu/res, u32 raw size, the record */
 	if (n < 44 + REC_BYTES)
 		return;
-	uint64_t time;
-	uint32_t cpu, raw, rec[4];
+	uint64_t time, in_ts;
+	uint32_t cpu, raw, tid, flags;
 	memcpy(&time, p + 24, 8);
 	memcpy(&cpu, p + 32, 4);
 	memcpy(&raw, p + 40, 4);
 	if (raw < REC_BYTES)
 		return;
-	memcpy(rec, p + 44, sizeof rec);
-	if ((rec[2] & F_STACK) && raw >= STK_BYTES && n >= 44 + (size_t)STK_BYTES && rec[0] &&
-	    ss_percpu_follows(rec[0], time)) {
+	memcpy(&tid, p + 44, 4);
+	memcpy(&flags, p + 48, 4);
+	memcpy(&in_ts, p + 52, 8);
+	if (!tid || !ss_percpu_follows(tid, time))
+		return;
+	/* Its switch-in, known only now: the thread's records stay in order, and a
+	 * switch-in before it was followed (or before the program ran) is left out. */
+	if (in_ts && in_ts <= time && ss_percpu_follows(tid, in_ts)) {
+		struct ss_switch sw = { .ts = in_ts, .tid = tid, .cpu = cpu, .out = 0 };
+		if (sink->switch_rec)
+			sink->switch_rec(sink->ctx, &sw);
+		ss_smp.stats.switches++;
+	}
+	if ((flags & F_STACK) && raw >= STK_BYTES && n >= 44 + (size_t)STK_BYTES) {
 		/* Before its switch-out, as the context-switches event's sample came. */
 		uint64_t frames[SS_MAX_FRAMES];
 		struct ss_sample smp = {
-			.ts = time, .tid = rec[0], .cpu = cpu, .kind = SS_SAMPLE_OFFCPU,
+			.ts = time, .tid = tid, .cpu = cpu, .kind = SS_SAMPLE_OFFCPU,
 			.nframes = ss_perf_cs_walk(p + 44 + REC_BYTES, p + 44 + STK_BYTES, frames),
 			.frames = frames,
 		};
@@ -570,16 +466,9 @@ SS_INTERNAL void ss_swtp_record(const unsigned char *p, size_t n, const struct s
 			sink->sample(sink->ctx, &smp);
 		ss_smp.stats.samples++;
 	}
-	for (int k = 0; k < 2; k++) {
-		uint32_t tid = rec[k];
-		if (!tid || !ss_percpu_follows(tid, time))
-			continue;
-		struct ss_switch sw = {
-			.ts = time, .tid = tid, .cpu = cpu, .out = k == 0,
-			.preempted = k == 0 && (rec[2] & F_PREEMPT),
-		};
-		if (sink->switch_rec)
-			sink->switch_rec(sink->ctx, &sw);
-		ss_smp.stats.switches++;
-	}
+	struct ss_switch sw = { .ts = time, .tid = tid, .cpu = cpu, .out = 1,
+				.preempted = (flags & F_PREEMPT) ? 1 : 0 };
+	if (sink->switch_rec)
+		sink->switch_rec(sink->ctx, &sw);
+	ss_smp.stats.switches++;
 }
