@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,6 +410,33 @@ static void boot_say(uint32_t what)
 	syscall(SYS_futex, &wr.boot, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* A fork takes only the forking thread along: whatever another thread holds
+ * at that instant stays held in the child. glibc's malloc resets its own locks
+ * at fork, but libdw's state, and an allocator without fork handlers (GCC 12's
+ * ASan, whose child then hung at its first allocation of a size the writer was
+ * allocating, preload-san), do not. So the writer holds this while it is awake
+ * (never while it sleeps) and a fork waits for it: the child then sees the
+ * writer's libraries between two calls, never inside one. A fork waits at most
+ * for the cycle running at the time; the writer itself never forks (archive.c
+ * uses posix_spawn, which runs no fork handlers). */
+static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+static int fork_handlers;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&fork_mu);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&fork_mu);
+}
+
+static void fork_child(void)
+{
+	pthread_mutex_init(&fork_mu, NULL);
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -432,6 +460,7 @@ static void *writer_main(void *arg)
 	if (b != BOOT_GO)
 		return NULL;
 
+	pthread_mutex_lock(&fork_mu);
 	if (wr.one_thread) {
 		/* The looks' slack, which promises them their times (watchdog.c). */
 		prctl(PR_SET_TIMERSLACK, (unsigned long)ss_watchdog_slack_ns(), 0, 0, 0);
@@ -480,8 +509,10 @@ static void *writer_main(void *arg)
 			struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 			if (!wr.one_thread)
 				atomic_store(&wr.long_sleep, at > ss_now() + TICK_NS);
+			pthread_mutex_unlock(&fork_mu);
 			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
 				FUTEX_BITSET_MATCH_ANY);
+			pthread_mutex_lock(&fork_mu);
 			atomic_store(&wr.long_sleep, 0);
 		}
 		seen = atomic_load(&wr.wake_seq);
@@ -524,6 +555,7 @@ static void *writer_main(void *arg)
 		cpu -= wr.cpu_parts[1];
 	}
 	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
+	pthread_mutex_unlock(&fork_mu);
 	return NULL;
 }
 
@@ -557,6 +589,9 @@ SS_INTERNAL void ss_writer_kick(void)
 SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, size_t errlen)
 {
 	memset(&wr, 0, sizeof wr);
+	/* Once for the process (starts are serialized by the session's lock). */
+	if (!fork_handlers)
+		fork_handlers = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 	/* This session's own cost from now on (start's is stored by the session). */
 	atomic_store(&ss_counters.cpu_stop_ns, 0);
 	atomic_store(&ss_counters.cpu_writer_ns, 0);
