@@ -550,18 +550,18 @@ CREATE TABLE IF NOT EXISTS callsites (
 );
 
 -- Level-of-detail summaries for a viewer: per worker and time bucket, at bucket
--- sizes on a 1-2-5 ladder from 200 us to 1 s. Intervals are split across the
+-- sizes on a 1-2-5 ladder from 100 us to 1 s. Intervals are split across the
 -- buckets they cover, so busy_ns + parked_ns <= bucket_ns.
 -- The levels 1 ms, 10 ms, 100 ms and 1 s are FULL: a row for every bucket with
 -- time in it, so sum(busy_ns) over a level is all the (complete) polls' time.
--- The others (200, 500 us; 2, 5, 20, 50, 200, 500 ms) are SPARSE: a row only
+-- The others (100, 200, 500 us; 2, 5, 20, 50, 200, 500 ms) are SPARSE: a row only
 -- where at least two polls or parks begin in the bucket, and offcpu_ns is 0.
 -- What a sparse level leaves out is in the containing bucket of the next full
--- level up (for 200 and 500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
+-- level up (for 100-500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
 -- costs no row per 100 us, yet a viewer can still draw dense stretches finely.
 -- Databases imported before the sparse levels existed have the full ones only.
--- Schema version 11 dropped the 50 and 100 us levels (a viewer draws the polls
--- themselves there; they were half of the rows), and deletes an older
+-- Schema version 11 dropped the 50 us level (a viewer draws the polls
+-- themselves there; it was a third of the rows), and deletes an older
 -- database's at its next import.
 -- `worker_summaries` is a view of summary_rows (schema version 10; an older
 -- database's rows move at its next import), which keeps the level as its
@@ -572,12 +572,12 @@ CREATE TABLE IF NOT EXISTS callsites (
 -- An INSERT into worker_summaries and a DELETE from it still work (triggers
 -- write summary_rows; update summary_rows); bucket_ns must be an integer
 -- multiple of 50 us and ts an integer multiple of bucket_ns.
---   worker_summaries: bucket_ns,      -- bucket size in ns: 200000, 500000, 1000000, ... 1000000000
+--   worker_summaries: bucket_ns,      -- bucket size in ns: 100000, 200000, 500000, 1000000, ... 1000000000
 --     worker_id,
 --     ts,                             -- bucket start (a multiple of bucket_ns), ns
 --     busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns -- as in summary_rows
 CREATE TABLE IF NOT EXISTS summary_rows (
-  scale INTEGER NOT NULL,           -- bucket_ns / 50000: 4, 10, 20, ... 20000 (1 and 2 before version 11)
+  scale INTEGER NOT NULL,           -- bucket_ns / 50000: 2, 4, 10, 20, ... 20000 (also 1 before version 11)
   worker_id INTEGER NOT NULL REFERENCES workers(id),
   bucket INTEGER NOT NULL,          -- ts / bucket_ns: the bucket starts at bucket * scale * 50000 ns
   busy_ns INTEGER NOT NULL,         -- time inside polls

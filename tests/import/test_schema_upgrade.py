@@ -8,7 +8,7 @@ queue_rows) and then to version 9 (cpu_intervals a view of cpu_rows, without
 cpu_intervals_by_thread) and then to version 10 (worker_summaries a view of
 summary_rows, which keeps the level's scale and the bucket's number) and then
 to version 11 (queue_depths also a view of the queue reports polls carry; no
-50 and 100 us summary levels: a version 10 database's go at the upgrade)
+50 us summary level: a version 10 database's goes at the upgrade)
 and then holds the rows it would hold had it been made by this version: one
 demo imported, the database turned back into version 5's layout, a second demo
 imported into it, against the same two imports into a database that was never
@@ -79,10 +79,10 @@ DROP VIEW poll_view;
 ALTER TABLE polls DROP COLUMN queue_lead;
 ALTER TABLE polls DROP COLUMN queue_local;
 ALTER TABLE polls DROP COLUMN queue_global;
--- version 10 and older had 50 and 100 us levels: rows the upgrade deletes
-INSERT INTO summary_rows SELECT 1, worker_id, bucket * scale, 1, 2, 0, 3, 4 FROM summary_rows WHERE scale = 4;
+-- version 10 and older had a 50 us level: rows the upgrade deletes
+INSERT INTO summary_rows SELECT 1, worker_id, bucket * scale, 1, 2, 0, 3, 4 FROM summary_rows WHERE scale = 2;
 INSERT INTO import_open_summary SELECT worker_id, source, 50000, ts, starts, busy_ns, parked_ns, offcpu_ns,
-  polls, max_poll_ns, written FROM import_open_summary WHERE bucket_ns = 200000;
+  polls, max_poll_ns, written FROM import_open_summary WHERE bucket_ns = 100000;
 CREATE TABLE cpu_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,
   dur INTEGER NOT NULL, state TEXT NOT NULL, cpu INTEGER);
 INSERT INTO cpu_v5 SELECT * FROM cpu_intervals;

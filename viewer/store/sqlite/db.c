@@ -199,14 +199,14 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	       "DROP TABLE worker_summaries;",
 	/* A worker's queue reports go into its polls' rows (the schema makes the
 	 * queue_depths view of both; the rows already in queue_rows stay), and the
-	 * 50 and 100 us summary levels are no longer written: an older
-	 * database's go, so that no level covers only the older part of it. */
+	 * 50 us summary level is no longer written: an older database's goes, so
+	 * that no level covers only the older part of it. */
 	[11] = "ALTER TABLE polls ADD COLUMN queue_lead INTEGER;"
 	       "ALTER TABLE polls ADD COLUMN queue_local INTEGER;"
 	       "ALTER TABLE polls ADD COLUMN queue_global INTEGER;"
 	       "DROP VIEW IF EXISTS queue_depths;"
-	       "DELETE FROM summary_rows WHERE scale IN (1, 2);"
-	       "DELETE FROM import_open_summary WHERE bucket_ns IN (50000, 100000);",
+	       "DELETE FROM summary_rows WHERE scale = 1;"
+	       "DELETE FROM import_open_summary WHERE bucket_ns = 50000;",
 };
 
 static const char *const id_table[ID_COUNT] = {
