@@ -22,7 +22,7 @@
 
 -- One row per schema version applied; the importer refuses a newer database.
 CREATE TABLE IF NOT EXISTS schema_info (
-  version INTEGER NOT NULL          -- 10 for this file (an older database gets the
+  version INTEGER NOT NULL          -- 11 for this file (an older database gets the
                                     -- columns added since at its next import)
 );
 
@@ -176,6 +176,9 @@ END;
 -- Polls: a worker running a task from POLL_BEGIN to POLL_END. Polls that cross a
 -- segment boundary are one row (stitched through THREAD_DEF's open poll). The
 -- thread is workers.thread_id.
+-- The queue_* columns hold a row of queue_depths (schema version 11): a
+-- runtime reports its queues at every poll, and a row of its own cost a report
+-- 19 bytes, in a poll's row 5. Query queue_depths, which lists them.
 CREATE TABLE IF NOT EXISTS polls (
   id INTEGER PRIMARY KEY,
   worker_id INTEGER NOT NULL REFERENCES workers(id),
@@ -183,7 +186,12 @@ CREATE TABLE IF NOT EXISTS polls (
   location_id INTEGER REFERENCES locations(id),
   ts INTEGER NOT NULL,              -- POLL_BEGIN, ns
   dur INTEGER NOT NULL,             -- POLL_END - POLL_BEGIN, ns (lower bound when incomplete)
-  incomplete INTEGER NOT NULL DEFAULT 0 -- 1: no POLL_END in the data
+  incomplete INTEGER NOT NULL DEFAULT 0, -- 1: no POLL_END in the data
+  queue_lead INTEGER,               -- the worker's last queue report before this poll's end,
+                                    -- when it changed the depths: ts minus the report's ts, ns
+                                    -- (negative: during the poll); NULL: none here
+  queue_local INTEGER,              -- that report's local and global depths, as in
+  queue_global INTEGER              -- queue_depths
 );
 
 -- How to find a worker's polls in a time range without an index on polls (one
@@ -258,8 +266,12 @@ CREATE TABLE IF NOT EXISTS wakes (
 -- worker's local queue at its polls and parks, and the global queue apart).
 -- `queue_depths` is a view of queue_rows, which leaves out the worker: that is
 -- the reporting thread's lane in workers (schema version 8; an older database's
--- rows move at its next import). Query queue_depths. An INSERT into it still
--- works (its worker_id is not stored).
+-- rows move at its next import), and of the reports a worker's polls carry
+-- (polls.queue_*: since schema version 11 a worker's report goes into the
+-- next poll it ends, queue_rows keeps the others; rows of an older database
+-- stay where they are). Query queue_depths, and order by ts: the view lists
+-- queue_rows, then the polls'. An INSERT into it still works (it goes to
+-- queue_rows; its worker_id is not stored).
 CREATE TABLE IF NOT EXISTS queue_rows (
   thread_id INTEGER NOT NULL REFERENCES threads(id),
   ts INTEGER NOT NULL,
@@ -270,7 +282,11 @@ CREATE VIEW IF NOT EXISTS queue_depths AS
 SELECT q.thread_id AS thread_id,
        (SELECT min(w.id) FROM workers w WHERE w.thread_id = q.thread_id) AS worker_id, -- NULL: not a worker
        q.ts AS ts, q.local AS local, q.global AS global
-  FROM queue_rows q;
+  FROM queue_rows q
+UNION ALL
+SELECT w.thread_id, w.id, p.ts - p.queue_lead, p.queue_local, p.queue_global
+  FROM polls p JOIN workers w ON w.id = p.worker_id
+ WHERE p.queue_lead IS NOT NULL;
 CREATE TRIGGER IF NOT EXISTS queue_depths_insert INSTEAD OF INSERT ON queue_depths
 BEGIN
   INSERT INTO queue_rows(thread_id, ts, local, global) VALUES (NEW.thread_id, NEW.ts, NEW.local, NEW.global);
@@ -534,16 +550,19 @@ CREATE TABLE IF NOT EXISTS callsites (
 );
 
 -- Level-of-detail summaries for a viewer: per worker and time bucket, at bucket
--- sizes of 50 us and on a 1-2-5 ladder from 100 us to 1 s. Intervals are split across the
+-- sizes on a 1-2-5 ladder from 100 us to 1 s. Intervals are split across the
 -- buckets they cover, so busy_ns + parked_ns <= bucket_ns.
 -- The levels 1 ms, 10 ms, 100 ms and 1 s are FULL: a row for every bucket with
 -- time in it, so sum(busy_ns) over a level is all the (complete) polls' time.
--- The others (50, 100, 200, 500 us; 2, 5, 20, 50, 200, 500 ms) are SPARSE: a row only
+-- The others (100, 200, 500 us; 2, 5, 20, 50, 200, 500 ms) are SPARSE: a row only
 -- where at least two polls or parks begin in the bucket, and offcpu_ns is 0.
 -- What a sparse level leaves out is in the containing bucket of the next full
--- level up (for 50-500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
+-- level up (for 100-500 us: 1 ms; for 2 and 5 ms: 10 ms; and so on): a long poll
 -- costs no row per 100 us, yet a viewer can still draw dense stretches finely.
 -- Databases imported before the sparse levels existed have the full ones only.
+-- Schema version 11 dropped the 50 us level (a viewer draws the polls
+-- themselves there; it was a third of the rows), and deletes an older
+-- database's at its next import.
 -- `worker_summaries` is a view of summary_rows (schema version 10; an older
 -- database's rows move at its next import), which keeps the level as its
 -- bucket size in units of 50 us and the bucket as its number (ts / bucket_ns)
@@ -553,12 +572,12 @@ CREATE TABLE IF NOT EXISTS callsites (
 -- An INSERT into worker_summaries and a DELETE from it still work (triggers
 -- write summary_rows; update summary_rows); bucket_ns must be an integer
 -- multiple of 50 us and ts an integer multiple of bucket_ns.
---   worker_summaries: bucket_ns,      -- bucket size in ns: 50000, 100000, 200000, 500000, 1000000, ... 1000000000
+--   worker_summaries: bucket_ns,      -- bucket size in ns: 100000, 200000, 500000, 1000000, ... 1000000000
 --     worker_id,
 --     ts,                             -- bucket start (a multiple of bucket_ns), ns
 --     busy_ns, parked_ns, offcpu_ns, polls, max_poll_ns -- as in summary_rows
 CREATE TABLE IF NOT EXISTS summary_rows (
-  scale INTEGER NOT NULL,           -- bucket_ns / 50000: 1, 2, 4, 10, 20, ... 20000
+  scale INTEGER NOT NULL,           -- bucket_ns / 50000: 2, 4, 10, 20, ... 20000 (also 1 before version 11)
   worker_id INTEGER NOT NULL REFERENCES workers(id),
   bucket INTEGER NOT NULL,          -- ts / bucket_ns: the bucket starts at bucket * scale * 50000 ns
   busy_ns INTEGER NOT NULL,         -- time inside polls

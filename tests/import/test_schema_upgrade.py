@@ -6,7 +6,9 @@ of span_cells and span_full, names stored once in names; poll_chunks
 instead of polls_by_worker; tasks and queue_depths views of task_rows and
 queue_rows) and then to version 9 (cpu_intervals a view of cpu_rows, without
 cpu_intervals_by_thread) and then to version 10 (worker_summaries a view of
-summary_rows, which keeps the level's scale and the bucket's number)
+summary_rows, which keeps the level's scale and the bucket's number) and then
+to version 11 (queue_depths also a view of the queue reports polls carry; no
+50 us summary level: a version 10 database's goes at the upgrade)
 and then holds the rows it would hold had it been made by this version: one
 demo imported, the database turned back into version 5's layout, a second demo
 imported into it, against the same two imports into a database that was never
@@ -18,7 +20,9 @@ id range of the worker's last chunk starting at or before it, and a worker's
 polls in a time range read through it are those a full scan finds), and an
 INSERT into the views still lands in them. A demo imported a segment at a
 time holds the polls, spans, tasks and queue depths of one import of it.
-The viewer draws a database of version 9 (worker_summaries a table) that no
+polls are compared by their version 5 columns (the upgraded database's
+queue reports of the first import stay in queue_rows; queue_depths, compared,
+lists them all). The viewer draws a database of version 9 (worker_summaries a table) that no
 import upgraded yet as it draws the same rows in version 10's layout, and
 not as it draws them without summaries.
 
@@ -70,6 +74,15 @@ INSERT INTO tasks_v5 SELECT * FROM tasks;
 CREATE TABLE queue_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id),
   worker_id INTEGER REFERENCES workers(id), ts INTEGER NOT NULL, local INTEGER, global INTEGER);
 INSERT INTO queue_v5 SELECT * FROM queue_depths;
+DROP VIEW queue_depths;
+DROP VIEW poll_view;
+ALTER TABLE polls DROP COLUMN queue_lead;
+ALTER TABLE polls DROP COLUMN queue_local;
+ALTER TABLE polls DROP COLUMN queue_global;
+-- version 10 and older had a 50 us level: rows the upgrade deletes
+INSERT INTO summary_rows SELECT 1, worker_id, bucket * scale, 1, 2, 0, 3, 4 FROM summary_rows WHERE scale = 2;
+INSERT INTO import_open_summary SELECT worker_id, source, 50000, ts, starts, busy_ns, parked_ns, offcpu_ns,
+  polls, max_poll_ns, written FROM import_open_summary WHERE bucket_ns = 100000;
 CREATE TABLE cpu_v5 (thread_id INTEGER NOT NULL REFERENCES threads(id), ts INTEGER NOT NULL,
   dur INTEGER NOT NULL, state TEXT NOT NULL, cpu INTEGER);
 INSERT INTO cpu_v5 SELECT * FROM cpu_intervals;
@@ -78,7 +91,6 @@ INSERT INTO summaries_v5 SELECT * FROM worker_summaries;
 DROP VIEW marks;
 DROP VIEW spans;
 DROP VIEW tasks;
-DROP VIEW queue_depths;
 DROP VIEW cpu_intervals;
 DROP VIEW worker_summaries;
 DROP TABLE summary_rows;
@@ -107,7 +119,9 @@ INSERT INTO schema_info VALUES (5);
 SKIP = {"names", "mark_rows", "span_cells", "span_full", "task_rows", "queue_rows", "schema_info",
         "poll_chunks", "cpu_rows", "summary_rows"}
 VIEWS = ("marks", "spans", "tasks", "queue_depths", "cpu_intervals", "worker_summaries")
-VERSION = 10
+VERSION = 11
+# polls as versions 5 to 10 had it (the queue_* columns came with 11)
+POLLS_V10 = "SELECT id, worker_id, task_id, location_id, ts, dur, incomplete FROM polls"
 
 
 def chunk_problems(db):
@@ -153,7 +167,7 @@ def contents(db):
                           " ORDER BY name"):
         if t in SKIP:
             continue
-        rows = [tuple(r) for r in d.execute(f'SELECT * FROM "{t}"')]
+        rows = [tuple(r) for r in d.execute(POLLS_V10 if t == "polls" else f'SELECT * FROM "{t}"')]
         out[t] = sorted(rows, key=repr)
     kinds = dict(d.execute("SELECT name, type FROM sqlite_master WHERE name IN ('marks', 'spans', 'tasks',"
                            " 'queue_depths', 'cpu_intervals', 'worker_summaries')"))
@@ -300,7 +314,8 @@ with tempfile.TemporaryDirectory(prefix="stallscope-chunks.") as tmp:
     for p in chunk_problems(parts):
         check(False, f"imported in {len(segs)} steps: {p}")
     for t, n in (("polls", 1000), ("spans", 1000), ("tasks", 1000), ("queue_depths", 100)):
-        rows = [sorted(sqlite3.connect(db).execute(f"SELECT * FROM {t}").fetchall(), key=repr)
+        rows = [sorted(sqlite3.connect(db).execute(POLLS_V10 if t == "polls" else f"SELECT * FROM {t}").fetchall(),
+                       key=repr)
                 for db in (whole, parts)]
         check(rows[0] == rows[1] and len(rows[0]) > n,
               f"{t} imported in {len(segs)} steps: {len(rows[1])} rows, {len(rows[0])} in one import, or other values")

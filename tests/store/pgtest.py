@@ -103,9 +103,16 @@ class Cluster:
         self.stop()
 
 
+# Columns of SQLite's layout only: polls' queue reports (schema 11) are rows
+# of queue_depths, which PostgreSQL keeps as a table, compared as such.
+SQLITE_ONLY = {"polls.queue_lead", "polls.queue_local", "polls.queue_global"}
+
+
 def sqlite_columns(path, table):
+    """The columns of an SQLite table that PostgreSQL mirrors."""
     con = sqlite3.connect(path)
-    cols = [r[1] for r in con.execute("PRAGMA table_info(%s)" % table)]
+    cols = [r[1] for r in con.execute("PRAGMA table_info(%s)" % table)
+            if "%s.%s" % (table, r[1]) not in SQLITE_ONLY]
     con.close()
     return cols
 

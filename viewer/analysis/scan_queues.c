@@ -7,8 +7,8 @@
  * queue_depths three times and grouped it through a sort (a second each on a
  * 20M-event trace).
  *
- * Ties are settled as SQLite settles max() with a bare column: the first row
- * in rowid order that reaches the maximum gives its time.
+ * Ties are settled by time: the earliest row that reaches the maximum gives
+ * its time (queue_depths lists its rows in no time order since schema 11).
  */
 #include "scan.h"
 
@@ -110,7 +110,7 @@ int ss_scan_queues(sqlite3 *db, const struct ss_scope *scope, struct ss_scan *s,
 			rc = fail(NULL, err, errlen, "queue depths");
 			break;
 		}
-		if (!q->rows || g > q->peak) {
+		if (!q->rows || g > q->peak || (g == q->peak && ts < q->peak_ts)) {
 			q->peak = g;
 			q->peak_ts = ts;
 		}

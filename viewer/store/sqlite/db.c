@@ -38,8 +38,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INS_TASK] = "INSERT INTO task_rows(id, recording_id, task, location_id, parent_task_id,"
 		" spawn_ts, life, spawn_thread_id) VALUES(?,?,?,?,?,?,?,?)",
 	[ST_UPD_TASK_END] = "UPDATE task_rows SET life = ?2 - coalesce(spawn_ts, 0) WHERE id = ?1",
-	[ST_INS_POLL] = "INSERT INTO polls(id, worker_id, task_id, location_id, ts, dur, incomplete)"
-		" VALUES(?,?,?,?,?,?,?)",
+	/* queue_*: the worker's queue report the poll carries (sqlite_sink.c) */
+	[ST_INS_POLL] = "INSERT INTO polls(id, worker_id, task_id, location_id, ts, dur, incomplete,"
+		" queue_lead, queue_local, queue_global) VALUES(?,?,?,?,?,?,?,?,?,?)",
 	/* OR IGNORE: parks are keyed on (worker_id, ts, dur, incomplete), and a
 	 * zero-length park repeated at one instant (damaged or coarse clocks) is
 	 * the same row again, not an error that ends the import. */
@@ -196,6 +197,16 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	       "INSERT INTO summary_rows SELECT bucket_ns / 50000, worker_id, ts / bucket_ns, busy_ns, parked_ns,"
 	       " offcpu_ns, polls, max_poll_ns FROM worker_summaries ORDER BY bucket_ns, worker_id, ts;"
 	       "DROP TABLE worker_summaries;",
+	/* A worker's queue reports go into its polls' rows (the schema makes the
+	 * queue_depths view of both; the rows already in queue_rows stay), and the
+	 * 50 us summary level is no longer written: an older database's goes, so
+	 * that no level covers only the older part of it. */
+	[11] = "ALTER TABLE polls ADD COLUMN queue_lead INTEGER;"
+	       "ALTER TABLE polls ADD COLUMN queue_local INTEGER;"
+	       "ALTER TABLE polls ADD COLUMN queue_global INTEGER;"
+	       "DROP VIEW IF EXISTS queue_depths;"
+	       "DELETE FROM summary_rows WHERE scale = 1;"
+	       "DELETE FROM import_open_summary WHERE bucket_ns = 50000;",
 };
 
 static const char *const id_table[ID_COUNT] = {

@@ -45,8 +45,10 @@ static const char *const sql[SS_Q_COUNT] = {
 	/* The scans below read every row and test the window in C
 	 * (ss_scope_overlaps, ss_scope_holds): SQLite would read the time
 	 * columns twice. */
+	/* In no order: since schema 11 queue_depths is a view of queue_rows and
+	 * of the reports polls carry (a sort would cost more than the scan). */
 	[SS_Q_SCAN_QUEUES] = "SELECT thread_id, global, local, ts FROM queue_depths WHERE ?1 = ?1 AND ?2 = ?2"
-			     " AND ?3 = ?3 ORDER BY rowid",
+			     " AND ?3 = ?3",
 	/* The recording is the worker's, looked up by the scan; a NULL location or
 	 * task reads as 0. */
 	[SS_Q_SCAN_POLLS] = "SELECT id, location_id, worker_id, dur, task_id, ts, incomplete FROM polls"

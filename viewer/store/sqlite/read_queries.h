@@ -21,7 +21,7 @@ enum ss_read_query {
 	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts of the tasks */
 	SS_Q_SCAN_TASK_SPAWNS, /* the same, then recording_id, location_id */
 	SS_Q_SCAN_THREADS,     /* id, recording_id of every thread */
-	SS_Q_SCAN_QUEUES,      /* thread_id, global, local, ts of the queue depths; by rowid */
+	SS_Q_SCAN_QUEUES,      /* thread_id, global, local, ts of the queue depths; in no order */
 	SS_Q_SCAN_POLLS,       /* id, location, worker, dur, task, ts, incomplete; by id; every window */
 	SS_Q_SCAN_WAKES,       /* poll_id, delay, task_id, ts; by rowid; every window */
 	SS_Q_SCAN_PARKS,       /* worker_id, ts, dur; every window */

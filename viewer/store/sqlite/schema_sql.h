@@ -11,7 +11,7 @@ extern const char ss_schema_sql[];
 /* What version N of the schema added to version N - 1 (db.c), or NULL. */
 extern const char *const ss_schema_migrations[];
 
-#define SS_SCHEMA_VERSION 10
+#define SS_SCHEMA_VERSION 11
 #define SS_SCHEMA_INDEX_MARKER "-- @indexes"
 
 #endif /* STALLSCOPE_SCHEMA_SQL_H */

@@ -32,6 +32,16 @@ struct ss_sqlite_store {
 	struct ss_ended_task grave_first, grave_last;
 	bool grave_pending;
 	struct ss_poll_chunks chunks; /* each worker's open poll_chunks row */
+	/* Each worker's last queue report not written yet, by workers.id: the
+	 * next poll the worker ends carries it (polls.queue_*), or queue_rows
+	 * gets it when another report comes first or the import ends. */
+	struct held_queue *held;
+	size_t n_held;
+};
+
+struct held_queue {
+	bool held;
+	int64_t thread_id, ts, local, global;
 };
 
 const char *ss_sqlite_error(struct ss_sqlite_store *s)
@@ -233,9 +243,17 @@ static int s_task_end(void *ctx, int64_t id, int64_t end_ts)
 	return step(s, ST_UPD_TASK_END);
 }
 
+static int insert_queue(struct ss_sqlite_store *s, const struct held_queue *q);
+
 static int s_poll(void *ctx, const struct ss_poll_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
+	/* Not into an incomplete poll: the next import of the recording deletes
+	 * and writes it again (s_resume), without the report. */
+	struct held_queue *q = !x->incomplete && x->worker_id > 0 && (size_t)x->worker_id < s->n_held &&
+					       s->held[x->worker_id].held
+				       ? &s->held[x->worker_id]
+				       : NULL;
 	struct ss_row *r = ss_row(&s->db, ST_INS_POLL);
 	ss_bind_i(r, 1, x->id);
 	ss_bind_i(r, 2, x->worker_id);
@@ -244,6 +262,16 @@ static int s_poll(void *ctx, const struct ss_poll_row *x)
 	ss_bind_i(r, 5, x->ts);
 	ss_bind_i(r, 6, x->dur);
 	ss_bind_i(r, 7, x->incomplete);
+	if (q) {
+		ss_bind_i(r, 8, (int64_t)((uint64_t)x->ts - (uint64_t)q->ts));
+		bind_n(r, 9, q->local);
+		bind_n(r, 10, q->global);
+		q->held = false;
+	} else {
+		ss_bind_null(r, 8);
+		ss_bind_null(r, 9);
+		ss_bind_null(r, 10);
+	}
 	if (step(s, ST_INS_POLL) != 0)
 		return -1;
 	return ss_poll_chunks_add(&s->chunks, &s->db, x->worker_id, x->id, x->ts);
@@ -284,16 +312,56 @@ static int s_wake_delete(void *ctx, int64_t handle)
 	return step(s, ST_DEL_WAKE);
 }
 
+static int insert_queue(struct ss_sqlite_store *s, const struct held_queue *q)
+{
+	struct ss_row *r = ss_row(&s->db, ST_INS_QUEUE);
+	/* no worker_id: queue_depths derives it from workers */
+	ss_bind_i(r, 1, q->thread_id);
+	ss_bind_i(r, 2, q->ts);
+	bind_n(r, 3, q->local);
+	bind_n(r, 4, q->global);
+	return step(s, ST_INS_QUEUE);
+}
+
+/* A worker's report waits for its next poll (a runtime reports at every
+ * poll, a few microseconds before it); one that a second report overtakes
+ * goes to queue_rows, so a worker's rows there stay in time order. */
 static int s_queue(void *ctx, const struct ss_queue_row *x)
 {
 	struct ss_sqlite_store *s = ctx;
-	struct ss_row *r = ss_row(&s->db, ST_INS_QUEUE);
-	/* no worker_id: queue_depths derives it from workers */
-	ss_bind_i(r, 1, x->thread_id);
-	ss_bind_i(r, 2, x->ts);
-	bind_n(r, 3, x->local);
-	bind_n(r, 4, x->global);
-	return step(s, ST_INS_QUEUE);
+	struct held_queue q = { true, x->thread_id, x->ts, x->local, x->global };
+	if (x->worker_id <= 0)
+		return insert_queue(s, &q);
+	size_t w = (size_t)x->worker_id;
+	if (w >= s->n_held) {
+		size_t n = s->n_held ? s->n_held : 16;
+		while (n <= w)
+			n *= 2;
+		struct held_queue *h = realloc(s->held, n * sizeof *h);
+		if (!h) {
+			snprintf(s->db.err, sizeof s->db.err, "out of memory");
+			return -1;
+		}
+		memset(h + s->n_held, 0, (n - s->n_held) * sizeof *h);
+		s->held = h;
+		s->n_held = n;
+	}
+	if (s->held[w].held && insert_queue(s, &s->held[w]) != 0)
+		return -1;
+	s->held[w] = q;
+	return 0;
+}
+
+/* The reports no poll took, where the import ends. */
+static int flush_held_queues(struct ss_sqlite_store *s)
+{
+	for (size_t w = 0; w < s->n_held; w++)
+		if (s->held[w].held) {
+			s->held[w].held = false;
+			if (insert_queue(s, &s->held[w]) != 0)
+				return -1;
+		}
+	return 0;
 }
 
 static int prep(struct ss_sqlite_store *s, sqlite3_stmt **st, const char *sql);
@@ -1127,6 +1195,7 @@ void ss_sqlite_close(struct ss_sqlite_store *s)
 	sqlite3_finalize(s->st_name_id);
 	ss_name_cache_free(&s->names);
 	ss_poll_chunks_free(&s->chunks);
+	free(s->held);
 	ss_db_close(&s->db);
 	free(s);
 }
@@ -1265,7 +1334,8 @@ int ss_sqlite_finish(struct ss_sqlite_store *s, void (*phase)(void *ctx, const c
 		     FILE *log)
 {
 	double t0 = now_s();
-	if (grave_write(s) != 0 || ss_poll_chunks_flush(&s->chunks, &s->db) != 0 || ss_db_flush(&s->db) != 0)
+	if (flush_held_queues(s) != 0 || grave_write(s) != 0 || ss_poll_chunks_flush(&s->chunks, &s->db) != 0 ||
+	    ss_db_flush(&s->db) != 0)
 		return -1;
 	/* The rows still queued for the inserting thread when the model ended. */
 	if (timing)
