@@ -8,9 +8,6 @@
  *   - the window releases only what stream time has moved past; a record that
  *     comes after later ones were released is delivered and counted as late;
  *   - the buffer never holds more than max_buffered records;
- *   - with the writer's drain interval known, the window is learned: twice the
- *     interval plus 50 ms at first, 4x the largest lag seen once that is more,
- *     never above window_ns; a drain goes back to the fixed window;
  *   - every record type comes back with all its fields, strings included (a
  *     park's CPU clock, an explicit waker, a span's id, parent, fields and
  *     location too);
@@ -179,47 +176,6 @@ static void test_window_late_cap(void)
 	}
 	CHECK(n_out == 6 && out[0].ts == 1 && out[5].ts == 6, "the cap releases the earliest (%zu)", n_out);
 	ss_merge_drain(&m);
-	ss_merge_free(&m);
-}
-
-static void test_learned_window(void)
-{
-	struct ss_merge m;
-	ss_merge_init(&m, collect, NULL);
-	n_out = 0;
-	const uint64_t ms = 1000000ull;
-	ss_merge_drain_interval(&m, 100 * ms);
-	CHECK(ss_merge_window(&m) == 250 * ms, "window %llu ns at first", (unsigned long long)ss_merge_window(&m));
-	/* Thread 1 at 0..1000 ms every 100 ms: what is 250 ms behind goes. */
-	for (uint64_t t = 0; t <= 10; t++) {
-		struct ss_event r = ev(SS_EV_PARK, 1, (t + 1) * 100 * ms, 0);
-		ss_merge_push(&m, &r);
-	}
-	ss_merge_release(&m);
-	CHECK(n_out == 8, "%zu released by the learned window (100..800 ms)", n_out);
-	/* Thread 2's run arrives 200 ms behind: the window is 800 ms from now. */
-	struct ss_event lag = ev(SS_EV_UNPARK, 2, 900 * ms, 0);
-	ss_merge_push(&m, &lag);
-	CHECK(m.late == 0, "%llu late", (unsigned long long)m.late);
-	CHECK(ss_merge_window(&m) == 800 * ms, "window %llu ns after a lag of 200 ms",
-	      (unsigned long long)ss_merge_window(&m));
-	struct ss_event next = ev(SS_EV_PARK, 1, 1700 * ms, 0);
-	ss_merge_push(&m, &next);
-	ss_merge_release(&m);
-	CHECK(n_out == 10, "%zu released with the wider window (up to 900 ms)", n_out);
-	/* A lag past a quarter of window_ns (700 ms): the whole window. */
-	struct ss_event far = ev(SS_EV_UNPARK, 3, 1000 * ms, 0);
-	ss_merge_push(&m, &far);
-	CHECK(ss_merge_window(&m) == m.window_ns, "window %llu ns after a lag of 700 ms",
-	      (unsigned long long)ss_merge_window(&m));
-	ss_merge_drain(&m);
-	CHECK(n_out == 14 && m.late == 0, "%zu after the drain, %llu late", n_out, (unsigned long long)m.late);
-	CHECK(ss_merge_window(&m) == m.window_ns, "a drain goes back to the fixed window");
-	/* An interval past the window, or 0: the fixed window. */
-	ss_merge_drain_interval(&m, 3000 * ms);
-	CHECK(ss_merge_window(&m) == m.window_ns, "an interval past the window keeps it");
-	ss_merge_drain_interval(&m, 0);
-	CHECK(ss_merge_window(&m) == m.window_ns, "interval 0 keeps the window");
 	ss_merge_free(&m);
 }
 
@@ -452,7 +408,6 @@ int main(void)
 	test_order();
 	test_backwards_and_stalls();
 	test_window_late_cap();
-	test_learned_window();
 	test_fields();
 	test_error();
 	test_chunks();

@@ -167,22 +167,6 @@ struct sink_to {
 	struct ss_model_pipe *p; /* NULL: the model directly */
 };
 
-/* The recorder's writer drains every buffer at least once per flush interval
- * (META flush_interval_ms): the merge's window is learned above it. A value
- * that is not a plain number of milliseconds leaves the fixed window. */
-static void flush_interval(struct ss_model *m, const char *key, size_t key_len, const char *value,
-			   size_t value_len)
-{
-	static const char want[] = "flush_interval_ms";
-	if (!key || key_len != sizeof want - 1 || memcmp(key, want, sizeof want - 1) != 0)
-		return;
-	uint64_t ms = 0;
-	size_t i = 0;
-	for (; value && i < value_len && i < 9 && value[i] >= '0' && value[i] <= '9'; i++)
-		ms = ms * 10 + (uint64_t)(value[i] - '0');
-	ss_model_drain_interval(m, i && i == value_len ? ms * 1000000u : 0);
-}
-
 static int definition(const struct sink_to *to, struct ss_reader *rd, const struct ss_record *r)
 {
 	struct ss_model *m = to->m;
@@ -222,7 +206,6 @@ static int definition(const struct sink_to *to, struct ss_reader *rd, const stru
 		return ss_model_mapping(m, r->u.mapping.start, r->u.mapping.end, r->u.mapping.pgoff, r->u.mapping.path,
 					r->u.mapping.path_len, r->u.mapping.build_id, r->u.mapping.build_id_len);
 	case SS_REC_META:
-		flush_interval(m, r->u.meta.key, r->u.meta.key_len, r->u.meta.value, r->u.meta.value_len);
 		if (to->p)
 			return ss_model_pipe_meta(to->p, r->u.meta.key, r->u.meta.key_len, r->u.meta.value,
 						  r->u.meta.value_len);

@@ -516,32 +516,9 @@ static int release_one(struct ss_merge *m)
 	return rc;
 }
 
-void ss_merge_drain_interval(struct ss_merge *m, uint64_t interval_ns)
-{
-	if (!interval_ns || interval_ns > m->window_ns) {
-		m->min_window_ns = 0;
-		return;
-	}
-	uint64_t w = 2 * interval_ns + 50000000u;
-	m->min_window_ns = w < m->window_ns ? w : m->window_ns;
-}
-
-uint64_t ss_merge_window(const struct ss_merge *m)
-{
-	if (!m->min_window_ns)
-		return m->window_ns;
-	uint64_t w = m->lag_ns > m->window_ns / 4 ? m->window_ns : 4 * m->lag_ns;
-	return w < m->min_window_ns ? m->min_window_ns : w;
-}
-
 int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 {
 	struct ss_merge_entry e;
-	/* Before the running maxima change it: a record's own time, behind the
-	 * latest pushed (every class: a stall or a dump noticed late widens the
-	 * window too). */
-	if (ev->ts < m->max_key && m->max_key - ev->ts > m->lag_ns)
-		m->lag_ns = m->max_key - ev->ts;
 	unsigned cls;
 	uint32_t si;
 	if (encode(m, ev, &e, &cls) != 0 ||
@@ -598,8 +575,7 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 
 int ss_merge_release(struct ss_merge *m)
 {
-	uint64_t w = ss_merge_window(m);
-	uint64_t mark = m->max_key > w ? m->max_key - w : 0;
+	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
 	while (m->n_heap) {
 		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
 		if (s->head_key > mark)
@@ -623,8 +599,6 @@ int ss_merge_drain(struct ss_merge *m)
 	m->arena_len = 0;
 	m->max_key = 0;
 	m->released_any = false;
-	m->lag_ns = 0;
-	m->min_window_ns = 0;
 	for (size_t i = 0; i < m->n_streams; i++)
 		m->streams[i].max_key = 0;
 	return 0;

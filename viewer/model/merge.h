@@ -12,18 +12,7 @@
  * the watchdog's records of a thread) is a stream whose records arrive in order;
  * the merge buffers them and releases the earliest across streams once the
  * stream data has moved `window_ns` past it, or when more than `max_buffered`
- * records wait (memory is bounded; the window shrinks for a dense trace).
- *
- * The window may also be learned (min_window_ns not 0, set where the source
- * knows how often its writer drains, ss_merge_drain_interval): then it is 4x
- * the largest lag seen so far (how far a record arrived behind the latest time
- * already pushed), at least min_window_ns and at most window_ns. The recorder's
- * writer drains every ring at least once per flush interval, so records lag by
- * about one interval; holding 2 s (in practice the 1M-record cap: 64 MB, on the
- * steady recording) only cost page faults, cache misses and an inserting thread
- * idle until the first million records were read. A
- * record that arrives after records later than it were released is released at
- * once and counted in `late`: its order is the file's. A
+ * records wait (memory is bounded; the window shrinks for a dense trace). A
  * record that arrives after records later than it were released is released at
  * once and counted in `late`: its order is the file's. Within a stream the file
  * order is always kept, even when timestamps go backwards (hostile input): a
@@ -50,9 +39,7 @@ struct ss_merge_entry;
 struct ss_merge_stream;
 
 struct ss_merge {
-	uint64_t window_ns;     /* how far stream time must move past a record (at most) */
-	uint64_t min_window_ns; /* 0: window_ns always; else the learned window's floor */
-	uint64_t lag_ns;        /* largest lag seen since the last drain */
+	uint64_t window_ns;     /* how far stream time must move past a record */
 	size_t max_buffered;    /* records held at most */
 	/* what the merge delivers to; a non-zero return stops a release and is
 	 * returned by it */
@@ -87,15 +74,6 @@ struct ss_merge {
 
 void ss_merge_init(struct ss_merge *m, int (*deliver)(void *ctx, const struct ss_event *e), void *ctx);
 void ss_merge_free(struct ss_merge *m);
-
-/* The source's writer drains its buffers at least every interval_ns: the
- * window is learned from the lags seen, at least twice that plus 50 ms (a
- * writer that was late), up to window_ns. 0: the fixed window again. Lasts
- * until the next ss_merge_drain (the next unit says its own). */
-void ss_merge_drain_interval(struct ss_merge *m, uint64_t interval_ns);
-
-/* The window in effect now. */
-uint64_t ss_merge_window(const struct ss_merge *m);
 
 /* Takes a copy of e. Returns 0, a deliver() result when the buffer was full and
  * releasing failed, or -1 when memory ran out. */

@@ -330,11 +330,6 @@ int ss_model_other(struct ss_model *m, uint64_t thread, bool has_ts, uint64_t ts
 	return MDL_SINK(m, other, &r);
 }
 
-void ss_model_drain_interval(struct ss_model *m, uint64_t interval_ns)
-{
-	ss_merge_drain_interval(&m->merge, interval_ns);
-}
-
 int ss_model_release(struct ss_model *m)
 {
 	if (m->failed)

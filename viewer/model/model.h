@@ -122,11 +122,6 @@ int ss_model_stack(struct ss_model *m, uint64_t id, const uint64_t *pcs, size_t 
 int ss_model_mapping(struct ss_model *m, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		     size_t path_len, const uint8_t *build_id, size_t build_id_len);
 int ss_model_meta(struct ss_model *m, const char *key, size_t key_len, const char *value, size_t value_len);
-/* The unit's writer drained its buffers at least every interval_ns (its
- * flush interval): the merge then holds records about as long as they are
- * seen to lag (merge.h), not its whole window. From the thread that hands
- * over the events (a pipe's producer); until the unit ends. */
-void ss_model_drain_interval(struct ss_model *m, uint64_t interval_ns);
 
 /* An event, in any order across threads (the model merges them by time). */
 int ss_model_event(struct ss_model *m, const struct ss_event *ev);
