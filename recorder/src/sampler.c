@@ -104,8 +104,6 @@ int ss_sampler_offcpu_stacks(void)
 
 int ss_sampler_offcpu_in_polls(void)
 {
-	if (ss_smp.swtp && ss_smp.swtp_stacks)
-		return ss_sampler_offcpu_stacks() && ss_smp.swtp_stacks == 1;
 	return ss_sampler_offcpu_stacks() && ss_smp.inpoll_prog >= 0 && ss_smp.inpoll_attached;
 }
 
@@ -192,56 +190,10 @@ static void start_offcpu_filter(const struct ss_sampler_config *cfg)
 	ss_smp.inpoll_prog = r;
 }
 
-/* The sched_switch program (sampler_swtp.c) for the process's per-CPU events,
- * loaded before they are opened so they can go without switch records. Only
- * there: another process, per-thread events, the every-process events of
- * SAMPLER=cpu, or no BPF asked for keep the events' switch records; as do
- * STALLSCOPE_SWITCH_SOURCE=events and a refusal (the status says why). */
-static void start_swtp(const struct ss_sampler_config *cfg)
-{
-	ss_smp.swtp_prog = -1;
-	const char *env = getenv("STALLSCOPE_SWITCH_SOURCE");
-	if (env && *env && strcmp(env, "events") && strcmp(env, "auto")) {
-		ss_log("warning: STALLSCOPE_SWITCH_SOURCE=%s not understood (auto or events): auto", env);
-		env = NULL;
-	}
-	if (cfg->switch_events || (env && !strcmp(env, "events"))) {
-		ss_sampler_note("switches: the events' switch records (asked)");
-		return;
-	}
-	if (cfg->per_thread || ss_target_pid() || cfg->mode == SS_SAMPLER_CPU)
-		return; /* the events' switch records, said by start_percpu */
-	if (ss_smp.no_bpf_filter) {
-		ss_sampler_note("switches: the events' switch records (no BPF asked)");
-		return;
-	}
-	char why[300];
-	int r = ss_inpoll_open(why, sizeof why);
-	if (r == 0)
-		r = ss_swtp_load(ss_inpoll_map_fd(), !ss_smp.offcpu || !ss_smp.offcpu_copy ? 0 :
-				 cfg->offcpu == SS_OFFCPU_ALL ? 2 : 1, why, sizeof why);
-	ss_inpoll_close_fd();
-	if (r < 0) {
-		ss_sampler_note("switches: the events' switch records: sched_switch program "
-				"refused: %s", why);
-		return;
-	}
-	ss_smp.swtp_prog = r;
-}
-
 /* What became of the filter once the events are open (per-thread events take it
  * as threads are added: a later refusal is said by ss_sampler_thread_add). */
 static void note_offcpu_filter(void)
 {
-	if (ss_smp.swtp && ss_smp.swtp_stacks) {
-		ss_sampler_note(ss_smp.swtp_stacks == 1 ?
-				"off-CPU stacks inside polls only (from the sched_switch program: user "
-				"registers and 1 KiB of stack at switch-outs inside a poll; no "
-				"context-switches event)" :
-				"off-CPU stacks from the sched_switch program at every switch-out (no "
-				"context-switches event)");
-		return;
-	}
 	if (ss_smp.inpoll_prog < 0)
 		return;
 	if (ss_smp.inpoll_refused)
@@ -305,24 +257,7 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 		}
 		ss_sampler_note("per-CPU events of every process refused: %s", why);
 	}
-	ss_smp.swtp = ss_smp.swtp_prog >= 0;
 	int r = ss_percpu_open(why, sizeof why);
-	if (r == 0 && ss_smp.swtp) {
-		char tw[300];
-		if (ss_swtp_attach(tw, sizeof tw) == 0) {
-			ss_sampler_note("switches from a BPF program on sched_switch (raw tracepoint), "
-					"no switch records");
-		} else {
-			/* Opened without switch records: again with them. */
-			ss_sampler_note("switches: the events' switch records: sched_switch program "
-					"not attached: %s", tw);
-			ss_percpu_close();
-			ss_swtp_close();
-			r = ss_percpu_open(why, sizeof why);
-		}
-	}
-	if (r != 0 && ss_smp.swtp)
-		ss_swtp_close(); /* per-thread events: their own switch records */
 	if (r == 0) {
 		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
 				ss_smp.perf_pages);
@@ -343,7 +278,6 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		 * first-touching its pages; the next sampling session clears it. */
 		memset(&ss_smp, 0, offsetof(struct ss_sampler_state, threads));
 		ss_smp.inpoll_prog = -1;
-		ss_smp.swtp_prog = -1;
 		ss_smp.started = 1;
 		ss_smp.enabled = 1;
 		ss_smp.mode = SS_SAMPLER_OFF;
@@ -362,7 +296,6 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	ss_smp.started = 1;
 	ss_smp.enabled = 1;
 	ss_smp.inpoll_prog = -1;
-	ss_smp.swtp_prog = -1;
 	ss_smp.hz = cfg->hz ? cfg->hz : 999;
 	if (ss_smp.hz > 100000)
 		ss_smp.hz = 100000; /* perf_event_max_sample_rate's usual value */
@@ -409,7 +342,6 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 			/* why holds the details of what perf granted */
 			ss_sampler_note("perf: %s", why);
 			start_offcpu_filter(cfg);
-			start_swtp(cfg);
 			start_percpu(cfg);
 			note_offcpu_filter();
 		} else if (cfg->mode == SS_SAMPLER_AUTO || cfg->mode == SS_SAMPLER_CPU) {
@@ -462,8 +394,7 @@ static void read_comm(struct ss_sthread *t)
  * from now on). */
 static void inpoll_follow(struct ss_sthread *t)
 {
-	/* The sched_switch program knows followed threads by their cells too. */
-	if (ss_smp.inpoll_prog < 0 && !ss_smp.swtp)
+	if (ss_smp.inpoll_prog < 0)
 		return;
 	ss_inpoll_follow(t->tid);
 	t->inpoll = 1;
@@ -567,7 +498,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 
 _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll)
 {
-	if (!ss_smp.started || (ss_smp.inpoll_prog < 0 && !ss_smp.swtp))
+	if (!ss_smp.started || ss_smp.inpoll_prog < 0)
 		return NULL;
 	struct ss_sthread *t = find(tid);
 	if (!t || !t->inpoll)
@@ -709,7 +640,6 @@ void ss_sampler_after_fork(void)
 		}
 	}
 	ss_percpu_after_fork();
-	ss_swtp_close(); /* the parent's attachment stays: the child drops its references */
 	if (ss_smp.inpoll_prog >= 0)
 		close(ss_smp.inpoll_prog);
 	free(ss_smp.pc_fds);
@@ -734,7 +664,6 @@ void ss_sampler_stop(void)
 		ss_log("sampler: %llu samples and switch records of other processes dropped",
 		       (unsigned long long)ss_smp.stats.foreign);
 	ss_percpu_close();
-	ss_swtp_close();
 	if (ss_smp.inpoll_prog >= 0)
 		close(ss_smp.inpoll_prog); /* the events held it; they are gone */
 	ss_smp.inpoll_prog = -1;

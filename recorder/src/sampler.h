@@ -80,10 +80,6 @@ struct ss_sampler_config {
 	 * kernel-side pid filter, switch-outs without the in-poll one (the fallback
 	 * where BPF is refused, forced: tests). */
 	int no_bpf_filter;
-	/* Switches from the events' switch records, not from the sched_switch
-	 * program (sampler_swtp.c) where it is permitted (the fallback, forced:
-	 * tests, comparisons; also STALLSCOPE_SWITCH_SOURCE=events). */
-	int switch_events;
 };
 
 #define SS_OFFCPU_COPY_DEFAULT 1024

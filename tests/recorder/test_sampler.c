@@ -13,10 +13,6 @@
  * per-CPU events and says why. Where the off-CPU filter is loaded (root), a
  * sleeping worker whose in-poll cell says "outside a poll" gives no off-CPU
  * sample and one "inside" gives one per sleep, in each of the three modes.
- * As root the process's per-CPU events take their switches and off-CPU stacks
- * from the sched_switch program (sampler_swtp.c, no context-switches event);
- * the events' own switch records, forced by config and by
- * STALLSCOPE_SWITCH_SOURCE=events, give the same sleeps, stacks and filtering.
  *
  * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
  */
@@ -559,14 +555,12 @@ static char status[512];
  * how off-CPU stacks are taken (0 = a stack copy walked by the sampler). */
 static int force_per_thread;
 static uint32_t offcpu_copy;
-static int force_switch_events; /* the events' switch records, not the sched_switch program */
 
 static int start_mode(enum ss_sampler_mode m, uint32_t hz, uint32_t pages, uint32_t tring)
 {
 	struct ss_sampler_config c = cfg_of(m, hz, pages, tring);
 	c.per_thread = force_per_thread;
 	c.offcpu_copy = offcpu_copy;
-	c.switch_events = force_switch_events;
 	ss_sampler_start(&c, status, sizeof status);
 	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
 	col_reset();
@@ -1166,42 +1160,7 @@ int main(void)
 			      "per-CPU rings with off-CPU stacks as root not 4 MiB: %s",
 			      ss_sampler_status());
 		}
-		/* Root in the initial pid namespace: the switches (and the off-CPU
-		 * stacks) come from the sched_switch program, with no context-switches
-		 * event; the parts above ran with it. */
-		int tp = strstr(ss_sampler_status(), "switches from a BPF program on sched_switch") != NULL;
-		printf("  switches from the sched_switch program: %s\n", tp ? "yes" : "no");
-		if (geteuid() == 0 && ss_sampler_per_cpu() &&
-		    !strstr(ss_sampler_status(), "not in the initial pid namespace")) {
-			CHECK(tp, "root: switches not from the sched_switch program: %s",
-			      ss_sampler_status());
-			CHECK(!ss_sampler_offcpu_stacks() ||
-			      strstr(ss_sampler_status(), "no context-switches event"),
-			      "root: off-CPU stacks not from the program: %s", ss_sampler_status());
-		}
 		ss_sampler_stop();
-
-		/* The events' switch records forced, by config and by the environment:
-		 * the same switches, stacks and in-poll filtering. */
-		printf("perf mode, the events' switch records (forced)\n");
-		force_switch_events = 1;
-		CHECK(start_mode(SS_SAMPLER_PERF, 0, 0, 0), "perf, switch records: %s", status);
-		CHECK(strstr(ss_sampler_status(), "switches: the events' switch records (asked)") &&
-		      !strstr(ss_sampler_status(), "sched_switch (raw tracepoint)"),
-		      "switch records not forced: %s", ss_sampler_status());
-		part_sleep();
-		part_inpoll("switch records forced");
-		part_migrate();
-		ss_sampler_stop();
-		force_switch_events = 0;
-		setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
-		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
-		CHECK(strstr(ss_sampler_status(), "switches: the events' switch records (asked)") &&
-		      !strstr(ss_sampler_status(), "sched_switch (raw tracepoint)"),
-		      "STALLSCOPE_SWITCH_SOURCE=events not honoured: %s", ss_sampler_status());
-		part_sleep();
-		ss_sampler_stop();
-		unsetenv("STALLSCOPE_SWITCH_SOURCE");
 
 		printf("perf mode, events per thread (forced)\n");
 		force_per_thread = 1;
