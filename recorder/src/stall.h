@@ -75,17 +75,8 @@ struct ss_stall_sink {
 /* Starts the watchdog when cfg->stall_threshold_ms > 0. Never fails the session:
  * status says what runs ("off", or the threshold and how stacks are taken). */
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
-				   int own_thread, char *status, size_t len);
-/* Joins its thread, or without one (own_thread 0) is called by the writer's
- * thread after its last look; then the last STALL_ENDs are queued. */
+				   char *status, size_t len);
 SS_INTERNAL void ss_watchdog_stop(void);
-/* Without a thread of its own (writer thread only): when the next look is due,
- * CLOCK_MONOTONIC ns (UINT64_MAX: no looks to take), one look now (calling
- * between after each capture, with no lock held), and the timer slack the looks
- * allow. */
-SS_INTERNAL uint64_t ss_watchdog_look_at(void);
-SS_INTERNAL void ss_watchdog_look(void (*between)(void));
-SS_INTERNAL uint64_t ss_watchdog_slack_ns(void);
 /* Writer thread, just before it releases a drained slot of an exited thread: the
  * watchdog reads the slot's last poll boundaries while they are still there. */
 SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s);
@@ -95,7 +86,7 @@ SS_INTERNAL void ss_watchdog_free(void);
  * one holding a stamp past lim (it waits for the next drain, clock.h). */
 SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink, uint64_t lim);
 
-/* ---- stall_capture.c (the thread that takes the watchdog's looks only) ---- */
+/* ---- stall_capture.c (watchdog thread only) ---- */
 /* copy: bytes of stack a capture copies for the writer's unwinder (0: frames). */
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
 				uint32_t copy, char *why, size_t len);

@@ -29,14 +29,6 @@
  * more looks, to let the kernel join a wake-up that on a busy machine it rarely
  * can.
  *
- * One thread or two. While CPU sampling and task dumps are off (hooks only) the
- * watchdog has no thread of its own: the writer's thread looks at the times the
- * looks ask for (ss_watchdog_look_at) and runs its cycles at the wake-ups of the
- * looks nearest their own times (writer.c), which saves a thread's creation at
- * start and most of the writer's wake-ups. With sampling or task dumps on, the
- * writer's cycles can be long (unwinding samples, task stacks), so the watchdog
- * keeps its thread and its looks their times.
- *
  * A poll open for T (the threshold) is captured at T, 2T, 4T ... up to
  * SS_STALL_MAX_CAPTURES times; when the watchdog sees it end (the first boundary
  * after its POLL_BEGIN, or the thread's exit), a STALL_END carries its end.
@@ -82,11 +74,6 @@ static struct {
 	_Atomic uint32_t running;
 	_Atomic uint32_t wake_seq;  /* the futex word: stop bumps it and wakes us */
 	_Atomic int started;
-	/* No thread of its own: the writer's thread looks (ss_watchdog_look),
-	 * at look_at_ns (CLOCK_MONOTONIC) or later. */
-	int hosted;
-	uint64_t look_at_ns;
-	uint32_t quiet;             /* looks in a row that found nothing moved and no poll open */
 	uint32_t session;
 	uint64_t threshold_ns, tick_ns, slack_ns;
 	struct ss_pool *pool;
@@ -328,54 +315,6 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k);
 }
 
-/* One look at every ring, captures due included; returns when the next look is
- * due (a stamp). */
-static uint64_t look(void (*between)(void))
-{
-	atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
-	/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
-	 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
-	 * quiet spell is first seen, and captured if it is past the threshold,
-	 * up to that much later (README, "Stalls"). A poll that begins or ends
-	 * in any ring, a poll open that is still to be captured, or a thread
-	 * new to its slot ends the spell; other events (marks, queue depths)
-	 * do not. */
-	uint64_t gap = D.tick_ns << (D.quiet < QUIET_SHIFT ? D.quiet : QUIET_SHIFT);
-	uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(gap);
-	int moved = 0;
-	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
-		struct ss_slot *s = &D.pool->slots[i];
-		struct wd_slot *w = &D.ws[i];
-		if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
-			continue;
-		pthread_mutex_lock(&D.smu);
-		uint32_t seen = w->boundaries, thread = w->thread;
-		scan_slot(s, w, now);
-		int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
-		if (due) {
-			capture(s, i, w, ss_stamp());
-			/* The capture took time: is the poll still the same? */
-			scan_slot(s, w, ss_stamp());
-		}
-		if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
-			wake = w->next_due;
-		moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
-			 w->boundaries != seen || w->thread != thread;
-		pthread_mutex_unlock(&D.smu);
-		if (due && between)
-			between();
-	}
-	D.quiet = moved ? 0 : D.quiet + 1;
-	return wake;
-}
-
-/* A stamp as a CLOCK_MONOTONIC time (futex waits take those). */
-static uint64_t stamp_to_ns(uint64_t stamp)
-{
-	uint64_t at = ss_stamp();
-	return ss_now() + ss_clock_delta_ns(stamp > at ? stamp - at : 0);
-}
-
 static void *watchdog_main(void *arg)
 {
 	(void)arg;
@@ -387,14 +326,47 @@ static void *watchdog_main(void *arg)
 	ss_shim_internal_thread();
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
+	uint32_t quiet = 0; /* looks in a row that found nothing moved and no poll open */
 	while (atomic_load(&D.running)) {
-		uint64_t wake = look(NULL);
+		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
+		/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
+		 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
+		 * quiet spell is first seen, and captured if it is past the threshold,
+		 * up to that much later (README, "Stalls"). A poll that begins or ends
+		 * in any ring, a poll open that is still to be captured, or a thread
+		 * new to its slot ends the spell; other events (marks, queue depths)
+		 * do not. */
+		uint64_t gap = D.tick_ns << (quiet < QUIET_SHIFT ? quiet : QUIET_SHIFT);
+		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(gap);
+		int moved = 0;
+		for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
+			struct ss_slot *s = &D.pool->slots[i];
+			struct wd_slot *w = &D.ws[i];
+			if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
+				continue;
+			pthread_mutex_lock(&D.smu);
+			uint32_t seen = w->boundaries, thread = w->thread;
+			scan_slot(s, w, now);
+			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
+			if (due) {
+				capture(s, i, w, ss_stamp());
+				/* The capture took time: is the poll still the same? */
+				scan_slot(s, w, ss_stamp());
+			}
+			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
+				wake = w->next_due;
+			moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
+				 w->boundaries != seen || w->thread != thread;
+			pthread_mutex_unlock(&D.smu);
+		}
+		quiet = moved ? 0 : quiet + 1;
 		/* The word before running: a stop after this load changes it, and the
 		 * wait then returns at once. */
 		uint32_t seq = atomic_load(&D.wake_seq);
 		if (!atomic_load(&D.running))
 			break;
-		uint64_t at = stamp_to_ns(wake);
+		uint64_t at = ss_stamp();
+		at = ss_now() + ss_clock_delta_ns(wake > at ? wake - at : 0);
 		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 		/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock); an early
 		 * return (a signal, EAGAIN) only means an early look. */
@@ -405,26 +377,8 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-/* ---- on the writer's thread (one recorder thread, writer.c) ---------------- */
-
-SS_INTERNAL uint64_t ss_watchdog_look_at(void)
-{
-	return D.hosted && atomic_load_explicit(&D.running, memory_order_relaxed) ? D.look_at_ns
-										  : UINT64_MAX;
-}
-
-SS_INTERNAL void ss_watchdog_look(void (*between)(void))
-{
-	D.look_at_ns = stamp_to_ns(look(between));
-}
-
-SS_INTERNAL uint64_t ss_watchdog_slack_ns(void)
-{
-	return D.slack_ns;
-}
-
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
-				   int own_thread, char *status, size_t len)
+				   char *status, size_t len)
 {
 	memset(&D, 0, sizeof D);
 	snprintf(status, len, "off");
@@ -477,13 +431,10 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	pthread_mutex_init(&D.smu, NULL);
 	pthread_mutex_init(&D.qmu, NULL);
 	atomic_store(&D.running, 1u);
-	/* Named by borrowing only while the sampler is off: its perf events would
-	 * see the caller take the name. */
-	if (!own_thread) {
-		D.hosted = 1;
-		D.look_at_ns = 0; /* the first look at the writer's first wake */
-	} else if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
-					  ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
+	/* The sampler has started: its perf events would see the caller borrow
+	 * the name. */
+	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
+				   ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
 		snprintf(status, len, "off: cannot start the watchdog thread");
 		ss_capture_fini();
 		pthread_mutex_destroy(&D.smu);
@@ -521,11 +472,9 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	if (!D.started)
 		return;
 	atomic_store(&D.running, 0u);
-	if (!D.hosted) {
-		atomic_fetch_add(&D.wake_seq, 1u);
-		syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-		pthread_join(D.thread, NULL);
-	}
+	atomic_fetch_add(&D.wake_seq, 1u);
+	syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	pthread_join(D.thread, NULL);
 	ss_capture_fini();
 	/* Stalled polls that ended since the last tick get their STALL_END now. */
 	pthread_mutex_lock(&D.smu);

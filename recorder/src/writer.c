@@ -8,9 +8,7 @@
  * interval and the rings' fill rate need (writer_pace.c: an idle program sees a
  * few a second, not a hundred; every 10 ms while CPU sampling or task dumps are
  * on), sooner when a thread exits or the watchdog sees a ring filling. All the expensive work of recording happens here, never on the
- * hook path. While CPU sampling and task dumps are off this thread also takes
- * the stall watchdog's looks (watchdog.c), and its cycles run at their wake-ups
- * (writer_main): one recorder thread, not two.
+ * hook path.
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
  * up to B into the old segment, seals it with end_ts = B, and starts the next one at
@@ -44,6 +42,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -368,41 +367,6 @@ static uint64_t cycle(int final)
 	return now + sleep;
 }
 
-/* With the looks on this thread: the CPU since the last change goes to the part
- * that was running (wr.cpu_parts), one clock read a change, not one a wake-up. */
-static void cpu_to(int part)
-{
-	if (!wr.one_thread || part == wr.cpu_part)
-		return;
-	uint64_t c = ss_thread_cpu_ns();
-	wr.cpu_parts[wr.cpu_part] += c - wr.cpu_mark;
-	wr.cpu_mark = c;
-	wr.cpu_part = part;
-}
-
-/* A cycle of the loop in writer_main; sets when the next is due. */
-static void run_cycle(uint64_t now)
-{
-	cpu_to(0);
-	wr.nudged = 0;
-	atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
-	wr.due = cycle(0);
-	if (wr.one_thread)
-		wr.early = wr.due > now ? (wr.due - now) / 4 : 0;
-}
-
-/* One thread: between the captures of a look, which take a millisecond each or
- * more (watchdog.c), so that a look capturing many threads at once does not
- * keep a cycle past its time. */
-static void cycle_if_due(void)
-{
-	uint64_t now = ss_now();
-	if (now >= wr.due) {
-		run_cycle(now);
-		cpu_to(1);
-	}
-}
-
 /* One side of the writer thread's start (wr.boot) tells the other. */
 static void boot_say(uint32_t what)
 {
@@ -416,24 +380,35 @@ static void boot_say(uint32_t what)
  * ASan, whose child then hung at its first allocation of a size the writer was
  * allocating, preload-san), do not. So the writer holds this while it is awake
  * (never while it sleeps) and a fork waits for it: the child then sees the
- * writer's libraries between two calls, never inside one. A fork waits at most
- * for the cycle running at the time; the writer itself never forks (archive.c
- * uses posix_spawn, which runs no fork handlers). */
+ * writer's libraries between two calls, never inside one. The wait is bounded
+ * (FORK_WAIT_NS): a writer stuck in a write() to a hung disk must not hang the
+ * program's fork, which then goes ahead as it did without the guard. The
+ * writer itself never forks (archive.c uses posix_spawn, which runs no fork
+ * handlers). */
+#define FORK_WAIT_NS 200000000ull
 static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
-static int fork_handlers;
+static int fork_handlers, fork_held;
 
 static void fork_prepare(void)
 {
-	pthread_mutex_lock(&fork_mu);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + FORK_WAIT_NS;
+	ts.tv_sec = (time_t)(at / 1000000000u);
+	ts.tv_nsec = (long)(at % 1000000000u);
+	fork_held = pthread_mutex_clocklock(&fork_mu, CLOCK_MONOTONIC, &ts) == 0;
 }
 
 static void fork_parent(void)
 {
-	pthread_mutex_unlock(&fork_mu);
+	if (fork_held)
+		pthread_mutex_unlock(&fork_mu);
+	fork_held = 0;
 }
 
 static void fork_child(void)
 {
+	fork_held = 0;
 	pthread_mutex_init(&fork_mu, NULL);
 }
 
@@ -461,54 +436,21 @@ static void *writer_main(void *arg)
 		return NULL;
 
 	pthread_mutex_lock(&fork_mu);
-	if (wr.one_thread) {
-		/* The looks' slack, which promises them their times (watchdog.c). */
-		prctl(PR_SET_TIMERSLACK, (unsigned long)ss_watchdog_slack_ns(), 0, 0, 0);
-		wr.cpu_mark = ss_thread_cpu_ns();
-	}
-	/* With the looks on this thread a cycle runs at the wake-up of a look when
-	 * it is due by then, or when it is due at most early later (a quarter of
-	 * its sleep: early cycles only make the next ones come sooner) and the
-	 * next look comes too late to take it; and the thread sleeps to a look
-	 * that comes at most late after the cycle's time (a quarter of the flush
-	 * margin: the timer slack the writer alone lets the kernel take,
-	 * writer_pace.c). Looks run every threshold while polls run, so most
-	 * cycles take no wake-up of their own, and come early by less than a
-	 * threshold. */
-	uint64_t late = wr.pace.margin_ns / 4;
-	wr.due = 0;
-	int kicked = 1;
 	/* A kick during a cycle (the word moved since the last wait) means no sleep
 	 * after it; one after the word was read makes the wait return at once. */
 	uint32_t seen = atomic_load(&wr.wake_seq);
 	while (atomic_load(&wr.running)) {
-		uint64_t now = ss_now();
-		if (now >= ss_watchdog_look_at()) {
-			/* The look first: its promise is about time, the cycle's
-			 * has a margin. */
-			cpu_to(1);
-			ss_watchdog_look(cycle_if_due);
-			now = ss_now();
-		}
-		if (kicked || now >= wr.due ||
-		    (now + wr.early >= wr.due && ss_watchdog_look_at() > wr.due + late) ||
-		    (wr.nudged && wr.due > now + TICK_NS))
-			run_cycle(now);
-		uint64_t due = wr.due;
+		atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
+		uint64_t due = cycle(0);
 		uint32_t seq = atomic_load(&wr.wake_seq);
 		if (!atomic_load(&wr.running))
 			break;
-		kicked = seq != seen;
-		if (!kicked) {
-			uint64_t at = due, look = ss_watchdog_look_at();
-			if (look <= due + late)
-				at = look;
+		if (seq == seen) {
 			/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock): the cycle's
 			 * own time comes out of the sleep; an early return only means an
 			 * early cycle. */
-			struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
-			if (!wr.one_thread)
-				atomic_store(&wr.long_sleep, at > ss_now() + TICK_NS);
+			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
+			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
 			pthread_mutex_unlock(&fork_mu);
 			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
 				FUTEX_BITSET_MATCH_ANY);
@@ -516,15 +458,8 @@ static void *writer_main(void *arg)
 			atomic_store(&wr.long_sleep, 0);
 		}
 		seen = atomic_load(&wr.wake_seq);
-		kicked |= seen != seq;
 	}
 
-	/* The watchdog's last scans before the final cycle, which writes them. */
-	if (wr.one_thread) {
-		cpu_to(1);
-		ss_watchdog_stop();
-		cpu_to(0);
-	}
 	/* Final: everything buffered goes to disk, the last segment is sealed. */
 	cycle(1);
 	uint64_t end;
@@ -548,13 +483,7 @@ static void *writer_main(void *arg)
 	seal_segment(end);
 	/* The metrics file is written once more by stop (ss_writer_stop). */
 	/* The tour is start's cost (ss_clock_start_cpu_ns). */
-	uint64_t cpu = ss_thread_cpu_ns();
-	if (wr.one_thread) {
-		wr.cpu_parts[wr.cpu_part] += cpu - wr.cpu_mark;
-		atomic_store(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
-		cpu -= wr.cpu_parts[1];
-	}
-	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
+	atomic_store(&ss_counters.cpu_writer_ns, ss_thread_cpu_ns() - ss_clock_start_cpu_ns());
 	pthread_mutex_unlock(&fork_mu);
 	return NULL;
 }
@@ -570,10 +499,6 @@ static void wait_toured(void)
  * for a quiet spell) would let it overflow. Costs a wake-up only then. */
 SS_INTERNAL void ss_writer_nudge(void)
 {
-	if (wr.one_thread) {
-		wr.nudged = 1; /* the look ran on this thread: a cycle follows */
-		return;
-	}
 	if (atomic_load_explicit(&wr.long_sleep, memory_order_relaxed) &&
 	    atomic_exchange(&wr.long_sleep, 0))
 		ss_writer_kick();
@@ -651,12 +576,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		.user_chain = ss_unwind_mode() == SS_UNWIND_AUTO,
 	};
 	ss_sampler_start(&sc, wr.sampler_status, sizeof wr.sampler_status);
-	/* Hooks only: one recorder thread (watchdog.c, the writer's loop). */
-	wr.one_thread = ss_sampler_mode() == SS_SAMPLER_OFF && !cfg->user->task_dump_enabled &&
-			cfg->user->stall_threshold_ms;
-	ss_watchdog_start(cfg->user, cfg->session, !wr.one_thread, wr.stall_status,
-			  sizeof wr.stall_status);
-	wr.one_thread &= ss_watchdog_look_at() != UINT64_MAX; /* it may not have started */
+	ss_watchdog_start(cfg->user, cfg->session, wr.stall_status, sizeof wr.stall_status);
 	ss_task_dump_start(cfg->user, cfg->session, ss_pool_get()->slots, ss_pool_get()->nslots);
 	atomic_store(&wr.sampling_on, 1);
 	wr.sampling_applied = 1;
@@ -698,10 +618,8 @@ fail:
 
 SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 {
-	/* Before the writer's last cycle, which writes what they left behind (with
-	 * one thread, that thread stops the watchdog itself: writer_main). */
-	if (!wr.one_thread)
-		ss_watchdog_stop();
+	/* Before the writer's last cycle, which writes what they left behind. */
+	ss_watchdog_stop();
 	ss_task_dump_disarm();
 	atomic_store(&wr.running, 0);
 	ss_writer_kick();
