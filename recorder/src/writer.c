@@ -387,7 +387,8 @@ static void boot_say(uint32_t what)
  * handlers). */
 #define FORK_WAIT_NS 200000000ull
 static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
-static int fork_handlers, fork_held;
+static int fork_handlers;
+static _Thread_local int fork_held; /* per thread: two threads may fork at once */
 
 static void fork_prepare(void)
 {
