@@ -205,8 +205,9 @@ const char *const ss_schema_migrations[SS_SCHEMA_VERSION + 1] = {
 	       "ALTER TABLE polls ADD COLUMN queue_local INTEGER;"
 	       "ALTER TABLE polls ADD COLUMN queue_global INTEGER;"
 	       "DROP VIEW IF EXISTS queue_depths;"
-	       "DELETE FROM summary_rows WHERE scale = 1;"
-	       "DELETE FROM import_open_summary WHERE bucket_ns = 50000;",
+	       "DELETE FROM summary_rows WHERE scale = 1;",
+	/* (and its open 50 us buckets: ss_db_open, since a database written
+	 * before import_open_summary existed has none to delete) */
 };
 
 static const char *const id_table[ID_COUNT] = {
@@ -215,6 +216,19 @@ static const char *const id_table[ID_COUNT] = {
 	[ID_MAPPING] = "mappings", [ID_FRAME] = "frames", [ID_CALLSITE] = "callsites",
 	[ID_STALL] = "stalls", [ID_SEGMENT] = "segments",
 };
+
+static int has_table(struct ss_db *d, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int yes = 0;
+	if (sqlite3_prepare_v2(d->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		yes = sqlite3_step(st) == SQLITE_ROW;
+	}
+	sqlite3_finalize(st);
+	return yes;
+}
 
 int ss_db_exec(struct ss_db *d, const char *sql)
 {
@@ -303,6 +317,9 @@ int ss_db_open(struct ss_db *d, const char *path)
 	for (int64_t v = version + 1; v <= SS_SCHEMA_VERSION; v++)
 		if (ss_schema_migrations[v] && ss_db_exec(d, ss_schema_migrations[v]) != 0)
 			return -1;
+	if (!d->fresh && version < 11 && has_table(d, "import_open_summary") &&
+	    ss_db_exec(d, "DELETE FROM import_open_summary WHERE bucket_ns = 50000") != 0)
+		return -1;
 	/* Only the table part of the schema: the indexes come at ss_db_prepare
 	 * (a fresh database) or after the load. */
 	const char *mark = strstr(ss_schema_sql, SS_SCHEMA_INDEX_MARKER);
