@@ -68,8 +68,15 @@ int main(void)
 	uint64_t deleted_ts = rs_now();
 	printf("directory removed (renamed away, then rm -rf)\n");
 
-	rs_sleep_ms(700);
-	stallscope_get_stats(&s2);
+	/* At least 700 ms of recording after it, and until the writer has noticed
+	 * (the error counted, the directory back): a loaded machine may hold the
+	 * writer off longer than that. */
+	uint64_t t1 = rs_now();
+	do {
+		rs_sleep_ms(20);
+		stallscope_get_stats(&s2);
+	} while ((rs_now() - t1 < 700000000ull || s2.errors == s0.errors || stat(dir, &st) != 0) &&
+		 rs_now() - t1 < 20000000000ull);
 	uint64_t on_disk = rs_dir_bytes(dir, "dd");
 	rs_sleep_ms(100);
 	rs_producers_stop(p, NPROD);
