@@ -3,9 +3,10 @@
  * (schema/stallscope.sql): a 1-2-5 ladder from 100 us to 1 s (schema version
  * 11 dropped 50 us, a third of the rows: below 100 us the viewer draws the
  * polls themselves, a few rows a pixel column; without 100 us too, a frame
- * read 1.6 times the rows and cost 1.13 times the CPU, bench_render). The 1 ms, 10 ms, 100 ms and 1 s levels are full (every bucket with time in it has a row); the
- * others are sparse, and what they leave out is in their parent, the next full
- * level up. The importer writes these levels; the viewer and the test fixture
+ * read 1.6 times the rows and cost 1.13 times the CPU, bench_render). The
+ * 1 ms, 10 ms, 100 ms and 1 s levels are full (every bucket with time in it
+ * has a row); the others are sparse, and what they leave out is in their
+ * parent, the next full level up. The importer writes these levels; the viewer and the test fixture
  * read them, so all three take them from here.
  */
 #ifndef STALLSCOPE_SUMMARY_LEVELS_H

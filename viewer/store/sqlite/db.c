@@ -217,19 +217,6 @@ static const char *const id_table[ID_COUNT] = {
 	[ID_STALL] = "stalls", [ID_SEGMENT] = "segments",
 };
 
-static int has_table(struct ss_db *d, const char *name)
-{
-	sqlite3_stmt *st = NULL;
-	int yes = 0;
-	if (sqlite3_prepare_v2(d->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", -1, &st,
-			       NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		yes = sqlite3_step(st) == SQLITE_ROW;
-	}
-	sqlite3_finalize(st);
-	return yes;
-}
-
 int ss_db_exec(struct ss_db *d, const char *sql)
 {
 	char *msg = NULL;
@@ -317,7 +304,8 @@ int ss_db_open(struct ss_db *d, const char *path)
 	for (int64_t v = version + 1; v <= SS_SCHEMA_VERSION; v++)
 		if (ss_schema_migrations[v] && ss_db_exec(d, ss_schema_migrations[v]) != 0)
 			return -1;
-	if (!d->fresh && version < 11 && has_table(d, "import_open_summary") &&
+	if (!d->fresh && version < 11 &&
+	    query_int(d, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'import_open_summary'") &&
 	    ss_db_exec(d, "DELETE FROM import_open_summary WHERE bucket_ns = 50000") != 0)
 		return -1;
 	/* Only the table part of the schema: the indexes come at ss_db_prepare
