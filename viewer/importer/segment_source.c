@@ -219,6 +219,11 @@ struct run {
 	struct ss_model *m;
 	struct ss_reader *rd;
 	uint64_t skip_blocks;
+	/* after[i]: no event of the blocks after block first + i is earlier
+	 * (the least floor of those, ss_reader_floors); i < n_after */
+	uint64_t *after;
+	uint64_t first;
+	size_t n_after;
 	struct ss_segment_run *out;
 	void (*block_done)(void *ctx, const struct ss_block_info *b, bool skipped);
 	void *ctx;
@@ -257,10 +262,14 @@ static int read_unit(const struct run *u, const struct sink_to *to)
 			}
 		}
 		if (!stopped(to)) {
+			/* The last block read ahead has no floor after it: the file may
+			 * have grown since (an .active segment), so the window decides. */
+			uint64_t i = b.index - u->first;
+			bool known = b.index >= u->first && i + 1 < u->n_after;
 			if (to->p)
-				ss_model_pipe_release(to->p);
+				known ? ss_model_pipe_release_to(to->p, u->after[i]) : ss_model_pipe_release(to->p);
 			else
-				ss_model_release(u->m);
+				known ? ss_model_release_to(u->m, u->after[i]) : ss_model_release(u->m);
 		}
 		if (u->block_done)
 			u->block_done(u->ctx, &b, skip);
@@ -290,6 +299,34 @@ static bool pipeline_wanted(void)
 	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
+/* The blocks' floors, read ahead, as the least of those after each block
+ * (a skipped block's events are not given: it has none). Without memory for
+ * them, or in a segment that defines an id twice (never written so: the
+ * names its events get would then depend on when they are delivered, and
+ * the window's delivery is kept for it), the merge's window decides alone. */
+static void floors_after(struct run *u)
+{
+	uint64_t *f;
+	bool redefined;
+	ssize_t n = ss_reader_floors(u->rd, &f, &redefined);
+	if (n > 0 && redefined) {
+		free(f);
+		n = 0;
+	}
+	if (n <= 0)
+		return;
+	u->first = ss_reader_stats(u->rd)->blocks;
+	uint64_t least = UINT64_MAX;
+	for (ssize_t i = n - 1; i >= 0; i--) {
+		uint64_t own = f[i];
+		f[i] = least;
+		if (u->first + (uint64_t)i >= u->skip_blocks && own < least)
+			least = own;
+	}
+	u->after = f;
+	u->n_after = (size_t)n;
+}
+
 int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
 			  uint64_t skip_blocks, struct ss_segment_run *out,
 			  void (*block_done)(void *ctx, const struct ss_block_info *b, bool skipped), void *ctx)
@@ -298,7 +335,9 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 	struct ss_source src = { rd, seg_string };
 	if (ss_model_segment_begin(m, &src, symtab) != 0)
 		return -1;
-	struct run u = { m, rd, skip_blocks, out, block_done, ctx };
+	struct run u = { .m = m, .rd = rd, .skip_blocks = skip_blocks, .out = out, .block_done = block_done,
+			 .ctx = ctx };
+	floors_after(&u);
 	bool started = false;
 	if (pipeline_wanted())
 		ss_model_pipe_run(m, produce, &u, &started);
@@ -306,5 +345,6 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		struct sink_to to = { m, NULL };
 		read_unit(&u, &to);
 	}
+	free(u.after);
 	return ss_model_segment_end(m);
 }

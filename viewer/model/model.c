@@ -337,3 +337,11 @@ int ss_model_release(struct ss_model *m)
 	ss_merge_release(&m->merge);
 	return m->failed ? -1 : 0;
 }
+
+int ss_model_release_to(struct ss_model *m, uint64_t floor)
+{
+	if (m->failed)
+		return -1;
+	ss_merge_release_to(&m->merge, floor);
+	return m->failed ? -1 : 0;
+}

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "segment_format.h"
 
@@ -227,6 +228,23 @@ bool ss_reader_next_block(struct ss_reader *r, struct ss_block_info *out);
 
 /* Next record of the current block; false when the block has no more. */
 bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out);
+
+/* The floor of every intact block from the reader's position on, read ahead
+ * without changing what the reader delivers next: (*out)[i] is a time that no
+ * record of block next+i carries an earlier one of (events and LOSS, samples,
+ * switches, COMM, SAMPLER_LOSS, STALL, STALL_END, TASK_DUMP: what an importer
+ * puts in time order), UINT64_MAX for a block with none (the footer, a block
+ * this build cannot decompress). A second pass over the file, cheaper than
+ * reading it: the blocks' framing, CRCs and decompression are checked as
+ * ss_reader_next_block checks them, their records only walked, not decoded
+ * (ss_walk_floor), so a block that would fail the full check can still have
+ * a floor; the list ends where reading would end at damage. *redefined says
+ * whether those blocks define a STRING, LOCATION, THREAD_DEF (a thread) or
+ * STACK id a second time (a writer defines each once a segment; a reader
+ * resolves an id when it delivers an event, so delivering earlier than before
+ * could name a different definition). Call it between blocks. Returns the
+ * number of floors (*out malloc'd, NULL for none), or -1 when memory ran out. */
+ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined);
 
 /* Damage that ended reading; kind SS_DAMAGE_NONE when the file read cleanly. */
 const struct ss_damage *ss_reader_damage(const struct ss_reader *r);
