@@ -407,6 +407,25 @@ static int own_time_at(uint8_t type)
 	}
 }
 
+/* Past n (1 to 8) varints that end within the next 8 bytes, at least 8 of
+ * which are there: one load, and the n-th byte without its high bit. False
+ * when they do not end there (the caller walks them one by one). */
+static inline bool walk_8(const uint8_t **p, unsigned n)
+{
+	uint64_t w;
+	memcpy(&w, *p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	uint64_t ends = ~w & 0x8080808080808080ull;
+	while (--n && ends)
+		ends &= ends - 1;
+	if (!ends)
+		return false;
+	*p += ((unsigned)__builtin_ctzll(ends) >> 3) + 1;
+	return true;
+}
+
 bool ss_walk_floor(const uint8_t *p, size_t len, uint64_t *floor,
 		   void (*def)(void *ctx, uint8_t type, uint64_t id), void *ctx)
 {
@@ -414,6 +433,10 @@ bool ss_walk_floor(const uint8_t *p, size_t len, uint64_t *floor,
 	uint64_t lo = UINT64_MAX, v;
 	while (p < end) {
 		uint8_t type = *p++;
+		/* Most records: an event of a few one- or two-byte varints. */
+		if (type >= SS_REC_POLL_BEGIN && type < 0x40 && end - p >= 8 && walk_layout[type][0] &&
+		    walk_layout[type][0] != 0xff && walk_8(&p, walk_layout[type][0]))
+			continue;
 		if (type >= 0x40) {
 			uint64_t body_len;
 			if (!walk_val(&p, end, &body_len) || body_len > (uint64_t)(end - p))

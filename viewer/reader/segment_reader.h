@@ -235,10 +235,13 @@ bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out);
  * switches, COMM, SAMPLER_LOSS, STALL, STALL_END, TASK_DUMP: what an importer
  * puts in time order), UINT64_MAX for a block with none (the footer, a block
  * this build cannot decompress). A second pass over the file, cheaper than
- * reading it: the blocks' framing, CRCs and decompression are checked as
- * ss_reader_next_block checks them, their records only walked, not decoded
- * (ss_walk_floor), so a block that would fail the full check can still have
- * a floor; the list ends where reading would end at damage. *redefined says
+ * reading it: the blocks' framing and decompression are checked as
+ * ss_reader_next_block checks them, not their CRCs, and their records only
+ * walked, not decoded (ss_walk_floor), so a block that would fail the full
+ * check can still have a floor (reading stops there: the floors of the blocks
+ * read are right, and that one can only lower the floors before it); the list
+ * ends where a record does not walk or reading would end at other damage.
+ * *redefined says
  * whether those blocks define a STRING, LOCATION, THREAD_DEF (a thread) or
  * STACK id a second time (a writer defines each once a segment; a reader
  * resolves an id when it delivers an event, so delivering earlier than before
