@@ -604,6 +604,27 @@ static void test_floors(bool zstd)
 	read_buf(b.buf, b.len, &plain);
 	CHECK(strcmp(o.text, plain.text) == 0 && o.blocks == 4 && o.stats.events == plain.stats.events);
 
+	/* From a second reader of the file, taken after a block was read: the
+	 * floors from there on, and the first reader goes on as before. */
+	char path[] = "/tmp/test_segment_reader_floors_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, b.buf, b.len) == (ssize_t)b.len);
+	close(fd);
+	CHECK(ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) == 0);
+	struct ss_block_info first;
+	CHECK(ss_reader_next_block(r, &first) && first.index == 0);
+	struct ss_reader *d = ss_reader_dup(r);
+	CHECK(d != NULL);
+	n = d ? ss_reader_floors(d, &f, &redefined) : -1;
+	CHECK(n == 3 && f[0] == T0 + 300 && f[2] == UINT64_MAX);
+	free(f);
+	ss_reader_close(d);
+	unlink(path);
+	memset(&o, 0, sizeof o);
+	read_all(r, &o);
+	CHECK(o.blocks == 3 && o.stats.blocks == 4 && o.damage.kind == SS_DAMAGE_NONE);
+	ss_reader_close(r);
+
 	/* Cut anywhere: a floor for each block a reader delivers, none above its records. */
 	for (size_t cut = 0; cut <= b.len; cut++) {
 		uint8_t *copy = malloc(cut ? cut : 1);

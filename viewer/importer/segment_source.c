@@ -5,9 +5,15 @@
  * resolves them through ss_source while the segment is open. Where three
  * CPUs are there, the reading (decoding and the time-order merge) runs on a
  * thread of its own and hands the model's thread batches (model_pipe.h).
+ *
+ * Time order: the blocks' floors are read ahead (ss_reader_floors, on a
+ * thread of its own while the first block is read), and after each block the
+ * merge releases every event up to the least floor of the blocks after it: no
+ * event still to come is earlier (merge.h).
  */
 #include "segment_source.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,10 +221,25 @@ static int definition(const struct sink_to *to, struct ss_reader *rd, const stru
 	}
 }
 
+/* The segment's floors, read ahead on a thread of its own (ahead_main) from
+ * a second reader while the first block is read: the first block's stacks
+ * are symbolized then (libdw, kallsyms), the longest wait of an import's
+ * start, and the inserting thread has no rows before the first release. */
+struct ahead {
+	struct ss_reader *rd; /* NULL: no thread (read here, or none at all) */
+	pthread_t thread;
+	uint64_t first;       /* the block the floors begin at */
+	ssize_t n;
+	uint64_t *floors;
+	bool redefined;
+};
+
 struct run {
 	struct ss_model *m;
 	struct ss_reader *rd;
 	uint64_t skip_blocks;
+	struct ahead ahead;
+	bool floors_in;       /* ahead's floors are in after[] (floors_after) */
 	/* after[i]: no event of the blocks after block first + i is earlier
 	 * (the least floor of those, ss_reader_floors); i < n_after */
 	uint64_t *after;
@@ -234,8 +255,10 @@ static bool stopped(const struct sink_to *to)
 	return to->p ? ss_model_pipe_stopped(to->p) : ss_model_failed(to->m);
 }
 
+static void floors_after(struct run *u);
+
 /* Every block of the unit, its records in file order. */
-static int read_unit(const struct run *u, const struct sink_to *to)
+static int read_unit(struct run *u, const struct sink_to *to)
 {
 	struct ss_block_info b;
 	struct ss_record r;
@@ -261,6 +284,8 @@ static int read_unit(const struct run *u, const struct sink_to *to)
 				break;
 			}
 		}
+		if (!u->floors_in)
+			floors_after(u); /* before the first release */
 		if (!stopped(to)) {
 			/* The last block read ahead has no floor after it: the file may
 			 * have grown since (an .active segment), so the window decides. */
@@ -279,7 +304,7 @@ static int read_unit(const struct run *u, const struct sink_to *to)
 
 static int produce(void *ctx, struct ss_model_pipe *p)
 {
-	const struct run *u = ctx;
+	struct run *u = ctx;
 	struct sink_to to = { u->m, p };
 	return read_unit(u, &to);
 }
@@ -299,6 +324,27 @@ static bool pipeline_wanted(void)
 	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
+static void *ahead_main(void *arg)
+{
+	struct ahead *a = arg;
+	a->n = ss_reader_floors(a->rd, &a->floors, &a->redefined);
+	return NULL;
+}
+
+/* Starts reading the floors ahead, before the first block is read; where no
+ * thread or second reader can be had they are read here and now. */
+static void floors_start(struct run *u)
+{
+	struct ahead *a = &u->ahead;
+	a->first = ss_reader_stats(u->rd)->blocks;
+	a->rd = ss_reader_dup(u->rd);
+	if (a->rd && pthread_create(&a->thread, NULL, ahead_main, a) == 0)
+		return;
+	ss_reader_close(a->rd);
+	a->rd = NULL;
+	a->n = ss_reader_floors(u->rd, &a->floors, &a->redefined);
+}
+
 /* The blocks' floors, read ahead, as the least of those after each block
  * (a skipped block's events are not given: it has none). Without memory for
  * them, or in a segment that defines an id twice (never written so: the
@@ -306,16 +352,22 @@ static bool pipeline_wanted(void)
  * the window's delivery is kept for it), the merge's window decides alone. */
 static void floors_after(struct run *u)
 {
-	uint64_t *f;
-	bool redefined;
-	ssize_t n = ss_reader_floors(u->rd, &f, &redefined);
-	if (n > 0 && redefined) {
+	struct ahead *a = &u->ahead;
+	u->floors_in = true;
+	if (a->rd) {
+		pthread_join(a->thread, NULL);
+		ss_reader_close(a->rd);
+		a->rd = NULL;
+	}
+	uint64_t *f = a->floors;
+	ssize_t n = a->n;
+	if (n > 0 && a->redefined) {
 		free(f);
 		n = 0;
 	}
 	if (n <= 0)
 		return;
-	u->first = ss_reader_stats(u->rd)->blocks;
+	u->first = a->first;
 	uint64_t least = UINT64_MAX;
 	for (ssize_t i = n - 1; i >= 0; i--) {
 		uint64_t own = f[i];
@@ -337,7 +389,7 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		return -1;
 	struct run u = { .m = m, .rd = rd, .skip_blocks = skip_blocks, .out = out, .block_done = block_done,
 			 .ctx = ctx };
-	floors_after(&u);
+	floors_start(&u);
 	bool started = false;
 	if (pipeline_wanted())
 		ss_model_pipe_run(m, produce, &u, &started);
@@ -345,6 +397,8 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		struct sink_to to = { m, NULL };
 		read_unit(&u, &to);
 	}
+	if (!u.floors_in)
+		floors_after(&u); /* no block was read: the thread still ends */
 	free(u.after);
 	return ss_model_segment_end(m);
 }

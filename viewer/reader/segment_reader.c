@@ -372,6 +372,24 @@ int ss_reader_open_buffer(struct ss_reader **out, const void *buf, size_t len,
 	return finish_open(r, out, kind_out, err, errlen);
 }
 
+struct ss_reader *ss_reader_dup(const struct ss_reader *r)
+{
+	struct ss_reader *d = reader_new(&r->opts);
+	if (!d)
+		return NULL;
+	if (r->fd >= 0 && (d->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		ss_reader_close(d);
+		return NULL;
+	}
+	d->buf = r->buf;
+	d->buf_len = r->buf_len;
+	d->hdr = r->hdr;
+	d->pos = r->pos;
+	d->next_index = r->next_index;
+	d->done = r->done;
+	return d;
+}
+
 void ss_reader_close(struct ss_reader *r)
 {
 	if (!r)

@@ -219,6 +219,11 @@ int ss_reader_open_buffer(struct ss_reader **out, const void *buf, size_t len,
 			  const struct ss_reader_options *opts,
 			  enum ss_damage_kind *kind_out, char *err, size_t errlen);
 void ss_reader_close(struct ss_reader *r);
+/* A second reader of the same file or buffer (the buffer is shared, the file
+ * descriptor duplicated), at r's position with nothing of r's definitions or
+ * stats: to read ahead (ss_reader_floors) on another thread while r is read.
+ * NULL when memory or a descriptor could not be had. */
+struct ss_reader *ss_reader_dup(const struct ss_reader *r);
 
 const struct ss_segment_header *ss_reader_header(const struct ss_reader *r);
 
