@@ -285,7 +285,10 @@ int ss_db_open(struct ss_db *d, const char *path)
 	 * settable before the first table exists. */
 	if (d->fresh && ss_db_exec(d, "PRAGMA page_size=16384") != 0)
 		return -1;
-	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+	/* secure_delete (on in Debian's SQLite) zeroes what page splits move
+	 * away, for nothing in a file nobody has seen yet: 4% of the inserting
+	 * thread's CPU on the steady recording (1.29 -> 1.24 s, 6 rounds). */
+	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA secure_delete=OFF;"
 				   : "PRAGMA synchronous=NORMAL;") != 0)
 		return -1;
 	/* 16 MiB of page cache: the B-tree tails being appended to and the
