@@ -626,7 +626,7 @@ void ss_merge_declare(struct ss_merge *m, uint64_t thread)
 	 * window: the order stays right. */
 	if (ss_hmap_put(&m->declared, thread, 0, 1) != 0)
 		return;
-	for (size_t i = 0; i < m->n_streams; i++) {
+	for (size_t i = 0; m->n_pinned && i < m->n_streams; i++) {
 		struct ss_merge_stream *s = &m->streams[i];
 		if (s->thread != thread || s->checked_unit != m->unit)
 			continue;

@@ -24,11 +24,12 @@
  * up to it goes at once and nothing after it, so the buffer holds the records
  * between the file's drains, not 2 s of them, and a record that comes more
  * than the window late is still in order when the floors announced it (up to
- * max_buffered records). One exception: an event of a thread the unit has not
- * defined yet (ss_merge_declare; the sampler can see a thread before the
- * writer's THREAD_DEF of it) waits, with all that follows it, until the window
- * would have released it too, so that the definition is read before the event
- * is delivered whenever the window would have let it be.
+ * max_buffered records). One exception: an event of a thread not declared in
+ * the unit (ss_merge_declare: its THREAD_DEF read, or the thread known from
+ * before; the sampler can see a new thread before the writer's THREAD_DEF of
+ * it) waits, with all that follows it, until the window would have released
+ * it too, so that the definition is read before the event is delivered
+ * whenever the window would have let it be.
  *
  * Events are copied in: what an event points to (a thread name, a stall's
  * reason) is kept by the merge until it is empty again. What events refer to
@@ -102,8 +103,9 @@ int ss_merge_release(struct ss_merge *m);
  * moved past it as well; what follows it waits for it. */
 int ss_merge_release_to(struct ss_merge *m, uint64_t floor);
 
-/* The unit defined thread (its THREAD_DEF was read): its events no longer
- * hold the floor. Thread 0 needs no definition. */
+/* The unit defined thread (its THREAD_DEF was read), or the source knows it
+ * from before: its events no longer hold the floor. Thread 0 needs no
+ * definition. */
 void ss_merge_declare(struct ss_merge *m, uint64_t thread);
 
 /* Releases everything, in order, and forgets the times seen: what is pushed
