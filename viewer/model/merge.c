@@ -588,25 +588,13 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	return 0;
 }
 
-int ss_merge_release(struct ss_merge *m)
+/* Releases the earliest record while its key is at most floor, and, where
+ * its stream's thread is not declared (pinned), at most the window's mark
+ * too: all after it wait with it. */
+static int release_upto(struct ss_merge *m, uint64_t floor)
 {
 	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
 	while (m->n_heap) {
-		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
-		if (s->head_key > mark)
-			break;
-		int rc = release_one(m);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-int ss_merge_release_to(struct ss_merge *m, uint64_t floor)
-{
-	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
-	while (m->n_heap) {
-		/* The earliest record: all after it wait with it. */
 		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
 		if (s->head_key > floor || (s->pinned && s->head_key > mark))
 			break;
@@ -615,6 +603,16 @@ int ss_merge_release_to(struct ss_merge *m, uint64_t floor)
 			return rc;
 	}
 	return 0;
+}
+
+int ss_merge_release(struct ss_merge *m)
+{
+	return release_upto(m, m->max_key > m->window_ns ? m->max_key - m->window_ns : 0);
+}
+
+int ss_merge_release_to(struct ss_merge *m, uint64_t floor)
+{
+	return release_upto(m, floor);
 }
 
 void ss_merge_declare(struct ss_merge *m, uint64_t thread)
