@@ -13,11 +13,11 @@
  */
 #include "segment_source.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "floors_ahead.h"
 #include "model.h"
 #include "model_pipe.h"
 
@@ -221,24 +221,11 @@ static int definition(const struct sink_to *to, struct ss_reader *rd, const stru
 	}
 }
 
-/* The segment's floors, read ahead on a thread of its own (ahead_main) from
- * a second reader while the first block is read: the first block's stacks
- * are symbolized then (libdw, kallsyms), the longest wait of an import's
- * start, and the inserting thread has no rows before the first release. */
-struct ahead {
-	struct ss_reader *rd; /* NULL: no thread (read here, or none at all) */
-	pthread_t thread;
-	uint64_t first;       /* the block the floors begin at */
-	ssize_t n;
-	uint64_t *floors;
-	bool redefined;
-};
-
 struct run {
 	struct ss_model *m;
 	struct ss_reader *rd;
 	uint64_t skip_blocks;
-	struct ahead ahead;
+	struct ss_floors_ahead ahead;
 	bool floors_in;       /* ahead's floors are in after[] (floors_after) */
 	/* after[i]: no event of the blocks after block first + i is earlier
 	 * (the least floor of those, ss_reader_floors); i < n_after */
@@ -324,59 +311,11 @@ static bool pipeline_wanted(void)
 	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
-static void *ahead_main(void *arg)
-{
-	struct ahead *a = arg;
-	a->n = ss_reader_floors(a->rd, &a->floors, &a->redefined);
-	return NULL;
-}
-
-/* Starts reading the floors ahead, before the first block is read; where no
- * thread or second reader can be had they are read here and now. */
-static void floors_start(struct run *u)
-{
-	struct ahead *a = &u->ahead;
-	a->first = ss_reader_stats(u->rd)->blocks;
-	a->rd = ss_reader_dup(u->rd);
-	if (a->rd && pthread_create(&a->thread, NULL, ahead_main, a) == 0)
-		return;
-	ss_reader_close(a->rd);
-	a->rd = NULL;
-	a->n = ss_reader_floors(u->rd, &a->floors, &a->redefined);
-}
-
-/* The blocks' floors, read ahead, as the least of those after each block
- * (a skipped block's events are not given: it has none). Without memory for
- * them, or in a segment that defines an id twice (never written so: the
- * names its events get would then depend on when they are delivered, and
- * the window's delivery is kept for it), the merge's window decides alone. */
+/* Before the first release: the floors read ahead, after each block. */
 static void floors_after(struct run *u)
 {
-	struct ahead *a = &u->ahead;
 	u->floors_in = true;
-	if (a->rd) {
-		pthread_join(a->thread, NULL);
-		ss_reader_close(a->rd);
-		a->rd = NULL;
-	}
-	uint64_t *f = a->floors;
-	ssize_t n = a->n;
-	if (n > 0 && a->redefined) {
-		free(f);
-		n = 0;
-	}
-	if (n <= 0)
-		return;
-	u->first = a->first;
-	uint64_t least = UINT64_MAX;
-	for (ssize_t i = n - 1; i >= 0; i--) {
-		uint64_t own = f[i];
-		f[i] = least;
-		if (u->first + (uint64_t)i >= u->skip_blocks && own < least)
-			least = own;
-	}
-	u->after = f;
-	u->n_after = (size_t)n;
+	u->n_after = ss_floors_ahead_end(&u->ahead, u->skip_blocks, &u->after, &u->first);
 }
 
 int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
@@ -389,7 +328,7 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		return -1;
 	struct run u = { .m = m, .rd = rd, .skip_blocks = skip_blocks, .out = out, .block_done = block_done,
 			 .ctx = ctx };
-	floors_start(&u);
+	ss_floors_ahead_start(&u.ahead, rd);
 	bool started = false;
 	if (pipeline_wanted())
 		ss_model_pipe_run(m, produce, &u, &started);
