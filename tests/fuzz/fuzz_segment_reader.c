@@ -6,6 +6,10 @@
  * Each input runs twice: as a real reader sees it, and with CRC checks waived so
  * that mutations reach the record decoders behind the checksums (almost every
  * random mutation would otherwise stop at a CRC mismatch).
+ *
+ * The floors read ahead (ss_reader_floors) are checked against a full read:
+ * one for every block the reader delivers, none above the earliest time of the
+ * block's records that an importer orders by time (abort otherwise).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,40 @@ static FILE *sink(void)
 	return f;
 }
 
+static bool timed(uint8_t type)
+{
+	return (type >= 0x10 && type < 0x40) || type == SS_REC_SAMPLE || type == SS_REC_SWITCH ||
+	       type == SS_REC_COMM || type == SS_REC_SAMPLER_LOSS || type == SS_REC_STALL ||
+	       type == SS_REC_STALL_END || type == SS_REC_TASK_DUMP;
+}
+
+static void check_floors(const uint8_t *data, size_t size, const struct ss_reader_options *o)
+{
+	struct ss_reader *r;
+	char err[256];
+	uint64_t *f;
+	bool redefined;
+	if (ss_reader_open_buffer(&r, data, size, o, NULL, err, sizeof err) != 0)
+		return;
+	ssize_t n = ss_reader_floors(r, &f, &redefined);
+	if (n < 0) {
+		ss_reader_close(r);
+		return; /* out of memory */
+	}
+	struct ss_block_info b;
+	struct ss_record rec;
+	ssize_t k = 0;
+	for (; ss_reader_next_block(r, &b); k++) {
+		if (k >= n)
+			abort(); /* a block delivered that had no floor */
+		while (ss_reader_next_record(r, &rec))
+			if (timed(rec.type) && rec.ts < f[k])
+				abort(); /* a record earlier than its block's floor */
+	}
+	free(f);
+	ss_reader_close(r);
+}
+
 static void run(const uint8_t *data, size_t size, bool ignore_crc, bool summary_only)
 {
 	/* A small definition cap so the cap path is reached by fuzz-sized inputs. */
@@ -33,6 +71,9 @@ static void run(const uint8_t *data, size_t size, bool ignore_crc, bool summary_
 	struct ss_reader *r;
 	enum ss_damage_kind kind;
 	char err[256];
+
+	if (!summary_only)
+		check_floors(data, size, &o);
 
 	if (ss_reader_open_buffer(&r, data, size, &o, &kind, err, sizeof err) != 0) {
 		ss_dump_header_damage(sink(), "fuzz", kind, err);

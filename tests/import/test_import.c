@@ -4,6 +4,10 @@
  *             `stallscope dump` prints), summaries add up to the polls and parks;
  *   stitch    polls open across a rotation are one row; a poll open at the end is
  *             incomplete, not a phantom long poll; wakes know their poll and delay;
+ *   floors    a run of records that comes in a later block than records 4 s
+ *             after it (beyond the merge's window) is imported in time order all
+ *             the same: the blocks' floors, read ahead, hold the earlier block's
+ *             records back; an .active segment's last block waits for the window;
  *   again     re-importing adds nothing; a grown .active segment adds only its new
  *             blocks and ends equal to a fresh import;
  *   damage    a truncated copy imports its prefix and records the damage; a flipped
@@ -456,6 +460,68 @@ static void two_threads(struct sb *b, struct sb_header *h, uint64_t session)
 	defs(b);
 	thread_def_open(b, 1, 0, 0, 0);
 	thread_def_open(b, 2, 0, 0, 0);
+}
+
+/* Worker 2 polls at 3 s and thread 1 marks at 7 s in block 0; worker 3's poll
+ * at 2 s is in block 1, more than the merge's 2 s window after the mark. The
+ * window alone releases the 3 s poll before block 1 is read and the 2 s one
+ * comes late (its poll id above the later poll's); with the blocks' floors read
+ * ahead, block 0 waits for block 1's 2 s, and ids grow with the polls' starts. */
+static void test_floors(void)
+{
+	struct sb_header h = { .session_id = 90, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	const uint64_t s = 1000000000ull;
+	for (int sealed = 1; sealed >= 0; sealed--) {
+		struct sb b;
+		h.session_id = 90 + (uint64_t)sealed;
+		sb_init(&b, &h);
+		sb_begin_block(&b);
+		defs(&b);
+		for (uint64_t th = 1; th <= 3; th++)
+			thread_def_open(&b, th, 0, 0, 0);
+		sb_thread(&b, 2, 3 * s);
+		sb_event(&b, SS_REC_POLL_BEGIN, 3 * s, 2, (uint64_t)7, (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, 3 * s + 100, 0);
+		sb_thread(&b, 1, 7 * s);
+		sb_event(&b, SS_REC_MARK, 7 * s, 2, (uint64_t)1, (uint64_t)0);
+		sb_end_block(&b, false);
+		sb_begin_block(&b);
+		sb_thread(&b, 3, 2 * s);
+		sb_event(&b, SS_REC_POLL_BEGIN, 2 * s, 2, (uint64_t)8, (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, 2 * s + 100, 0);
+		sb_end_block(&b, true);
+		if (sealed) {
+			sb_footer(&b, SS_SEALED_WRITER, 0);
+		} else {
+			/* An .active segment: its last block read ahead may not be
+			 * the last by the time it is read, so it has no floor after
+			 * it; the window decides there. */
+			sb_begin_block(&b);
+			sb_thread(&b, 2, 8 * s);
+			sb_event(&b, SS_REC_POLL_BEGIN, 8 * s, 2, (uint64_t)9, (uint64_t)2);
+			sb_event(&b, SS_REC_POLL_END, 8 * s + 100, 0);
+			sb_end_block(&b, false);
+		}
+		char *p = path_in_tmp(sealed ? "floors.0.bin" : "floors.0.bin.active");
+		char *db = path_in_tmp(sealed ? "floors.db" : "floors-active.db");
+		spit(p, b.buf, b.len);
+		sb_free(&b);
+		struct ss_import_result res;
+		CHECK(import(db, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "floors: import");
+		CHECK(res.late == 0, "floors (%s): %llu records late", sealed ? "sealed" : "active",
+		      (unsigned long long)res.late);
+		sqlite3 *d = opendb(db);
+		CHECK(q1(d, "SELECT count(*) FROM polls") == 3 - sealed, "floors: %lld polls",
+		      (long long)q1(d, "SELECT count(*) FROM polls"));
+		CHECK(q1(d, "SELECT count(*) FROM polls a JOIN polls b ON a.ts < b.ts AND a.id > b.id") == 0,
+		      "floors (%s): a poll's id is above a later poll's: delivered out of time order",
+		      sealed ? "sealed" : "active");
+		sqlite3_close(d);
+		unlink(p);
+		free(p), free(db);
+	}
+	printf("floors: records beyond the window, in a later block than records after them, are in time order\n");
 }
 
 static void test_cross_thread_order(void)
@@ -1245,6 +1311,7 @@ int main(int argc, char **argv)
 	test_sql(demo_db);
 	test_stitch();
 	test_cross_thread_order();
+	test_floors();
 	test_pipeline();
 	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);

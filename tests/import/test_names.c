@@ -19,6 +19,17 @@
  *     unnamed, "file not found"); against a server that accepts and never
  *     answers it ends within its time limit (DEBUGINFOD_MAXTIME=2) and says why.
  *     SKIP (77) when debuginfod is missing or does not come up.
+ *
+ *   test_names kallsyms
+ *     every code symbol of this machine's kernel in /proc/kallsyms, looked up
+ *     at its address and halfway to the next, has the name that reading the
+ *     file line by line with sscanf("%llx %c %255s"), sorted stably by
+ *     address, gives (the last of those at the address): the importer's own
+ *     parser of the file names kernel frames as that one did. Symbols of
+ *     modules and BPF programs (a "[module]" after the name) come and go
+ *     between two reads of the file (the sampler's tests load BPF programs),
+ *     so they are read but not looked up. SKIP (77) when the addresses are
+ *     hidden.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -454,6 +465,92 @@ static int debuginfod_main(const char *names_cxx, const char *debuginfod)
 	return failures ? 1 : 0;
 }
 
+struct ref_ksym {
+	unsigned long long addr;
+	char name[256];
+	bool module; /* of a module or a BPF program: may change meanwhile */
+};
+
+static int cmp_ref_ksym(const void *a, const void *b)
+{
+	const struct ref_ksym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int kallsyms_main(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f) {
+		printf("SKIP: /proc/kallsyms: %s\n", strerror(errno));
+		return 77;
+	}
+	struct ref_ksym *v = NULL;
+	size_t n = 0, cap = 0;
+	char line[512];
+	while (fgets(line, sizeof line, f)) {
+		struct ref_ksym k;
+		char type;
+		if (sscanf(line, "%llx %c %255s", &k.addr, &type, k.name) != 3 || k.addr == 0)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		k.module = strchr(line, '[') != NULL;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			v = realloc(v, cap * sizeof *v);
+			if (!v)
+				return 1;
+		}
+		v[n++] = k;
+	}
+	fclose(f);
+	if (n == 0) {
+		printf("SKIP: /proc/kallsyms shows no addresses (kptr_restrict)\n");
+		free(v);
+		return 77;
+	}
+	/* glibc's qsort of the entries: a merge sort, stable for equal addresses */
+	struct ref_ksym *tmpv = malloc(n * sizeof *tmpv);
+	for (size_t w = 1; tmpv && w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, a = lo, b = mid, o = lo;
+			while (a < mid || b < hi)
+				tmpv[o++] = b >= hi || (a < mid && cmp_ref_ksym(&v[a], &v[b]) <= 0) ? v[a++] : v[b++];
+		}
+		memcpy(v, tmpv, n * sizeof *v);
+	}
+	free(tmpv);
+	struct ss_symbolizer *s = ss_sym_new(NULL, 0);
+	struct ss_sym_result *r = malloc(sizeof *r);
+	size_t bad = 0;
+	size_t looked = 0;
+	for (size_t i = 0; s && r && i < n; i++) {
+		if (v[i].module || (i + 1 < n && v[i + 1].addr == v[i].addr))
+			continue; /* the last at an address names it */
+		/* at the symbol, and halfway to the next one of the kernel's */
+		bool next = i + 1 < n && !v[i + 1].module;
+		unsigned long long at[2] = { v[i].addr, next ? v[i].addr + (v[i + 1].addr - v[i].addr) / 2 : v[i].addr };
+		looked++;
+		for (int k = 0; k < 2; k++) {
+			ss_sym_kernel(s, at[k], r);
+			if (strcmp(r->f[0].function, v[i].name) != 0 && bad++ < 5)
+				fprintf(stderr, "FAIL kallsyms: %llx is '%s', the file says '%s'\n", at[k],
+					r->f[0].function, v[i].name);
+		}
+	}
+	if (s && r && v[0].addr > 1) {
+		ss_sym_kernel(s, v[0].addr - 1, r);
+		CHECK(strcmp(r->f[0].function, "[kernel]") == 0, "kallsyms: below the first symbol: '%s'", r->f[0].function);
+	}
+	CHECK(s && r && bad == 0, "kallsyms: %zu lookups in %zu symbols named otherwise", bad, looked);
+	CHECK(looked > n / 2, "kallsyms: %zu of %zu symbols are the kernel's", looked, n);
+	printf("kallsyms: %zu code symbols of the kernel named as the file says\n", looked);
+	free(r);
+	ss_sym_free(s);
+	free(v);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	elf_version(EV_CURRENT);
@@ -469,8 +566,11 @@ int main(int argc, char **argv)
 		rc = demangle_main(argv[2], argv[3], argv[4]);
 	} else if (argc == 4 && strcmp(argv[1], "debuginfod") == 0) {
 		rc = debuginfod_main(argv[2], argv[3]);
+	} else if (argc == 2 && strcmp(argv[1], "kallsyms") == 0) {
+		rc = kallsyms_main();
 	} else {
-		fprintf(stderr, "usage: test_names demangle NAMES_C NAMES_CXX|none CLI | debuginfod NAMES_CXX DEBUGINFOD\n");
+		fprintf(stderr, "usage: test_names demangle NAMES_C NAMES_CXX|none CLI | debuginfod NAMES_CXX DEBUGINFOD"
+			" | kallsyms\n");
 		return 2;
 	}
 	if (rc == 0) {

@@ -6,6 +6,9 @@
  *     ids they were given;
  *   - a row written outside the batches between two flushes (as a resumed import
  *     does) does not shift the ids of the next batch;
+ *   - a batch whose ids lie far apart (a poll open all along, written with
+ *     much later ones) keeps them too (the sort that does not place ids by
+ *     their distance from the smallest);
  *   - texts, NULLs and a statement with a literal in its VALUES list (samples)
  *     arrive intact.
  */
@@ -118,6 +121,16 @@ static void run(const char *path, bool threaded)
 	CHECK(ss_db_flush(&d) == 0, "flush: %s", d.err);
 	CHECK(query(&d, "SELECT count(*) FROM polls WHERE id > 9000") == 100, "later polls");
 	CHECK(query(&d, "SELECT count(*) FROM polls WHERE ts != id * 1000") == 0, "later ids shifted");
+
+	for (int64_t id = 20000; id < 21000; id += 2) {
+		put_poll(&d, id + 1);
+		put_poll(&d, id);
+	}
+	put_poll(&d, 9500);
+	CHECK(ss_db_flush(&d) == 0, "flush: %s", d.err);
+	CHECK(query(&d, "SELECT count(*) FROM polls WHERE id >= 9500") == 1001, "%lld polls far apart",
+	      (long long)query(&d, "SELECT count(*) FROM polls WHERE id >= 9500"));
+	CHECK(query(&d, "SELECT count(*) FROM polls WHERE ts != id * 1000") == 0, "ids far apart shifted");
 	free(order);
 	ss_db_close(&d);
 	unlink(path);

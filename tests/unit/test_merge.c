@@ -8,6 +8,11 @@
  *   - the window releases only what stream time has moved past; a record that
  *     comes after later ones were released is delivered and counted as late;
  *   - the buffer never holds more than max_buffered records;
+ *   - a floor (ss_merge_release_to) releases everything up to it at once and
+ *     nothing after it, even what the window would have let go; an event of a
+ *     thread not declared in the unit waits for the window as well, with all
+ *     after it, until its thread is declared; a drain begins a unit in which
+ *     nothing is declared; thread 0 needs no declaring;
  *   - every record type comes back with all its fields, strings included (a
  *     park's CPU clock, an explicit waker, a span's id, parent, fields and
  *     location too);
@@ -175,6 +180,60 @@ static void test_window_late_cap(void)
 		CHECK(m.buffered <= 4, "%zu buffered", m.buffered);
 	}
 	CHECK(n_out == 6 && out[0].ts == 1 && out[5].ts == 6, "the cap releases the earliest (%zu)", n_out);
+	ss_merge_drain(&m);
+	ss_merge_free(&m);
+}
+
+static void test_floor(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	const uint64_t s1 = 1000000000ull;
+	ss_merge_declare(&m, 1);
+	ss_merge_declare(&m, 2);
+	/* 1..4 s on threads 1 and 2; 9 s on thread 1 moves the window past them all */
+	for (uint64_t t = 1; t <= 4; t++) {
+		struct ss_event r = ev(SS_EV_PARK, 1 + t % 2, t * s1, 0);
+		ss_merge_push(&m, &r);
+	}
+	struct ss_event late = ev(SS_EV_MARK, 1, 9 * s1, 0);
+	ss_merge_push(&m, &late);
+	CHECK(ss_merge_release_to(&m, 2 * s1) == 0, "release to 2 s");
+	CHECK(n_out == 2 && out[1].ts == 2 * s1, "a floor of 2 s released %zu, where the window would have four", n_out);
+	/* A switch of thread 3 (no THREAD_DEF read yet) at 2.5 s and one of thread 0. */
+	struct ss_event sw = ev(SS_EV_SWITCH, 3, 2 * s1 + s1 / 2, 0), sw0 = ev(SS_EV_SWITCH, 0, 2 * s1 + s1 / 4, 0);
+	sw.tid = 33;
+	sw0.tid = 44;
+	ss_merge_push(&m, &sw);
+	ss_merge_push(&m, &sw0);
+	CHECK(m.late == 0, "%llu late", (unsigned long long)m.late);
+	struct ss_event p3 = ev(SS_EV_PARK, 2, 8 * s1, 0);
+	ss_merge_push(&m, &p3); /* stream time 9 s: the window mark is 7 s */
+	ss_merge_release_to(&m, 8 * s1);
+	/* 2.25 s (thread 0), then 2.5 s: thread 3's, which the window passed */
+	CHECK(n_out == 7 && out[2].tid == 44 && out[3].thread == 3, "%zu released past thread 3's switch", n_out);
+	CHECK(n_out == 7 && out[6].ts == 8 * s1, "the floor stops at 8 s: %zu released", n_out);
+	/* Thread 3 again, at 8.5 s, beyond the window: it holds what follows. */
+	sw.ts = 8 * s1 + s1 / 2;
+	ss_merge_push(&m, &sw);
+	struct ss_event p4 = ev(SS_EV_PARK, 2, 8 * s1 + 3 * s1 / 4, 0);
+	ss_merge_push(&m, &p4);
+	ss_merge_release_to(&m, 9 * s1);
+	CHECK(n_out == 7, "a thread not declared holds the floor (%zu released)", n_out);
+	ss_merge_declare(&m, 3);
+	ss_merge_release_to(&m, 9 * s1);
+	CHECK(n_out == 10 && out[7].thread == 3 && out[9].ts == 9 * s1, "declared, it goes (%zu released)", n_out);
+	/* A new unit: thread 3 must be declared again, thread 1 too. */
+	ss_merge_drain(&m);
+	n_out = 0;
+	sw.ts = 1 * s1;
+	ss_merge_push(&m, &sw);
+	ss_merge_release_to(&m, 5 * s1);
+	CHECK(n_out == 0, "a drain forgets the declarations: %zu released", n_out);
+	ss_merge_declare(&m, 3);
+	ss_merge_release_to(&m, 5 * s1);
+	CHECK(n_out == 1, "declared in the new unit: %zu released", n_out);
 	ss_merge_drain(&m);
 	ss_merge_free(&m);
 }
@@ -408,6 +467,7 @@ int main(void)
 	test_order();
 	test_backwards_and_stalls();
 	test_window_late_cap();
+	test_floor();
 	test_fields();
 	test_error();
 	test_chunks();

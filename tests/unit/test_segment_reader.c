@@ -4,7 +4,11 @@
  * timestamps, truncation at every byte keeping exactly the intact blocks, every
  * flipped byte detected, unknown extension records skipped, malformed records
  * rejected per block, compressed and raw blocks decoding alike, and the file API
- * agreeing with the buffer API.
+ * agreeing with the buffer API; the floors read ahead (ss_reader_floors) never
+ * above a block's earliest record (samples, switches and the watchdog's
+ * records, which carry their own times, included), one per block the reader
+ * would deliver at every cut, redefined ids told, and what is read after them
+ * unchanged.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -509,6 +513,158 @@ static void test_compressed_same(void)
 	sb_free(&zst);
 }
 
+/* The records an importer puts in time order: events and LOSS, and the types
+ * with a time of their own. */
+static bool timed(uint8_t type)
+{
+	return (type >= 0x10 && type < 0x40) || type == SS_REC_SAMPLE || type == SS_REC_SWITCH ||
+	       type == SS_REC_COMM || type == SS_REC_SAMPLER_LOSS || type == SS_REC_STALL ||
+	       type == SS_REC_STALL_END || type == SS_REC_TASK_DUMP;
+}
+
+/* Each delivered block's earliest timed record (UINT64_MAX: none), by a full read. */
+static size_t block_minima(const uint8_t *buf, size_t len, uint64_t *out, size_t max)
+{
+	struct ss_reader *r;
+	char err[256];
+	if (ss_reader_open_buffer(&r, buf, len, NULL, NULL, err, sizeof err) != 0)
+		return 0;
+	size_t n = 0;
+	struct ss_block_info bi;
+	struct ss_record rec;
+	while (n < max && ss_reader_next_block(r, &bi)) {
+		uint64_t lo = UINT64_MAX;
+		while (ss_reader_next_record(r, &rec))
+			if (timed(rec.type) && rec.ts < lo)
+				lo = rec.ts;
+		out[n++] = lo;
+	}
+	ss_reader_close(r);
+	return n;
+}
+
+static void ext(struct sb *b, uint8_t type, int n, ...)
+{
+	uint8_t body[128];
+	size_t k = 0;
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		k += ss_put_varint(body + k, va_arg(ap, uint64_t));
+	va_end(ap);
+	sb_ext(b, type, body, k);
+}
+
+static void test_floors(bool zstd)
+{
+	struct sb b;
+	begin(&b);
+	sb_begin_block(&b);
+	sb_string(&b, 1, "rt");
+	sb_location(&b, 2, 1, 42, 1);
+	sb_thread_def(&b, 3, 1234, "w0", 1, 0, SS_THREAD_F_WORKER);
+	sb_thread(&b, 3, T0 + 110);
+	sb_event(&b, SS_REC_POLL_BEGIN, T0 + 130, 2, (uint64_t)9, (uint64_t)2);
+	sb_thread(&b, 0, T0 + 105);
+	sb_event(&b, SS_REC_LOSS, T0 + 105, 3, (uint64_t)3, (uint64_t)20, (uint64_t)SS_LOSS_WRITE_FAILED);
+	sb_end_block(&b, zstd);
+	sb_begin_block(&b);
+	sb_thread(&b, 3, T0 + 2000000);
+	sb_event(&b, SS_REC_POLL_END, T0 + 2000010, 0);
+	sb_cpu_sample(&b, 3, 1234, T0 + 500, 0);
+	ext(&b, SS_REC_SWITCH, 5, (uint64_t)3, (uint64_t)1234, T0 + 450, (uint64_t)1, (uint64_t)1);
+	ext(&b, SS_REC_STALL_END, 6, (uint64_t)3, (uint64_t)1234, (uint64_t)9, T0 + 130, T0 + 400, (uint64_t)1);
+	ext(&b, SS_REC_TASK_DUMP, 7, (uint64_t)9, (uint64_t)3, (uint64_t)1234, (uint64_t)2, T0 + 300,
+	    (uint64_t)5, (uint64_t)0);
+	sb_end_block(&b, zstd);
+	sb_begin_block(&b);
+	sb_meta(&b, "only", "a definition"); /* no timed record */
+	sb_end_block(&b, zstd);
+	sb_footer(&b, SS_SEALED_WRITER, 3);
+
+	uint64_t want[8], *f;
+	bool redefined;
+	size_t nm = block_minima(b.buf, b.len, want, 8);
+	CHECK(nm == 4 && want[1] == T0 + 300 && want[2] == UINT64_MAX);
+	struct ss_reader *r;
+	char err[256];
+	CHECK(ss_reader_open_buffer(&r, b.buf, b.len, NULL, NULL, err, sizeof err) == 0);
+	ssize_t n = ss_reader_floors(r, &f, &redefined);
+	CHECK(n == 4 && !redefined);
+	/* exact where a block's first run starts with its earliest record */
+	CHECK(n == 4 && f[0] == T0 + 105 && f[1] == T0 + 300 && f[2] == UINT64_MAX && f[3] == UINT64_MAX);
+	for (ssize_t i = 0; i < n && (size_t)i < nm; i++)
+		CHECK(f[i] <= want[i]);
+	free(f);
+	/* The reader delivers what it would have without them. */
+	struct readout o, plain;
+	memset(&o, 0, sizeof o);
+	read_all(r, &o);
+	ss_reader_close(r);
+	read_buf(b.buf, b.len, &plain);
+	CHECK(strcmp(o.text, plain.text) == 0 && o.blocks == 4 && o.stats.events == plain.stats.events);
+
+	/* From a second reader of the file, taken after a block was read: the
+	 * floors from there on, and the first reader goes on as before. */
+	char path[] = "/tmp/test_segment_reader_floors_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && write(fd, b.buf, b.len) == (ssize_t)b.len);
+	close(fd);
+	CHECK(ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) == 0);
+	struct ss_block_info first;
+	CHECK(ss_reader_next_block(r, &first) && first.index == 0);
+	struct ss_reader *d = ss_reader_dup(r);
+	CHECK(d != NULL);
+	n = d ? ss_reader_floors(d, &f, &redefined) : -1;
+	CHECK(n == 3 && f[0] == T0 + 300 && f[2] == UINT64_MAX);
+	free(f);
+	ss_reader_close(d);
+	unlink(path);
+	memset(&o, 0, sizeof o);
+	read_all(r, &o);
+	CHECK(o.blocks == 3 && o.stats.blocks == 4 && o.damage.kind == SS_DAMAGE_NONE);
+	ss_reader_close(r);
+
+	/* Cut anywhere: a floor for each block a reader delivers, none above its records. */
+	for (size_t cut = 0; cut <= b.len; cut++) {
+		uint8_t *copy = malloc(cut ? cut : 1);
+		memcpy(copy, b.buf, cut);
+		nm = block_minima(copy, cut, want, 8);
+		if (ss_reader_open_buffer(&r, copy, cut, NULL, NULL, err, sizeof err) == 0) {
+			n = ss_reader_floors(r, &f, &redefined);
+			CHECK(n >= 0 && (size_t)n == nm);
+			for (ssize_t i = 0; i < n && (size_t)i < nm; i++)
+				CHECK(f[i] <= want[i]);
+			free(f);
+			ss_reader_close(r);
+		}
+		free(copy);
+	}
+	sb_free(&b);
+
+	/* An id defined twice is told (a string, a stack, in two blocks); two
+	 * stacks of two ids are not. */
+	for (int kind = 0; kind < 3; kind++) {
+		begin(&b);
+		for (uint64_t blk = 0; blk < 2; blk++) {
+			sb_begin_block(&b);
+			uint64_t pc = 0x1000;
+			if (kind == 0)
+				sb_string(&b, 1, blk ? "again" : "rt");
+			else
+				sb_stack(&b, kind == 1 ? 5 : 5 + blk, &pc, 1);
+			sb_end_block(&b, zstd);
+		}
+		sb_footer(&b, SS_SEALED_WRITER, 0);
+		CHECK(ss_reader_open_buffer(&r, b.buf, b.len, NULL, NULL, err, sizeof err) == 0);
+		n = ss_reader_floors(r, &f, &redefined);
+		CHECK(n == 3 && redefined == (kind < 2));
+		free(f);
+		ss_reader_close(r);
+		sb_free(&b);
+	}
+}
+
 static void test_file_api(void)
 {
 	struct sb b;
@@ -587,6 +743,8 @@ int main(void)
 	test_compressed_same();
 	test_file_api();
 	test_definition_cap();
+	test_floors(false);
+	test_floors(true);
 	if (failures) {
 		fprintf(stderr, "test_segment_reader: %d checks failed\n", failures);
 		return 1;

@@ -40,6 +40,7 @@ struct imp {
 	FILE *log;
 	struct ss_import_result *res;
 	const char *target;       /* the database as the user named it */
+	struct ss_target *tg;     /* where it is written (NULL: a buffer's import) */
 	bool fresh_target;        /* it is being built under a temporary name */
 	struct ss_sqlite_store *store;
 	struct ss_model *model;
@@ -214,6 +215,8 @@ static void phase(void *ctx, const char *what)
 /* Ends the recording, then indexes, links and the commit. */
 static int finish(struct imp *im, struct ss_progress *pg)
 {
+	if (im->tg)
+		ss_target_writeback(im->tg); /* the rows are nearly all written */
 	if (ss_model_recording_end(im->model) != 0 || ss_model_failed(im->model))
 		return -1;
 	if (ss_model_over_thread_limit(im->model) && !im->o->quiet)
@@ -569,6 +572,7 @@ int ss_import_paths(const struct ss_import_options *user_o, const char *const *p
 		return SS_IMPORT_OUTPUT;
 	}
 	im.target = o->target_name ? o->target_name : tg.path;
+	im.tg = &tg;
 	im.fresh_target = tg.building && !o->target_name;
 	for (size_t i = 0; i < n; i++)
 		expand_arg(&im, &in, paths[i]);

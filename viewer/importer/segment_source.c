@@ -5,6 +5,11 @@
  * resolves them through ss_source while the segment is open. Where three
  * CPUs are there, the reading (decoding and the time-order merge) runs on a
  * thread of its own and hands the model's thread batches (model_pipe.h).
+ *
+ * Time order: the blocks' floors are read ahead (ss_reader_floors, on a
+ * thread of its own while the first block is read), and after each block the
+ * merge releases every event up to the least floor of the blocks after it: no
+ * event still to come is earlier (merge.h).
  */
 #include "segment_source.h"
 
@@ -12,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "floors_ahead.h"
 #include "model.h"
 #include "model_pipe.h"
 
@@ -219,6 +225,13 @@ struct run {
 	struct ss_model *m;
 	struct ss_reader *rd;
 	uint64_t skip_blocks;
+	struct ss_floors_ahead ahead;
+	bool floors_in;       /* ahead's floors are in after[] (floors_after) */
+	/* after[i]: no event of the blocks after block first + i is earlier
+	 * (the least floor of those, ss_reader_floors); i < n_after */
+	uint64_t *after;
+	uint64_t first;
+	size_t n_after;
 	struct ss_segment_run *out;
 	void (*block_done)(void *ctx, const struct ss_block_info *b, bool skipped);
 	void *ctx;
@@ -229,8 +242,10 @@ static bool stopped(const struct sink_to *to)
 	return to->p ? ss_model_pipe_stopped(to->p) : ss_model_failed(to->m);
 }
 
+static void floors_after(struct run *u);
+
 /* Every block of the unit, its records in file order. */
-static int read_unit(const struct run *u, const struct sink_to *to)
+static int read_unit(struct run *u, const struct sink_to *to)
 {
 	struct ss_block_info b;
 	struct ss_record r;
@@ -256,11 +271,17 @@ static int read_unit(const struct run *u, const struct sink_to *to)
 				break;
 			}
 		}
+		if (!u->floors_in)
+			floors_after(u); /* before the first release */
 		if (!stopped(to)) {
+			/* The last block read ahead has no floor after it: the file may
+			 * have grown since (an .active segment), so the window decides. */
+			uint64_t i = b.index - u->first;
+			bool known = b.index >= u->first && i + 1 < u->n_after;
 			if (to->p)
-				ss_model_pipe_release(to->p);
+				known ? ss_model_pipe_release_to(to->p, u->after[i]) : ss_model_pipe_release(to->p);
 			else
-				ss_model_release(u->m);
+				known ? ss_model_release_to(u->m, u->after[i]) : ss_model_release(u->m);
 		}
 		if (u->block_done)
 			u->block_done(u->ctx, &b, skip);
@@ -270,7 +291,7 @@ static int read_unit(const struct run *u, const struct sink_to *to)
 
 static int produce(void *ctx, struct ss_model_pipe *p)
 {
-	const struct run *u = ctx;
+	struct run *u = ctx;
 	struct sink_to to = { u->m, p };
 	return read_unit(u, &to);
 }
@@ -290,6 +311,13 @@ static bool pipeline_wanted(void)
 	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
+/* Before the first release: the floors read ahead, after each block. */
+static void floors_after(struct run *u)
+{
+	u->floors_in = true;
+	u->n_after = ss_floors_ahead_end(&u->ahead, u->skip_blocks, &u->after, &u->first);
+}
+
 int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
 			  uint64_t skip_blocks, struct ss_segment_run *out,
 			  void (*block_done)(void *ctx, const struct ss_block_info *b, bool skipped), void *ctx)
@@ -298,7 +326,9 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 	struct ss_source src = { rd, seg_string };
 	if (ss_model_segment_begin(m, &src, symtab) != 0)
 		return -1;
-	struct run u = { m, rd, skip_blocks, out, block_done, ctx };
+	struct run u = { .m = m, .rd = rd, .skip_blocks = skip_blocks, .out = out, .block_done = block_done,
+			 .ctx = ctx };
+	ss_floors_ahead_start(&u.ahead, rd);
 	bool started = false;
 	if (pipeline_wanted())
 		ss_model_pipe_run(m, produce, &u, &started);
@@ -306,5 +336,8 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		struct sink_to to = { m, NULL };
 		read_unit(&u, &to);
 	}
+	if (!u.floors_in)
+		floors_after(&u); /* no block was read: the thread still ends */
+	free(u.after);
 	return ss_model_segment_end(m);
 }

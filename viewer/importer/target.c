@@ -7,7 +7,10 @@
  * (.NAME.importing.PID.N, same directory, so same filesystem), synced, and
  * renamed into place only once complete: the target is either absent or whole.
  * A temporary file left by a killed import (its process is gone) is removed by
- * the next import of the same target. An existing database is written in place
+ * the next import of the same target. The sync waited ~50 ms for the steady
+ * recording's 92 MB at the very end of an import; the pages start to go out
+ * when the load is over (ss_target_writeback), beside the links and the commit
+ * that still run on one CPU, and the sync waits for the rest. An existing database is written in place
  * inside one transaction with SQLite's rollback journal, so it too is either as
  * before or complete.
  */
@@ -125,8 +128,34 @@ int ss_target_begin(struct ss_target *t, const char *path, FILE *log, bool quiet
 	return -1;
 }
 
+static void *writeback_main(void *arg)
+{
+	const struct ss_target *t = arg;
+	int fd = open(t->tmp, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		/* a hint: whatever fails here, the sync at the commit still runs */
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+		close(fd);
+	}
+	return NULL;
+}
+
+void ss_target_writeback(struct ss_target *t)
+{
+	if (t->building && !t->writing_back && pthread_create(&t->writeback, NULL, writeback_main, t) == 0)
+		t->writing_back = true;
+}
+
+static void writeback_end(struct ss_target *t)
+{
+	if (t->writing_back)
+		pthread_join(t->writeback, NULL);
+	t->writing_back = false;
+}
+
 int ss_target_commit(struct ss_target *t)
 {
+	writeback_end(t);
 	if (!t->building)
 		return 0;
 	/* Synced before the rename: after a power cut the name never points at
@@ -171,6 +200,7 @@ int ss_target_commit(struct ss_target *t)
 
 void ss_target_abort(struct ss_target *t)
 {
+	writeback_end(t);
 	if (t->building && t->tmp[0])
 		unlink(t->tmp);
 	t->building = false;

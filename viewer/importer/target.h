@@ -8,6 +8,7 @@
 #define STALLSCOPE_TARGET_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -18,12 +19,19 @@ struct ss_target {
 	bool replace_empty;      /* path exists as an empty file */
 	char tmp[PATH_MAX];
 	char err[PATH_MAX + 128];
+	pthread_t writeback;     /* ss_target_writeback's thread, while writing_back */
+	bool writing_back;
 };
 
 /* Decides where to write path; removes temporary files of interrupted imports
  * of the same target. ":memory:" is written as is. Returns 0, or -1 with a
  * message in t->err. */
 int ss_target_begin(struct ss_target *t, const char *path, FILE *log, bool quiet);
+/* The load is over: what of the new database is in the page cache goes to
+ * the disk from now on, on a thread of its own (ss_target_commit's sync then
+ * waits only for what changed since). Nothing for a database written in
+ * place, or where no thread can be had. */
+void ss_target_writeback(struct ss_target *t);
 /* The database at write_path is complete and closed: sync it and move it to
  * path. Returns 0, or -1 with a message in t->err (the temporary file is then
  * removed). Does nothing when the database was written in place. */

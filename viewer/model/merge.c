@@ -47,6 +47,10 @@ struct ss_merge_stream {
 	 * (a cache miss each in a dense trace). */
 	uint64_t head_key;
 	uint32_t head_seq;
+	/* Its thread is not declared in the unit (ss_merge_declare), as of
+	 * unit checked_unit: its events hold the floor (ss_merge_release_to). */
+	bool pinned;
+	uint32_t checked_unit;
 };
 
 /* The k-th entry of a stream (0: its head). */
@@ -129,6 +133,7 @@ void ss_merge_free(struct ss_merge *m)
 	free(m->heap);
 	free(m->arena);
 	ss_hmap_free(&m->ids);
+	ss_hmap_free(&m->declared);
 	int (*deliver)(void *, const struct ss_event *) = m->deliver;
 	void *ctx = m->ctx;
 	ss_merge_init(m, deliver, ctx);
@@ -212,7 +217,8 @@ static int stream_of(struct ss_merge *m, unsigned cls, uint64_t thread, uint64_t
 		}
 		if (m->n_streams >= UINT32_MAX - 1 || ss_hmap_put(&m->ids, thread, b, m->n_streams + 1) != 0)
 			return -1;
-		m->streams[m->n_streams] = (struct ss_merge_stream){ .thread = thread, .tid = b };
+		m->streams[m->n_streams] = (struct ss_merge_stream){ .thread = thread, .tid = b,
+								      .checked_unit = m->unit - 1 };
 		*out = (uint32_t)m->n_streams++;
 	}
 	m->cached_key = key;
@@ -525,6 +531,15 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	    stream_of(m, cls, ev->thread, cls == CLASS_HOOKS ? 0 : ev->tid, &si) != 0)
 		return -1;
 	struct ss_merge_stream *s = &m->streams[si];
+	if (s->checked_unit != m->unit) {
+		/* once per stream and unit: whether its thread is defined yet */
+		uint64_t v;
+		bool pin = s->thread && !ss_hmap_get(&m->declared, s->thread, 0, &v);
+		if (pin != s->pinned)
+			m->n_pinned += pin ? 1 : (size_t)-1;
+		s->pinned = pin;
+		s->checked_unit = m->unit;
+	}
 	size_t at = s->n;
 	if (cls == CLASS_STALLS) {
 		/* The watchdog and the task-dump collector write in the order they
@@ -573,18 +588,50 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	return 0;
 }
 
-int ss_merge_release(struct ss_merge *m)
+/* Releases the earliest record while its key is at most floor, and, where
+ * its stream's thread is not declared (pinned), at most the window's mark
+ * too: all after it wait with it. */
+static int release_upto(struct ss_merge *m, uint64_t floor)
 {
 	uint64_t mark = m->max_key > m->window_ns ? m->max_key - m->window_ns : 0;
 	while (m->n_heap) {
 		const struct ss_merge_stream *s = &m->streams[m->heap[0]];
-		if (s->head_key > mark)
+		if (s->head_key > floor || (s->pinned && s->head_key > mark))
 			break;
 		int rc = release_one(m);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+int ss_merge_release(struct ss_merge *m)
+{
+	return release_upto(m, m->max_key > m->window_ns ? m->max_key - m->window_ns : 0);
+}
+
+int ss_merge_release_to(struct ss_merge *m, uint64_t floor)
+{
+	return release_upto(m, floor);
+}
+
+void ss_merge_declare(struct ss_merge *m, uint64_t thread)
+{
+	uint64_t v;
+	if (!thread || ss_hmap_get(&m->declared, thread, 0, &v))
+		return;
+	/* Without memory for the set, the thread's events keep waiting for the
+	 * window: the order stays right. */
+	if (ss_hmap_put(&m->declared, thread, 0, 1) != 0)
+		return;
+	for (size_t i = 0; m->n_pinned && i < m->n_streams; i++) {
+		struct ss_merge_stream *s = &m->streams[i];
+		if (s->thread != thread || s->checked_unit != m->unit)
+			continue;
+		if (s->pinned)
+			m->n_pinned--;
+		s->pinned = false;
+	}
 }
 
 int ss_merge_drain(struct ss_merge *m)
@@ -599,8 +646,13 @@ int ss_merge_drain(struct ss_merge *m)
 	m->arena_len = 0;
 	m->max_key = 0;
 	m->released_any = false;
-	for (size_t i = 0; i < m->n_streams; i++)
+	for (size_t i = 0; i < m->n_streams; i++) {
 		m->streams[i].max_key = 0;
+		m->streams[i].pinned = false;
+	}
+	m->n_pinned = 0;
+	m->unit++;
+	ss_hmap_clear(&m->declared);
 	return 0;
 }
 

@@ -18,6 +18,19 @@
  * order is always kept, even when timestamps go backwards (hostile input): a
  * record is ordered by the largest time its stream has reached.
  *
+ * A source that knows how early the records it has still to push can be (a
+ * segment's blocks have floors, read ahead: ss_reader_floors) says so with
+ * ss_merge_release_to instead, and the floor replaces the window: everything
+ * up to it goes at once and nothing after it, so the buffer holds the records
+ * between the file's drains, not 2 s of them, and a record that comes more
+ * than the window late is still in order when the floors announced it (up to
+ * max_buffered records). One exception: an event of a thread not declared in
+ * the unit (ss_merge_declare: its THREAD_DEF read, or the thread known from
+ * before; the sampler can see a new thread before the writer's THREAD_DEF of
+ * it) waits, with all that follows it, until the window would have released
+ * it too, so that the definition is read before the event is delivered
+ * whenever the window would have let it be.
+ *
  * Events are copied in: what an event points to (a thread name, a stall's
  * reason) is kept by the merge until it is empty again. What events refer to
  * by id (strings, locations, stacks) stays the source's: release everything
@@ -59,6 +72,9 @@ struct ss_merge {
 	char *arena;            /* copies of what records point to */
 	size_t arena_len, arena_cap;
 	uint64_t late;          /* records that arrived after later ones were released */
+	struct ss_hmap declared; /* threads the unit has defined (ss_merge_declare) */
+	uint32_t unit;          /* units begun (ss_merge_drain), for the streams' checks */
+	size_t n_pinned;        /* streams of a thread not defined yet (merge.c) */
 	uint64_t cached_key;    /* the last stream looked up */
 	uint32_t cached_idx;
 	struct ss_merge_entry **pool; /* chunks no stream uses (merge.c) */
@@ -82,8 +98,18 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *e);
 /* Releases what the window allows. */
 int ss_merge_release(struct ss_merge *m);
 
+/* Releases every record up to floor: the source pushes none earlier from now
+ * on. A record of a thread not declared yet goes only once the window has
+ * moved past it as well; what follows it waits for it. */
+int ss_merge_release_to(struct ss_merge *m, uint64_t floor);
+
+/* The unit defined thread (its THREAD_DEF was read), or the source knows it
+ * from before: its events no longer hold the floor. Thread 0 needs no
+ * definition. */
+void ss_merge_declare(struct ss_merge *m, uint64_t thread);
+
 /* Releases everything, in order, and forgets the times seen: what is pushed
- * next (the next segment) may be earlier. */
+ * next (the next segment) may be earlier; no thread is declared in it yet. */
 int ss_merge_drain(struct ss_merge *m);
 
 /* Gives back the memory of the streams that are empty and of the chunks no

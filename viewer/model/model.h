@@ -20,6 +20,7 @@
  *         ss_model_event(m, &ev)                   // any order across threads
  *         ss_model_other(m, ...)                   // events it does not interpret
  *         ss_model_release(m)                      // now and then (after a block)
+ *         ss_model_release_to(m, floor)            // or this, where the source knows
  *     ss_model_segment_end(m);                     // everything of the unit delivered
  *     ...
  *     ss_model_recording_end(m);                   // open things written, state kept
@@ -127,6 +128,10 @@ int ss_model_meta(struct ss_model *m, const char *key, size_t key_len, const cha
 int ss_model_event(struct ss_model *m, const struct ss_event *ev);
 /* Hands what the merge window allows to the trackers. */
 int ss_model_release(struct ss_model *m);
+/* The same, and every event up to floor: none the source has still to give
+ * in this unit is earlier (merge.h, ss_merge_release_to). A thread definition
+ * (ss_model_thread_def) lets its thread's events go this way. */
+int ss_model_release_to(struct ss_model *m, uint64_t floor);
 /* An event the model does not interpret (a format's event type it has no
  * tracker for), stored as it is so nothing is dropped: the source's thread
  * (0: none), its time when it has one, a name and its fields as a JSON object. */

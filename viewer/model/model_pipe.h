@@ -45,6 +45,7 @@ int ss_model_pipe_run(struct ss_model *m, int (*produce)(void *ctx, struct ss_mo
  * definitions of model.h. */
 int ss_model_pipe_event(struct ss_model_pipe *p, const struct ss_event *ev);
 int ss_model_pipe_release(struct ss_model_pipe *p);
+int ss_model_pipe_release_to(struct ss_model_pipe *p, uint64_t floor);
 void ss_model_pipe_skip_events(struct ss_model_pipe *p, bool skip);
 int ss_model_pipe_location(struct ss_model_pipe *p, uint64_t id, const char *file, size_t file_len, uint64_t line,
 			   const char *function, size_t function_len);

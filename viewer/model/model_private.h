@@ -193,6 +193,7 @@ struct ss_model {
 	struct ss_hmap seg_locs;  /* unit location id -> locations.id */
 	struct ss_hmap seg_stacks; /* unit stack id -> leaf callsites.id (0 = empty) */
 	struct ss_merge merge;    /* the unit's events, back in time order */
+	bool merge_elsewhere;     /* the pipe's producer thread runs the merge (pipe.c) */
 	bool failed;              /* a store write failed: stop */
 	uint64_t max_threads, max_live_tasks; /* the options, defaults applied */
 	uint64_t over_thread_limit; /* events left out: their thread was past max_threads */

@@ -233,6 +233,13 @@ int ss_model_pipe_release(struct ss_model_pipe *p)
 	return ss_merge_release(&p->m->merge);
 }
 
+int ss_model_pipe_release_to(struct ss_model_pipe *p, uint64_t floor)
+{
+	if (ss_model_pipe_stopped(p))
+		return -1;
+	return ss_merge_release_to(&p->m->merge, floor);
+}
+
 void ss_model_pipe_skip_events(struct ss_model_pipe *p, bool skip)
 {
 	p->skip = skip;
@@ -257,6 +264,7 @@ int ss_model_pipe_thread_def(struct ss_model_pipe *p, const struct ss_model_thre
 	struct pcmd *c = cmd_new(p, C_THREAD_DEF);
 	if (!c)
 		return -1;
+	ss_merge_declare(&p->m->merge, d->thread); /* the merge is this thread's */
 	c->u.td = *d;
 	return blob(p, d->name, d->name_len) || blob_string(p, d->runtime) ? -1 : 0;
 }
@@ -480,8 +488,10 @@ int ss_model_pipe_run(struct ss_model *m, int (*produce)(void *ctx, struct ss_mo
 	m->merge.deliver = pipe_deliver;
 	m->merge.ctx = p;
 	m->src = (struct ss_source){ p, pipe_string };
+	m->merge_elsewhere = true;
 	pthread_t th;
 	if (pthread_create(&th, NULL, producer_main, p) != 0) {
+		m->merge_elsewhere = false;
 		m->merge.deliver = p->deliver;
 		m->merge.ctx = p->deliver_ctx;
 		m->src = p->src;
@@ -491,6 +501,7 @@ int ss_model_pipe_run(struct ss_model *m, int (*produce)(void *ctx, struct ss_mo
 	*started = true;
 	consume(p);
 	pthread_join(th, NULL);
+	m->merge_elsewhere = false;
 	m->merge.deliver = p->deliver;
 	m->merge.ctx = p->deliver_ctx;
 	m->src = p->src;

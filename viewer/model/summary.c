@@ -16,11 +16,39 @@ bool ss_summary_written(const struct ss_summary_acc *a, int level)
 	return a->open && (ss_summary_level_parent[level] < 0 || a->starts >= SPARSE_MIN_STARTS);
 }
 
+/* A row of a source: at a full level held until the other source writes the
+ * same bucket (then the two go out as one), or until another row is held. */
+static int emit(struct ss_summary *s, struct ss_summary_worker *w, int src, int level,
+		const struct ss_summary_row *r)
+{
+	if (ss_summary_level_parent[level] >= 0)
+		return s->sink->summary(s->sink->ctx, r);
+	struct ss_summary_row *h = &w->held[level];
+	int8_t *hs = &w->held_src[level];
+	/* 0 in a zeroed worker: no row held (sources are stored plus one) */
+	if (*hs && *hs != src + 1 && h->ts == r->ts && h->worker_id == r->worker_id) {
+		h->busy_ns += r->busy_ns;
+		h->parked_ns += r->parked_ns;
+		h->offcpu_ns += r->offcpu_ns;
+		h->polls += r->polls;
+		if (r->max_poll_ns > h->max_poll_ns)
+			h->max_poll_ns = r->max_poll_ns;
+		*hs = 0;
+		return s->sink->summary(s->sink->ctx, h);
+	}
+	if (*hs && s->sink->summary(s->sink->ctx, h) != 0)
+		return -1;
+	*h = *r;
+	*hs = (int8_t)(src + 1);
+	return 0;
+}
+
 /* Adds what the open bucket holds beyond what is stored already; keep leaves
  * it open (the import ends in it). */
-static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, int64_t worker_id,
+static int write_acc(struct ss_summary *s, struct ss_summary_worker *w, int src, int level, int64_t worker_id,
 		     bool keep)
 {
+	struct ss_summary_acc *a = &w->acc[src][level];
 	if (!a->open)
 		return 0;
 	bool sparse = ss_summary_level_parent[level] >= 0;
@@ -42,7 +70,7 @@ static int write_acc(struct ss_summary *s, struct ss_summary_acc *a, int level, 
 	} else {
 		memset(a, 0, sizeof *a);
 	}
-	return s->sink->summary(s->sink->ctx, &r);
+	return emit(s, w, src, level, &r);
 }
 
 static inline void add_part(struct ss_summary_acc *a, enum ss_summary_kind kind, int64_t part,
@@ -92,7 +120,7 @@ int ss_summary_add(struct ss_summary *s, struct ss_summary_worker *w, int64_t wo
 		 * starts: the ones in between are skipped, not written. */
 		for (uint64_t b = b0;; b = sparse && b == b0 && b1 > b0 + 1 ? b1 : b + 1) {
 			struct ss_summary_acc *a = &w->acc[src][l];
-			if (a->open && a->bucket != b && write_acc(s, a, l, worker_id, false) != 0)
+			if (a->open && a->bucket != b && write_acc(s, w, src, l, worker_id, false) != 0)
 				return -1;
 			if (!a->open) {
 				a->open = true;
@@ -114,7 +142,13 @@ int ss_summary_checkpoint(struct ss_summary *s, struct ss_summary_worker *w, int
 {
 	for (int src = 0; src < 2; src++)
 		for (int l = 0; l < SS_SUMMARY_LEVELS; l++)
-			if (write_acc(s, &w->acc[src][l], l, worker_id, true) != 0)
+			if (write_acc(s, w, src, l, worker_id, true) != 0)
 				return -1;
+	for (int l = 0; l < SS_SUMMARY_LEVELS; l++)
+		if (w->held_src[l]) {
+			w->held_src[l] = 0;
+			if (s->sink->summary(s->sink->ctx, &w->held[l]) != 0)
+				return -1;
+		}
 	return 0;
 }

@@ -98,6 +98,8 @@ int ss_model_thread_def(struct ss_model *m, const struct ss_model_thread_def *d)
 {
 	if (m->failed || !m->rec)
 		return -1;
+	if (!m->merge_elsewhere)
+		ss_merge_declare(&m->merge, d->thread); /* the pipe's producer did (pipe.c) */
 	uint64_t v;
 	struct mdl_thread *t;
 	bool known = ss_hmap_get(&m->rec->threads, d->thread, 0, &v);

@@ -329,3 +329,165 @@ bool ss_record_counts_as_event(uint8_t type)
 {
 	return type >= 0x10 && type < 0x40 && type != SS_REC_LOSS;
 }
+
+/* ---- the floor walk -------------------------------------------------------- */
+
+/* Past one varint that get_v would take (the same bytes: at most ten). */
+static inline bool walk_v(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *q = *p;
+	for (int i = 0; i < 10 && q < end; i++)
+		if (!(*q++ & 0x80)) {
+			*p = q;
+			return true;
+		}
+	return false;
+}
+
+static inline bool walk_val(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	size_t n = ss_get_varint(*p, (size_t)(end - *p), v);
+	*p += n;
+	return n != 0;
+}
+
+/* Past a string: its length, then that many bytes. */
+static inline bool walk_s(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t l;
+	if (!walk_val(p, end, &l) || l > (uint64_t)(end - *p))
+		return false;
+	*p += l;
+	return true;
+}
+
+/* The fields of the types below 0x40 that decode_body knows, as varints
+ * before a string, whether the string is there, and varints after it; 0xff
+ * marks a type it refuses. THREAD is walked by itself (its time is read). */
+static const uint8_t walk_layout[0x40][3] = {
+	[0x00] = { 0xff, 0, 0 },
+	[SS_REC_STRING] = { 1, 1, 0 },
+	[SS_REC_LOCATION] = { 4, 0, 0 },
+	[SS_REC_THREAD_DEF] = { 2, 1, 7 },
+	[SS_REC_POLL_BEGIN] = { 3, 0, 0 },
+	[SS_REC_POLL_END] = { 1, 0, 0 },
+	[SS_REC_PARK] = { 1, 0, 0 },
+	[SS_REC_UNPARK] = { 1, 0, 0 },
+	[SS_REC_SPAWN] = { 3, 0, 0 },
+	[SS_REC_TERMINATE] = { 2, 0, 0 },
+	[SS_REC_WAKE] = { 2, 0, 0 },
+	[SS_REC_QUEUE] = { 3, 0, 0 },
+	[SS_REC_MARK] = { 3, 0, 0 },
+	[SS_REC_SPAN_BEGIN] = { 2, 0, 0 },
+	[SS_REC_SPAN_END] = { 2, 0, 0 },
+	[SS_REC_WORKER_BEGIN] = { 3, 0, 0 },
+	[SS_REC_WORKER_END] = { 1, 0, 0 },
+	[SS_REC_THREAD_EXIT] = { 1, 0, 0 },
+	[SS_REC_LOSS] = { 4, 0, 0 },
+};
+
+/* How many varints precede the time in the body of a type >= 0x40 that
+ * carries its own (decode_extension's order), else -1. */
+static int own_time_at(uint8_t type)
+{
+	switch (type) {
+	case SS_REC_SAMPLE:
+	case SS_REC_SWITCH:
+	case SS_REC_COMM:
+		return 2; /* thread, tid */
+	case SS_REC_SAMPLER_LOSS:
+		return 1; /* tid */
+	case SS_REC_STALL:
+		return 5; /* thread, tid, task, location, poll_ts */
+	case SS_REC_STALL_END:
+	case SS_REC_TASK_DUMP:
+		return 4; /* thread, tid, task, poll_ts / task, thread, tid, location */
+	default:
+		return -1;
+	}
+}
+
+/* Past n (1 to 8) varints that end within the next 8 bytes, at least 8 of
+ * which are there: one load, and the n-th byte without its high bit. False
+ * when they do not end there (the caller walks them one by one). */
+static inline bool walk_8(const uint8_t **p, unsigned n)
+{
+	uint64_t w;
+	memcpy(&w, *p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	uint64_t ends = ~w & 0x8080808080808080ull;
+	while (--n && ends)
+		ends &= ends - 1;
+	if (!ends)
+		return false;
+	*p += ((unsigned)__builtin_ctzll(ends) >> 3) + 1;
+	return true;
+}
+
+bool ss_walk_floor(const uint8_t *p, size_t len, uint64_t *floor,
+		   void (*def)(void *ctx, uint8_t type, uint64_t id), void *ctx)
+{
+	const uint8_t *end = p + len;
+	uint64_t lo = UINT64_MAX, v;
+	while (p < end) {
+		uint8_t type = *p++;
+		/* Most records: an event of a few one- or two-byte varints. */
+		if (type >= SS_REC_POLL_BEGIN && type < 0x40 && end - p >= 8 && walk_layout[type][0] &&
+		    walk_layout[type][0] != 0xff && walk_8(&p, walk_layout[type][0]))
+			continue;
+		if (type >= 0x40) {
+			uint64_t body_len;
+			if (!walk_val(&p, end, &body_len) || body_len > (uint64_t)(end - p))
+				return false;
+			const uint8_t *b = p, *bend = p + body_len;
+			p = bend;
+			if (type == SS_REC_STACK && def) {
+				if (!walk_val(&b, bend, &v))
+					return false;
+				def(ctx, type, v);
+				continue;
+			}
+			int k = own_time_at(type);
+			if (k < 0)
+				continue;
+			while (k-- > 0)
+				if (!walk_v(&b, bend))
+					return false;
+			if (!walk_val(&b, bend, &v))
+				return false;
+			if (v < lo)
+				lo = v;
+			continue;
+		}
+		if (type == SS_REC_THREAD) {
+			if (!walk_v(&p, end) || !walk_val(&p, end, &v))
+				return false;
+			if (v < lo)
+				lo = v;
+			continue;
+		}
+		const uint8_t *l = walk_layout[type];
+		if (l[0] == 0 || l[0] == 0xff)
+			return false;
+		unsigned i = 0;
+		if (type < SS_REC_THREAD && def) {
+			/* STRING, LOCATION, THREAD_DEF: their id first */
+			if (!walk_val(&p, end, &v))
+				return false;
+			def(ctx, type, v);
+			i = 1;
+		}
+		for (; i < l[0]; i++)
+			if (!walk_v(&p, end))
+				return false;
+		if (l[1] && !walk_s(&p, end))
+			return false;
+		for (i = 0; i < l[2]; i++)
+			if (!walk_v(&p, end))
+				return false;
+	}
+	*floor = lo;
+	return true;
+}

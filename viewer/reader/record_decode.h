@@ -7,6 +7,7 @@
 #ifndef STALLSCOPE_RECORD_DECODE_H
 #define STALLSCOPE_RECORD_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,5 +30,17 @@ void ss_decode_begin(struct ss_decode_state *st);
  * static message. rec->thread_def, index and raw_offset are left to the caller. */
 size_t ss_decode_record(struct ss_decode_state *st, const uint8_t *p, size_t avail,
 			struct ss_record *rec, const char **why);
+
+/* The floor of a block's decoded payload: a time no record of it that carries
+ * one is earlier than (an event and LOSS by its run's THREAD time, which its
+ * dt can only advance; SAMPLE, SWITCH, COMM, SAMPLER_LOSS, STALL, STALL_END
+ * and TASK_DUMP by their own), UINT64_MAX when none does. The records are
+ * walked, not decoded: the same lengths as ss_decode_record gives them, so on
+ * every payload that ss_decode_record takes whole the floor is exact enough
+ * to hold for it. def (may be NULL) is told the id of every STRING, LOCATION,
+ * THREAD_DEF (its thread) and STACK in order. Returns false where a record
+ * does not walk (a payload ss_decode_record would refuse there or earlier). */
+bool ss_walk_floor(const uint8_t *p, size_t len, uint64_t *floor,
+		   void (*def)(void *ctx, uint8_t type, uint64_t id), void *ctx);
 
 #endif /* STALLSCOPE_RECORD_DECODE_H */

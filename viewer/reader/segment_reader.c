@@ -81,6 +81,13 @@ struct ss_reader {
 	/* the thread of the last record delivered, and its definition */
 	uint64_t last_thread;
 	const struct ss_thread_def *last_def;
+	/* ss_reader_floors' copy: blocks are checked and their records walked
+	 * for their floor (cur_floor), nothing is staged or applied; the ids
+	 * defined so far, to tell one defined again (redefined) */
+	bool floors_only;
+	uint64_t cur_floor;
+	struct def_ids *def_ids;
+	bool redefined;
 #ifdef STALLSCOPE_HAVE_ZSTD
 	ZSTD_DCtx *zctx;
 #endif
@@ -365,6 +372,24 @@ int ss_reader_open_buffer(struct ss_reader **out, const void *buf, size_t len,
 	return finish_open(r, out, kind_out, err, errlen);
 }
 
+struct ss_reader *ss_reader_dup(const struct ss_reader *r)
+{
+	struct ss_reader *d = reader_new(&r->opts);
+	if (!d)
+		return NULL;
+	if (r->fd >= 0 && (d->fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		ss_reader_close(d);
+		return NULL;
+	}
+	d->buf = r->buf;
+	d->buf_len = r->buf_len;
+	d->hdr = r->hdr;
+	d->pos = r->pos;
+	d->next_index = r->next_index;
+	d->done = r->done;
+	return d;
+}
+
 void ss_reader_close(struct ss_reader *r)
 {
 	if (!r)
@@ -380,6 +405,65 @@ void ss_reader_close(struct ss_reader *r)
 	ZSTD_freeDCtx(r->zctx);
 #endif
 	free(r);
+}
+
+/* ---- the ids a floor walk met ------------------------------------------------------ */
+
+/* A set of (record type, id): open addressing, type 0 marks a free slot. */
+struct def_ids {
+	uint64_t *id;
+	uint8_t *type;
+	size_t cap, len;
+};
+
+static size_t def_slot(const struct def_ids *s, uint8_t type, uint64_t id)
+{
+	size_t i = (size_t)((id * 0x9E3779B97F4A7C15ull ^ type) >> 7) & (s->cap - 1);
+	while (s->type[i] && (s->type[i] != type || s->id[i] != id))
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+static bool def_grow(struct def_ids *s)
+{
+	size_t nc = s->cap ? s->cap * 2 : 256;
+	struct def_ids n = { calloc(nc, sizeof *n.id), calloc(nc, 1), nc, s->len };
+	if (!n.id || !n.type) {
+		free(n.id);
+		free(n.type);
+		return false;
+	}
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->type[i]) {
+			size_t j = def_slot(&n, s->type[i], s->id[i]);
+			n.type[j] = s->type[i];
+			n.id[j] = s->id[i];
+		}
+	free(s->id);
+	free(s->type);
+	*s = n;
+	return true;
+}
+
+/* Out of memory counts as defined again: the caller then trusts no floor. */
+static void note_def(void *ctx, uint8_t type, uint64_t id)
+{
+	struct ss_reader *r = ctx;
+	struct def_ids *s = r->def_ids;
+	if (r->redefined)
+		return;
+	if (s->len * 2 >= s->cap && !def_grow(s)) {
+		r->redefined = true;
+		return;
+	}
+	size_t i = def_slot(s, type, id);
+	if (s->type[i]) {
+		r->redefined = true;
+		return;
+	}
+	s->type[i] = type;
+	s->id[i] = id;
+	s->len++;
 }
 
 /* ---- blocks ------------------------------------------------------------------------- */
@@ -705,7 +789,9 @@ static bool load_block(struct ss_reader *r)
 			set_damage(r, SS_DAMAGE_TRUNCATED, off, idx, "file shrank while it was read");
 		return false;
 	}
-	if (!r->opts.ignore_crc && ss_crc32c(0, payload, h.payload_len) != h.payload_crc) {
+	/* Not for floors: a block that fails its CRC is never read, so its floor
+	 * can only lower those of the blocks before it (ss_reader_floors). */
+	if (!r->opts.ignore_crc && !r->floors_only && ss_crc32c(0, payload, h.payload_len) != h.payload_crc) {
 		set_damage(r, SS_DAMAGE_CORRUPT, off, idx, "payload CRC mismatch");
 		return false;
 	}
@@ -738,8 +824,15 @@ static bool load_block(struct ss_reader *r)
 	}
 
 	struct block_counts counts;
-	if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && !scan_records(r, &h, raw, h.raw_len, &counts))
+	r->cur_floor = UINT64_MAX;
+	if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && r->floors_only) {
+		if (!ss_walk_floor(raw, h.raw_len, &r->cur_floor, note_def, r)) {
+			set_damage(r, SS_DAMAGE_CORRUPT, off, idx, "a record does not walk");
+			return false;
+		}
+	} else if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && !scan_records(r, &h, raw, h.raw_len, &counts)) {
 		return false;
+	}
 
 	/* The block is intact: from here on it counts. */
 	r->pos = off + hsz + h.payload_len;
@@ -779,7 +872,8 @@ static bool load_block(struct ss_reader *r)
 	}
 
 	r->stats.event_blocks++;
-	apply_staged(r, &counts);
+	if (!r->floors_only)
+		apply_staged(r, &counts);
 	r->raw = raw;
 	r->raw_len = h.raw_len;
 	return true;
@@ -823,6 +917,76 @@ bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out)
 		out->thread_def = r->last_def;
 	}
 	return true;
+}
+
+/* A shallow copy of the reader reads ahead with the reader's own buffers and
+ * zstd context (they are between blocks: nothing points into them), then hands
+ * them back; its definitions, stats and damage are dropped. */
+ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined)
+{
+	*out = NULL;
+	*redefined = false;
+	if (r->done)
+		return 0;
+	struct def_ids ids = { 0 };
+	struct ss_reader t = *r;
+	t.floors_only = true;
+	t.def_ids = &ids;
+	t.redefined = false;
+	t.defs = NULL;
+	t.ops = NULL;
+	t.n_ops = t.cap_ops = 0;
+	t.defs_staged = NULL;
+	t.n_defs = t.cap_defs = 0;
+	t.damage.kind = SS_DAMAGE_NONE;
+	bool borrowed = !r->have_block;
+	if (!borrowed) {
+		t.payload_buf = t.raw_buf = NULL;
+		t.payload_cap = t.raw_cap = 0;
+#ifdef STALLSCOPE_HAVE_ZSTD
+		t.zctx = NULL;
+#endif
+	}
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	ssize_t rc = 0;
+	while (!t.done && load_block(&t)) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			uint64_t *nv = realloc(v, nc * sizeof *nv);
+			if (!nv) {
+				rc = -1;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = t.cur_floor;
+	}
+	free(ids.id);
+	free(ids.type);
+	*redefined = t.redefined;
+	if (borrowed) {
+		r->payload_buf = t.payload_buf;
+		r->payload_cap = t.payload_cap;
+		r->raw_buf = t.raw_buf;
+		r->raw_cap = t.raw_cap;
+#ifdef STALLSCOPE_HAVE_ZSTD
+		r->zctx = t.zctx;
+#endif
+	} else {
+		free(t.payload_buf);
+		free(t.raw_buf);
+#ifdef STALLSCOPE_HAVE_ZSTD
+		ZSTD_freeDCtx(t.zctx);
+#endif
+	}
+	if (rc != 0) {
+		free(v);
+		return -1;
+	}
+	*out = v;
+	return (ssize_t)n;
 }
 
 int ss_reader_run(struct ss_reader *r, const struct ss_visitor *v, void *ctx)

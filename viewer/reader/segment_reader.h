@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "segment_format.h"
 
@@ -218,6 +219,11 @@ int ss_reader_open_buffer(struct ss_reader **out, const void *buf, size_t len,
 			  const struct ss_reader_options *opts,
 			  enum ss_damage_kind *kind_out, char *err, size_t errlen);
 void ss_reader_close(struct ss_reader *r);
+/* A second reader of the same file or buffer (the buffer is shared, the file
+ * descriptor duplicated), at r's position with nothing of r's definitions or
+ * stats: to read ahead (ss_reader_floors) on another thread while r is read.
+ * NULL when memory or a descriptor could not be had. */
+struct ss_reader *ss_reader_dup(const struct ss_reader *r);
 
 const struct ss_segment_header *ss_reader_header(const struct ss_reader *r);
 
@@ -227,6 +233,26 @@ bool ss_reader_next_block(struct ss_reader *r, struct ss_block_info *out);
 
 /* Next record of the current block; false when the block has no more. */
 bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out);
+
+/* The floor of every intact block from the reader's position on, read ahead
+ * without changing what the reader delivers next: (*out)[i] is a time that no
+ * record of block next+i carries an earlier one of (events and LOSS, samples,
+ * switches, COMM, SAMPLER_LOSS, STALL, STALL_END, TASK_DUMP: what an importer
+ * puts in time order), UINT64_MAX for a block with none (the footer, a block
+ * this build cannot decompress). A second pass over the file, cheaper than
+ * reading it: the blocks' framing and decompression are checked as
+ * ss_reader_next_block checks them, not their CRCs, and their records only
+ * walked, not decoded (ss_walk_floor), so a block that would fail the full
+ * check can still have a floor (reading stops there: the floors of the blocks
+ * read are right, and that one can only lower the floors before it); the list
+ * ends where a record does not walk or reading would end at other damage.
+ * *redefined says
+ * whether those blocks define a STRING, LOCATION, THREAD_DEF (a thread) or
+ * STACK id a second time (a writer defines each once a segment; a reader
+ * resolves an id when it delivers an event, so delivering earlier than before
+ * could name a different definition). Call it between blocks. Returns the
+ * number of floors (*out malloc'd, NULL for none), or -1 when memory ran out. */
+ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined);
 
 /* Damage that ended reading; kind SS_DAMAGE_NONE when the file read cleanly. */
 const struct ss_damage *ss_reader_damage(const struct ss_reader *r);

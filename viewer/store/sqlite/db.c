@@ -285,7 +285,10 @@ int ss_db_open(struct ss_db *d, const char *path)
 	 * settable before the first table exists. */
 	if (d->fresh && ss_db_exec(d, "PRAGMA page_size=16384") != 0)
 		return -1;
-	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+	/* secure_delete (on in Debian's SQLite) zeroes what page splits move
+	 * away, for nothing in a file nobody has seen yet: 4% of the inserting
+	 * thread's CPU on the steady recording (1.29 -> 1.24 s, 6 rounds). */
+	if (ss_db_exec(d, d->fresh ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA secure_delete=OFF;"
 				   : "PRAGMA synchronous=NORMAL;") != 0)
 		return -1;
 	/* 16 MiB of page cache: the B-tree tails being appended to and the
@@ -344,9 +347,12 @@ int ss_db_next_ids(struct ss_db *d, int64_t next[ID_COUNT])
 	return 0;
 }
 
+/* poll_chunks too: one row per 64 polls, each of them a bind and a step of
+ * its own on the inserting thread (28k on the steady recording, 0.05 s of
+ * its CPU); read back only after ss_db_flush (the links, a resume). */
 static const enum ss_stmt batched[] = {
 	ST_INS_TASK, ST_INS_POLL, ST_INS_PARK, ST_INS_WAKE, ST_INS_QUEUE, ST_INS_MARK, ST_INS_SPAN, ST_INS_SPAN_EXTRA,
-	ST_INS_CPU, ST_INS_SAMPLE, ST_INS_OTHER, ST_UPSERT_SUMMARY,
+	ST_INS_CPU, ST_INS_SAMPLE, ST_INS_OTHER, ST_UPSERT_SUMMARY, ST_INS_POLL_CHUNK,
 };
 
 int ss_db_prepare(struct ss_db *d, bool threaded)

@@ -22,6 +22,7 @@ void ss_batch_free_all(struct ss_db *d);
 struct ss_batch_rows {
 	int64_t *v;            /* n * ncols values; a text is offset << 32 | length */
 	uint8_t *ty;           /* n * ncols types */
+	uint32_t *order;       /* a table with importer ids: the rows by id (ss_batch_take) */
 	char *text;            /* text values of the batch */
 	size_t text_len, text_cap;
 	int n;                 /* rows held */
@@ -37,7 +38,8 @@ int ss_batch_ncols(const struct ss_batch *b);
 int ss_batch_text(struct ss_batch *b, const char *s, uint32_t len, int64_t *out);
 /* Rows in the buffer being filled. */
 bool ss_batch_pending(const struct ss_batch *b);
-/* Hands the buffer being filled over (the batch then has none). */
+/* Hands the buffer being filled over (the batch then has none); a table with
+ * importer ids has its rows sorted by id here, on the producer's thread. */
 struct ss_batch_rows *ss_batch_take(struct ss_batch *b);
 /* A new empty buffer for a table of small batches that has not made its
  * most yet (the producer's, instead of waiting for one back), else NULL. */
