@@ -29,6 +29,23 @@
  * more looks, to let the kernel join a wake-up that on a busy machine it rarely
  * can.
  *
+ * One thread or two. While CPU sampling and task dumps are off (hooks only) the
+ * watchdog has no thread of its own: the writer's thread asks when it is next
+ * needed (ss_watchdog_next_ns), runs what is due (ss_watchdog_run) and its own
+ * cycles at the same wake-ups (writer.c): a thread less to start, and most of
+ * the writer's wake-ups, cold after 75 ms asleep, folded into looks. With
+ * sampling or task dumps on, the writer's cycles can be long (unwinding), so
+ * the watchdog keeps a thread and its looks their times.
+ *
+ * Captures never make this thread wait (stall_capture.c): their 1 ms CPU-clock
+ * window and the wait for a signal's answer (up to 50 ms for a thread that
+ * blocks the signal) are steps taken at their own wake-ups, so a writer cycle
+ * on the same thread runs at its time meanwhile, and captures of several
+ * threads run side by side. A slot whose capture is in flight is not scanned
+ * (its STALL then precedes its STALL_END) and the writer does not release it
+ * (ss_watchdog_slot_released): the capture's signal must not reach the thread
+ * that takes the slot next.
+ *
  * A poll open for T (the threshold) is captured at T, 2T, 4T ... up to
  * SS_STALL_MAX_CAPTURES times; when the watchdog sees it end (the first boundary
  * after its POLL_BEGIN, or the thread's exit), a STALL_END carries its end.
@@ -51,6 +68,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SCAN_BACK 64
@@ -67,6 +85,9 @@ struct wd_slot {
 	uint32_t due_shift;
 	uint32_t boundaries;  /* looks that found a new poll boundary in the ring */
 	int32_t tid;
+	int capturing;        /* a capture in flight: run, begun at cap_ts (a stamp) */
+	uint64_t cap_ts;
+	struct ss_capture_run run;
 };
 
 static struct {
@@ -74,6 +95,11 @@ static struct {
 	_Atomic uint32_t running;
 	_Atomic uint32_t wake_seq;  /* the futex word: stop bumps it and wakes us */
 	_Atomic int started;
+	int hosted;                 /* no thread of its own: the writer's takes the looks */
+	uint64_t look_at;           /* the next look (a stamp) */
+	uint32_t quiet;             /* looks in a row that found nothing moved and no poll open */
+	uint32_t capturing;         /* captures in flight */
+	uint64_t step_at_ns;        /* the earliest of their next steps (CLOCK_MONOTONIC) */
 	uint32_t session;
 	uint64_t threshold_ns, tick_ns, slack_ns;
 	struct ss_pool *pool;
@@ -286,7 +312,9 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 	}
 }
 
-static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t now)
+/* The message of w's capture, as far as the watchdog knows it; the capture
+ * fills in the rest when it is done (stall_capture.c). */
+static struct ss_stall_msg *capture_msg(const struct wd_slot *w)
 {
 	struct ss_stall_msg *m = D.cap_msg;
 	memset(m, 0, offsetof(struct ss_stall_msg, frames));
@@ -298,10 +326,20 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	m->task = w->task;
 	m->location = w->loc;
 	m->poll_ts = w->poll_ts;
-	m->ts = now;
+	m->ts = w->cap_ts;
 	m->index = w->captures;
-	ss_capture(s, i, m);
-	enqueue(m);
+	return m;
+}
+
+/* w's capture is done (its message in D.cap_msg): queued, and the next one
+ * planned. Under smu. */
+static void capture_done(struct ss_slot *s, struct wd_slot *w)
+{
+	if (w->capturing) {
+		w->capturing = 0;
+		D.capturing--;
+	}
+	enqueue(D.cap_msg);
 	atomic_fetch_add_explicit(&ss_counters.stall_captures, 1, memory_order_relaxed);
 	w->captures++;
 	/* The next power of two of the threshold the poll has not reached yet: a
@@ -309,10 +347,133 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	 * first after a quiet spell) is not followed by a burst for the ages it
 	 * already passed. */
 	uint32_t k = w->due_shift + 1;
-	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= now)
+	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= w->cap_ts)
 		k++;
 	w->due_shift = k;
 	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k);
+	/* The capture took time: is the poll still the same? */
+	scan_slot(s, w, ss_stamp());
+	if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < D.look_at)
+		D.look_at = w->next_due;
+}
+
+/* Begins a capture of slot i's poll; under smu. */
+static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w)
+{
+	w->cap_ts = ss_stamp();
+	if (ss_capture_begin(s, i, capture_msg(w), &w->run)) {
+		capture_done(s, w);
+		return;
+	}
+	w->capturing = 1;
+	D.capturing++;
+	if (w->run.at_ns < D.step_at_ns)
+		D.step_at_ns = w->run.at_ns;
+}
+
+/* The steps of the captures in flight that are due. */
+static void capture_steps(void)
+{
+	uint64_t now = ss_now(), next = UINT64_MAX;
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span && D.capturing; i++) {
+		struct wd_slot *w = &D.ws[i];
+		if (!w->capturing)
+			continue;
+		pthread_mutex_lock(&D.smu);
+		if (w->run.at_ns <= now &&
+		    ss_capture_step(&D.pool->slots[i], i, capture_msg(w), &w->run))
+			capture_done(&D.pool->slots[i], w);
+		if (w->capturing && w->run.at_ns < next)
+			next = w->run.at_ns;
+		pthread_mutex_unlock(&D.smu);
+	}
+	D.step_at_ns = next;
+}
+
+/* One look at every ring, captures due begun; sets when the next is due. */
+static void look(void)
+{
+	atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
+	/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
+	 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
+	 * quiet spell is first seen, and captured if it is past the threshold,
+	 * up to that much later (README, "Stalls"). A poll that begins or ends
+	 * in any ring, a poll open that is still to be captured, or a thread
+	 * new to its slot ends the spell; other events (marks, queue depths)
+	 * do not. */
+	uint64_t gap = D.tick_ns << (D.quiet < QUIET_SHIFT ? D.quiet : QUIET_SHIFT);
+	uint64_t now = ss_stamp();
+	D.look_at = now + ss_clock_delta_stamps(gap);
+	int moved = 0;
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
+		struct ss_slot *s = &D.pool->slots[i];
+		struct wd_slot *w = &D.ws[i];
+		if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
+			continue;
+		if (w->capturing) {
+			moved = 1; /* scanned when its capture is done */
+			continue;
+		}
+		pthread_mutex_lock(&D.smu);
+		uint32_t seen = w->boundaries, thread = w->thread;
+		scan_slot(s, w, now);
+		if (w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due)
+			capture(s, i, w);
+		if (!w->capturing && w->open && w->captures < SS_STALL_MAX_CAPTURES &&
+		    w->next_due < D.look_at)
+			D.look_at = w->next_due;
+		moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
+			 w->boundaries != seen || w->thread != thread;
+		pthread_mutex_unlock(&D.smu);
+	}
+	D.quiet = moved ? 0 : D.quiet + 1;
+}
+
+/* A stamp as a CLOCK_MONOTONIC time (futex waits take those). */
+static uint64_t stamp_to_ns(uint64_t stamp)
+{
+	uint64_t at = ss_stamp();
+	return ss_now() + ss_clock_delta_ns(stamp > at ? stamp - at : 0);
+}
+
+SS_INTERNAL uint64_t ss_watchdog_next_ns(void)
+{
+	if (!atomic_load_explicit(&D.running, memory_order_relaxed))
+		return UINT64_MAX;
+	/* A look due already is due at 0: a time computed from a later clock
+	 * read would look like the future. */
+	uint64_t at = ss_stamp() >= D.look_at ? 0 : stamp_to_ns(D.look_at);
+	return D.capturing && D.step_at_ns < at ? D.step_at_ns : at;
+}
+
+SS_INTERNAL void ss_watchdog_run(void)
+{
+	if (D.capturing && ss_now() >= D.step_at_ns)
+		capture_steps();
+	if (ss_stamp() >= D.look_at)
+		look();
+}
+
+SS_INTERNAL int ss_watchdog_hosted(void)
+{
+	return D.started && D.hosted;
+}
+
+SS_INTERNAL uint64_t ss_watchdog_slack_ns(void)
+{
+	return D.slack_ns;
+}
+
+/* Stop: the captures in flight finish (at most ANSWER_NS and a window). */
+static void finish_captures(void)
+{
+	while (D.capturing) {
+		uint64_t at = D.step_at_ns;
+		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		capture_steps();
+	}
 }
 
 static void *watchdog_main(void *arg)
@@ -326,59 +487,27 @@ static void *watchdog_main(void *arg)
 	ss_shim_internal_thread();
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
-	uint32_t quiet = 0; /* looks in a row that found nothing moved and no poll open */
 	while (atomic_load(&D.running)) {
-		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
-		/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
-		 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
-		 * quiet spell is first seen, and captured if it is past the threshold,
-		 * up to that much later (README, "Stalls"). A poll that begins or ends
-		 * in any ring, a poll open that is still to be captured, or a thread
-		 * new to its slot ends the spell; other events (marks, queue depths)
-		 * do not. */
-		uint64_t gap = D.tick_ns << (quiet < QUIET_SHIFT ? quiet : QUIET_SHIFT);
-		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(gap);
-		int moved = 0;
-		for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
-			struct ss_slot *s = &D.pool->slots[i];
-			struct wd_slot *w = &D.ws[i];
-			if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
-				continue;
-			pthread_mutex_lock(&D.smu);
-			uint32_t seen = w->boundaries, thread = w->thread;
-			scan_slot(s, w, now);
-			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
-			if (due) {
-				capture(s, i, w, ss_stamp());
-				/* The capture took time: is the poll still the same? */
-				scan_slot(s, w, ss_stamp());
-			}
-			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
-				wake = w->next_due;
-			moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
-				 w->boundaries != seen || w->thread != thread;
-			pthread_mutex_unlock(&D.smu);
-		}
-		quiet = moved ? 0 : quiet + 1;
+		ss_watchdog_run();
 		/* The word before running: a stop after this load changes it, and the
 		 * wait then returns at once. */
 		uint32_t seq = atomic_load(&D.wake_seq);
 		if (!atomic_load(&D.running))
 			break;
-		uint64_t at = ss_stamp();
-		at = ss_now() + ss_clock_delta_ns(wake > at ? wake - at : 0);
+		uint64_t at = ss_watchdog_next_ns();
 		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 		/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock); an early
 		 * return (a signal, EAGAIN) only means an early look. */
 		syscall(SYS_futex, &D.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
 			FUTEX_BITSET_MATCH_ANY);
 	}
+	finish_captures();
 	atomic_store(&ss_counters.cpu_watchdog_ns, ss_thread_cpu_ns());
 	return NULL;
 }
 
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
-				   char *status, size_t len)
+				   int own_thread, char *status, size_t len)
 {
 	memset(&D, 0, sizeof D);
 	snprintf(status, len, "off");
@@ -431,10 +560,12 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	pthread_mutex_init(&D.smu, NULL);
 	pthread_mutex_init(&D.qmu, NULL);
 	atomic_store(&D.running, 1u);
-	/* The sampler has started: its perf events would see the caller borrow
-	 * the name. */
-	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
-				   ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
+	/* Named by borrowing only while the sampler is off: its perf events would
+	 * see the caller take the name. */
+	if (!own_thread) {
+		D.hosted = 1; /* the first look at the writer's first wake-up */
+	} else if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
+					  ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
 		snprintf(status, len, "off: cannot start the watchdog thread");
 		ss_capture_fini();
 		pthread_mutex_destroy(&D.smu);
@@ -453,18 +584,22 @@ fail:
 	memset(&D, 0, sizeof D);
 }
 
-SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s)
+SS_INTERNAL int ss_watchdog_slot_released(struct ss_slot *s)
 {
 	if (!D.started)
-		return;
+		return 1;
+	int ok = 1;
 	pthread_mutex_lock(&D.smu);
 	/* started again under the lock: stop may have finished meanwhile */
 	if (D.started) {
 		uint32_t i = (uint32_t)(s - D.pool->slots);
-		if (i < D.pool->nslots && D.ws[i].thread)
+		if (i < D.pool->nslots && D.ws[i].capturing)
+			ok = 0;
+		else if (i < D.pool->nslots && D.ws[i].thread)
 			scan_slot(s, &D.ws[i], ss_stamp());
 	}
 	pthread_mutex_unlock(&D.smu);
+	return ok;
 }
 
 SS_INTERNAL void ss_watchdog_stop(void)
@@ -472,9 +607,13 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	if (!D.started)
 		return;
 	atomic_store(&D.running, 0u);
-	atomic_fetch_add(&D.wake_seq, 1u);
-	syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	pthread_join(D.thread, NULL);
+	if (D.hosted) {
+		finish_captures();
+	} else {
+		atomic_fetch_add(&D.wake_seq, 1u);
+		syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		pthread_join(D.thread, NULL);
+	}
 	ss_capture_fini();
 	/* Stalled polls that ended since the last tick get their STALL_END now. */
 	pthread_mutex_lock(&D.smu);
