@@ -343,7 +343,8 @@ static uint64_t cycle(int final)
 		wr.sampling_applied = want;
 	}
 
-	if (wr.seg_seq1 && ss_segments_lost(wr.sg)) {
+	/* The last block written found its file gone (flush_block). */
+	if (wr.seg_seq1 && wr.seg_vanished) {
 		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
 		       (unsigned long long)(wr.seg_seq1 - 1));
 		account_vanished_segment(now);
