@@ -88,19 +88,18 @@ static void put_pending_drops(struct ss_slot *s)
  * madvise for many pages: PREFAULT_AHEAD times what the thread made since the
  * last cycle, at least PREFAULT_MIN and at most PREFAULT_MAX entries, so a
  * thread that keeps its pace takes no fault in its ring's first pass; the slot
- * the next thread will take gets PREFAULT_NEW. A call costs about 13 us and
- * 2.5 us a page on this VM after the writer slept (26 us for 4 pages, 50-60
- * for 16, 160 for 64), so the steps are 32 cycles' worth: a light thread (a
- * few hundred events a cycle) gets 30-60 pages every 16 cycles or so, an
- * idle one 2 now and then, and none holds more than 32 cycles of its events
- * (at most 512 KiB, a quarter of a default ring) beyond what it wrote. Pages
- * stay as they would after the producer's own first pass (thread_slots.c
- * gives back a released ring's pages). Kernels before 5.14 refuse it: then it
- * is not tried. */
-#define PREFAULT_AHEAD 32u
+ * the next thread will take gets PREFAULT_NEW. The call costs per page far
+ * less in large steps than in small ones (on this VM 2.2-2.6 us a page in
+ * calls of 16 pages, 5.4-6.5 us in calls of 3), so the steps are eight cycles'
+ * worth: a light thread (a few hundred events a cycle) gets 8-16 pages at a
+ * time, an idle one 2, and none holds more than eight cycles of its events
+ * (at most 128 KiB) beyond what it wrote. Pages stay as they would after the
+ * producer's own first pass (thread_slots.c gives back a released ring's
+ * pages). Kernels before 5.14 refuse it: then it is not tried. */
+#define PREFAULT_AHEAD 8u
 #define PREFAULT_MIN 256u
 #define PREFAULT_NEW 1024u
-#define PREFAULT_MAX 16384u
+#define PREFAULT_MAX 4096u
 
 static void prefault_ring(struct ss_slot *s, uint64_t head, uint64_t ahead)
 {
