@@ -492,14 +492,7 @@ static void loop_hosting(void)
 	prctl(PR_SET_TIMERSLACK, (unsigned long)ss_watchdog_slack_ns(), 0, 0, 0);
 	wr.cpu_mark = ss_thread_cpu_ns();
 	wr.cpu_part = 1;
-	/* The first cycle a period after start, as the second one would come
-	 * after a first one at once (that found start's own events only, and
-	 * cost a cold cycle a session): start opened the segment, and a ring
-	 * filling fast meanwhile is caught by the looks (ss_writer_nudge). */
-	int kicked = 0;
-	wr.last_cycle_ns = ss_now();
-	wr.due = wr.last_cycle_ns + wr.pace.period_ns;
-	wr.early = wr.pace.period_ns / 4;
+	int kicked = 1; /* the first cycle at once */
 	uint32_t seen = atomic_load(&wr.wake_seq);
 	while (atomic_load(&wr.running)) {
 		host_watchdog();
