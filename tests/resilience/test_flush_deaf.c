@@ -101,41 +101,29 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* STALL records of the deaf task, and those that say it never answered; the
- * ages of the loud worker's first captures (*nloud of them, in loud). */
-static void captures(const char *dir, uint64_t *all, uint64_t *unanswered, uint64_t *loud,
-		     size_t *nloud)
+ * ages of the loud worker's first captures. */
+struct caps {
+	uint64_t all, unanswered, loud[MAX_LOUD];
+	size_t nloud;
+};
+
+static void count_capture(const struct ss_record *rec, void *ctx)
 {
-	struct rs_file f[64];
-	int n = rs_list(dir, "fd", f, 64);
-	*all = *unanswered = 0;
-	*nloud = 0;
-	for (int i = 0; i < n; i++) {
-		char path[1024];
-		snprintf(path, sizeof path, "%s/%s", dir, f[i].name);
-		struct ss_reader *r;
-		char err[256];
-		if (ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) != 0)
-			continue;
-		struct ss_block_info b;
-		struct ss_record rec;
-		while (ss_reader_next_block(r, &b))
-			while (ss_reader_next_record(r, &rec)) {
-				if (rec.type == SS_REC_STALL && rec.u.stall.task >= LOUD_TASK0 &&
-				    rec.u.stall.task < LOUD_TASK0 + MAX_LOUD && rec.u.stall.index == 0 &&
-				    *nloud < MAX_LOUD)
-					loud[(*nloud)++] = rec.ts - rec.u.stall.poll_ts;
-				if (rec.type != SS_REC_STALL || rec.u.stall.task != DEAF_TASK)
-					continue;
-				(*all)++;
-				char reason[256];
-				size_t len = rec.u.stall.reason_len < sizeof reason - 1
-						     ? rec.u.stall.reason_len : sizeof reason - 1;
-				memcpy(reason, rec.u.stall.reason, len);
-				reason[len] = 0;
-				*unanswered += strstr(reason, "did not answer") != NULL;
-			}
-		ss_reader_close(r);
-	}
+	struct caps *c = ctx;
+	if (rec->type != SS_REC_STALL)
+		return;
+	if (rec->u.stall.task >= LOUD_TASK0 && rec->u.stall.task < LOUD_TASK0 + MAX_LOUD &&
+	    rec->u.stall.index == 0 && c->nloud < MAX_LOUD)
+		c->loud[c->nloud++] = rec->ts - rec->u.stall.poll_ts;
+	if (rec->u.stall.task != DEAF_TASK)
+		return;
+	c->all++;
+	char reason[256];
+	size_t len = rec->u.stall.reason_len < sizeof reason - 1 ? rec->u.stall.reason_len
+								 : sizeof reason - 1;
+	memcpy(reason, rec->u.stall.reason, len);
+	reason[len] = 0;
+	c->unanswered += strstr(reason, "did not answer") != NULL;
 }
 
 int main(void)
@@ -219,9 +207,10 @@ int main(void)
 	rs_producers_stop(p, NPROD);
 	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
 
-	uint64_t all, unanswered, loud_age[MAX_LOUD];
-	size_t nloud;
-	captures(dir, &all, &unanswered, loud_age, &nloud);
+	static struct caps c;
+	CHECK(tc_each_record(dir, "fd", count_capture, &c) > 0, "read %s", dir);
+	uint64_t all = c.all, unanswered = c.unanswered, *loud_age = c.loud;
+	size_t nloud = c.nloud;
 	qsort(loud_age, nloud, sizeof *loud_age, cmp_u64);
 	uint64_t loud_median = nloud ? loud_age[nloud / 2] : 0;
 	printf("test_flush_deaf: %llu reads of the active file in %.1f s; the oldest mark not yet in "
