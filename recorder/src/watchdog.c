@@ -13,16 +13,25 @@
  * Entry fields are read with relaxed atomic loads, since the owner may be
  * rewriting them after a wrap.
  *
- * Ticks: a poll that begins just after a tick is T old no sooner than a tick
- * later, so the watchdog sleeps until the earliest of the captures due and one
- * threshold after its last look (less the timer slack it lets the kernel use to
- * join its wake-up to others), not every few milliseconds. A poll that lasts T
- * is then always seen open at a tick and captured at T (later by as much as the
- * machine delays the wake-up).
+ * Looks: a poll that begins just after a look is T old no sooner than T
+ * later, so while long polls are around (the last max(1 s, 8T) held a look that
+ * saw a poll open for T/2 or more, or a capture) the watchdog sleeps until the
+ * earliest of the captures due and one threshold after its last look (less the
+ * timer slack it lets the kernel use to join its wake-up to others), not every
+ * few milliseconds. A poll that lasts T is then always seen open before T and
+ * captured at T (later by as much as the machine delays the wake-up). While
+ * every poll it sees is short, it looks every 2T instead: a poll first seen
+ * past T is captured at that look, at most 2T after it began, and seeing it
+ * (or any poll T/2 old) brings the looks back to one a threshold. A poll seen
+ * open younger than T/2 is then given a look at its 2T mark, not at its T
+ * one: a light program has a poll open at most looks, nearly always one about
+ * to end, and looks at their T marks kept the looks one a threshold (180 a
+ * light run instead of 105; 220 at T). So every poll that lasts 2T is
+ * captured by 2T, and one of between T and 2T when a look sees it past T/2.
  *
  * A look is cheap (a few loads per attached thread); the wake-up around it is
- * what costs, about 35-50 us of CPU on a VM, 100 times a second at the default
- * threshold. So the sleep is one futex wait on an absolute CLOCK_MONOTONIC time
+ * what costs, about 35-50 us of CPU on a VM, 50 to 100 times a second at the
+ * default threshold. So the sleep is one futex wait on an absolute CLOCK_MONOTONIC time
  * (no drift, one system call: a condition variable's wait re-takes its mutex as
  * contended, and its unlock is then a second system call), and the slack is the
  * kernel's default 50 us: a slack of T/16 shortened every tick by as much, 7%
@@ -102,6 +111,10 @@ static struct {
 	uint64_t step_at_ns;        /* the earliest of their next steps (CLOCK_MONOTONIC) */
 	uint32_t session;
 	uint64_t threshold_ns, tick_ns, slack_ns;
+	/* The period while no long poll is around (wide_ns: 2T, look): an open
+	 * poll at least T/2 old seen at a look, or a capture, keeps it at tick_ns
+	 * for long_ns after (until long_until, a stamp). */
+	uint64_t wide_ns, long_ns, long_until;
 	struct ss_pool *pool;
 	struct wd_slot *ws;
 	size_t ws_len;
@@ -361,6 +374,7 @@ static void capture_done(struct ss_slot *s, struct wd_slot *w)
 static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w)
 {
 	w->cap_ts = ss_stamp();
+	D.long_until = w->cap_ts + ss_clock_delta_stamps(D.long_ns);
 	if (ss_capture_begin(s, i, capture_msg(w), &w->run)) {
 		capture_done(s, w);
 		return;
@@ -394,17 +408,11 @@ static void capture_steps(void)
 static void look(void)
 {
 	atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
-	/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
-	 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
-	 * quiet spell is first seen, and captured if it is past the threshold,
-	 * up to that much later (README, "Stalls"). A poll that begins or ends
-	 * in any ring, a poll open that is still to be captured, or a thread
-	 * new to its slot ends the spell; other events (marks, queue depths)
-	 * do not. */
-	uint64_t gap = D.tick_ns << (D.quiet < QUIET_SHIFT ? D.quiet : QUIET_SHIFT);
-	uint64_t now = ss_stamp();
-	D.look_at = now + ss_clock_delta_stamps(gap);
-	int moved = 0;
+	uint32_t quiet = D.quiet < QUIET_SHIFT ? D.quiet : QUIET_SHIFT;
+	uint64_t now = ss_stamp(), half = ss_clock_delta_stamps(D.threshold_ns / 2);
+	uint64_t young = UINT64_MAX; /* the earliest due of a poll seen open before T/2 */
+	D.look_at = UINT64_MAX; /* the captures due lower it, then the period (below) */
+	int moved = 0, long_seen = 0;
 	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
 		struct ss_slot *s = &D.pool->slots[i];
 		struct wd_slot *w = &D.ws[i];
@@ -417,15 +425,38 @@ static void look(void)
 		pthread_mutex_lock(&D.smu);
 		uint32_t seen = w->boundaries, thread = w->thread;
 		scan_slot(s, w, now);
+		int grown = w->open && now >= w->poll_ts + half;
+		long_seen |= grown;
 		if (w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due)
 			capture(s, i, w);
-		if (!w->capturing && w->open && w->captures < SS_STALL_MAX_CAPTURES &&
-		    w->next_due < D.look_at)
+		if (!w->capturing && w->open && !w->captures && !grown && w->next_due < young)
+			young = w->next_due;
+		else if (!w->capturing && w->open && w->captures < SS_STALL_MAX_CAPTURES &&
+			 w->next_due < D.look_at)
 			D.look_at = w->next_due;
 		moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
 			 w->boundaries != seen || w->thread != thread;
 		pthread_mutex_unlock(&D.smu);
 	}
+	/* The period (see the top): T while long polls are around, else 2T and a
+	 * young poll's look at its 2T mark. After a quiet look the next comes a
+	 * period later, then 2, 4 and 8 periods (at most 800 ms: a period is at
+	 * most 100 ms): a poll that begins in a quiet spell is first seen, and
+	 * captured if it is past the threshold, up to that much later (README,
+	 * "Stalls"). A poll that begins or ends in any ring, a poll open that is
+	 * still to be captured, or a thread new to its slot ends the spell; other
+	 * events (marks, queue depths) do not. */
+	if (long_seen)
+		D.long_until = now + ss_clock_delta_stamps(D.long_ns);
+	int around = now < D.long_until;
+	if (!around && young != UINT64_MAX)
+		young += ss_clock_delta_stamps(D.threshold_ns);
+	uint64_t gap = (around ? D.tick_ns : D.wide_ns) << quiet;
+	uint64_t at = now + ss_clock_delta_stamps(gap);
+	if (young < at)
+		at = young;
+	if (at < D.look_at)
+		D.look_at = at;
 	D.quiet = moved ? 0 : D.quiet + 1;
 }
 
@@ -527,6 +558,13 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		D.tick_ns = 1000000u;
 	if (D.tick_ns > 100000000u)
 		D.tick_ns = 100000000u;
+	/* While every poll seen is short, looks twice as far apart (look). */
+	D.wide_ns = 2 * D.threshold_ns - D.slack_ns;
+	if (D.wide_ns > 100000000u)
+		D.wide_ns = 100000000u;
+	if (D.wide_ns < D.tick_ns)
+		D.wide_ns = D.tick_ns;
+	D.long_ns = 8 * D.threshold_ns > 1000000000u ? 8 * D.threshold_ns : 1000000000u;
 	D.pool = ss_pool_get();
 	D.copy = ss_unwind_copy_bytes();
 	D.msg_size = (ss_stall_msg_size(D.copy) + 7) & ~(size_t)7;
