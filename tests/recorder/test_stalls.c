@@ -392,7 +392,7 @@ static _Atomic int quiet_go;
  * after a pause of 0 to PACE_T_MS ms, so that it begins at any moment between
  * two looks. short_max: its longest short poll (ns, hooks included) since the
  * test last cleared it. */
-#define PACE_T_MS 20u
+#define PACE_T_MS 40u
 #define PACE_LONG0 7000u
 static struct {
 	_Atomic int stop;
