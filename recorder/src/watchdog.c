@@ -25,9 +25,10 @@
  * (or any poll T/2 old) brings the looks back to one a threshold. A poll seen
  * open younger than T/2 is then given a look at its 2T mark, not at its T
  * one: a light program has a poll open at most looks, nearly always one about
- * to end, and looks at their T marks kept the looks one a threshold (180 a
- * light run instead of 105; 220 at T). So every poll that lasts 2T is
- * captured by 2T, and one of between T and 2T when a look sees it past T/2.
+ * to end, and looks at their T marks kept the looks near one a threshold
+ * (160-200 a light run, no poll long, instead of 100-115; 200-220 at T). So
+ * every poll that lasts 2T is captured by 2T, and one of between T and 2T
+ * when a look sees it past T/2.
  *
  * A look is cheap (a few loads per attached thread); the wake-up around it is
  * what costs, about 35-50 us of CPU on a VM, 50 to 100 times a second at the
