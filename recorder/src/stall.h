@@ -72,28 +72,60 @@ struct ss_stall_sink {
 };
 
 /* ---- watchdog.c (the writer starts and stops it with the session) ---- */
-/* Starts the watchdog when cfg->stall_threshold_ms > 0. Never fails the session:
- * status says what runs ("off", or the threshold and how stacks are taken). */
+/* Starts the watchdog when cfg->stall_threshold_ms > 0, on a thread of its own
+ * when own_thread, else hosted by the writer's thread (below). Never fails the
+ * session: status says what runs ("off", or the threshold and how stacks are
+ * taken). */
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
-				   char *status, size_t len);
+				   int own_thread, char *status, size_t len);
+/* Joins its thread, or (hosted) is called by the writer's thread after its last
+ * wake-up; captures in flight finish first. Then the last STALL_ENDs are queued. */
 SS_INTERNAL void ss_watchdog_stop(void);
+/* Hosted (the writer's thread only): whether the watchdog started without a
+ * thread; when it next needs the thread (CLOCK_MONOTONIC ns; UINT64_MAX:
+ * never); what is due then (capture steps, a look: never a wait); the timer
+ * slack its times allow. */
+SS_INTERNAL int ss_watchdog_hosted(void);
+SS_INTERNAL uint64_t ss_watchdog_next_ns(void);
+SS_INTERNAL void ss_watchdog_run(void);
+SS_INTERNAL uint64_t ss_watchdog_slack_ns(void);
 /* Writer thread, just before it releases a drained slot of an exited thread: the
- * watchdog reads the slot's last poll boundaries while they are still there. */
-SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s);
+ * watchdog reads the slot's last poll boundaries while they are still there.
+ * 0 while a capture of the slot is in flight: the slot must stay its thread's
+ * (the writer asks again at a later cycle). */
+SS_INTERNAL int ss_watchdog_slot_released(struct ss_slot *s);
 /* After the writer's final drain: frees the message queue. */
 SS_INTERNAL void ss_watchdog_free(void);
 /* Hands the stall messages queued so far to sink (writer thread), up to the first
  * one holding a stamp past lim (it waits for the next drain, clock.h). */
 SS_INTERNAL void ss_stall_drain(const struct ss_stall_sink *sink, uint64_t lim);
 
-/* ---- stall_capture.c (watchdog thread only) ---- */
+/* ---- stall_capture.c (the thread that takes the watchdog's looks only) ---- */
 /* copy: bytes of stack a capture copies for the writer's unwinder (0: frames). */
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
 				uint32_t copy, char *why, size_t len);
 SS_INTERNAL void ss_capture_fini(void);
+/* A capture in flight: it never sleeps, so it is taken in steps, each at its
+ * time (at_ns, CLOCK_MONOTONIC): the end of the CPU-clock window, then looks
+ * for the signal's answer until it comes or ANSWER_NS pass. */
+struct ss_capture_run {
+	uint32_t step;          /* what the next step does (stall_capture.c) */
+	uint32_t gen;           /* the signal's request number */
+	int32_t cpu_ok, on_cpu;
+	uint64_t at_ns;         /* the next step is due */
+	uint64_t w0, c0;        /* the window's start: wall time, the thread's CPU */
+	uint64_t window, window_cpu;
+	uint64_t deadline, nap; /* the answer's wait */
+};
 /* Classifies and takes the stack of the thread of slot index i into m (kind,
- * syscall1, frames, reason). */
-SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m);
+ * syscall1, frames, reason): begins a capture (begin), or takes its next step
+ * once run->at_ns has come (step). Each returns 1 when the capture is done (m
+ * is then filled), 0 when it waits for the step at run->at_ns; m is written
+ * only by the call that returns 1. */
+SS_INTERNAL int ss_capture_begin(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m,
+				 struct ss_capture_run *run);
+SS_INTERNAL int ss_capture_step(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m,
+				struct ss_capture_run *run);
 
 /* ---- task_dump.c ---- */
 /* Arms stallscope_task_pending() when cfg->task_dump_enabled (writer start). */

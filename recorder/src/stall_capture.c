@@ -1,6 +1,6 @@
 /*
- * stall_capture.c - one capture of a stalled worker, run on the watchdog thread:
- * what is the thread doing, and where.
+ * stall_capture.c - one capture of a stalled worker, run on the thread that
+ * takes the watchdog's looks: what is the thread doing, and where.
  *
  * Classification comes from /proc/self/task/TID/syscall: a number when the thread
  * sleeps in a system call (blocked, and which call), "running" when it is in
@@ -23,6 +23,12 @@
  * copies the interrupted registers and the stack above sp instead of walking,
  * and a blocked thread's copy goes out with the sp and pc /proc gave; the writer
  * unwinds both (unwind.h).
+ *
+ * A capture never sleeps: its waits (the 1 ms CPU-clock window, the signal's
+ * answer, up to ANSWER_NS for a thread that blocks the signal) are steps the
+ * caller takes at their times (ss_capture_step), so the thread that takes them
+ * does other work between them: the writer's cycles, when that thread is the
+ * writer's (watchdog.c), whose flush promise cannot wait 50 ms.
  */
 #include "stall.h"
 #include "sigwalk.h"
@@ -220,13 +226,6 @@ SS_INTERNAL void ss_capture_fini(void)
 	free(C.scan);
 	free(C.sysfd);
 	memset(&C, 0, sizeof C);
-}
-
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 /* /proc/self/task/TID/syscall of slot s (cell i): 1 running; 0 not running, with
@@ -468,28 +467,25 @@ static void copy_blocked(const struct ss_slot *s, uint64_t sp, uint64_t pc, stru
 	*how = "stack copied from its memory above the blocked sp";
 }
 
-/* Signals the thread and waits for its handler's walk (or copy, into m). */
-static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint32_t *n,
-		       struct ss_stall_msg *m)
+/* Sends the signal that asks the handler of slot i's thread for its stack:
+ * 0, or -1 when tgkill failed (the thread is gone). */
+static int signal_send(const struct ss_slot *s, uint32_t i, struct ss_capture_run *run)
 {
 	struct cap_cell *c = cell_at(C.cells, i);
 	if (i >= C.used)
 		C.used = i + 1;
-	uint32_t gen = ++C.gen ? C.gen : ++C.gen;
-	atomic_store_explicit(&c->req, gen, memory_order_release);
-	if (syscall(SYS_tgkill, C.pid, s->tid, C.signo) != 0)
-		return -1;
-	/* A thread on CPU answers within microseconds; one waiting for a CPU (a
-	 * loaded machine) may take milliseconds: naps that double up to 2 ms cost
-	 * about 25 wake-ups over the whole 50 ms, not 500. */
-	uint64_t deadline = ss_now() + ANSWER_NS, nap = ANSWER_NAP0_NS;
-	while (atomic_load_explicit(&c->done, memory_order_acquire) != gen) {
-		if (ss_now() >= deadline)
-			return -2;
-		sleep_ns(nap);
-		if (nap < ANSWER_NAP_MAX_NS)
-			nap *= 2;
-	}
+	run->gen = ++C.gen ? C.gen : ++C.gen;
+	atomic_store_explicit(&c->req, run->gen, memory_order_release);
+	return syscall(SYS_tgkill, C.pid, s->tid, C.signo) == 0 ? 0 : -1;
+}
+
+/* The handler's walk (or copy, into m) once it answered run->gen: 1, else 0. */
+static int signal_answer(uint32_t i, const struct ss_capture_run *run, uint64_t *out, uint32_t *n,
+			 struct ss_stall_msg *m)
+{
+	struct cap_cell *c = cell_at(C.cells, i);
+	if (atomic_load_explicit(&c->done, memory_order_acquire) != run->gen)
+		return 0;
 	*n = c->n < SS_STALL_FRAMES ? c->n : SS_STALL_FRAMES;
 	memcpy(out, c->frames, *n * sizeof *out);
 	if (C.copy && c->uc.valid) {
@@ -500,86 +496,45 @@ static int signal_walk(const struct ss_slot *s, uint32_t i, uint64_t *out, uint3
 		out[0] = c->uc.regs[SS_UREG_PC];
 		*n = 1;
 	}
-	return 0;
+	return 1;
 }
 
-SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m)
+/* A thread in a system call (or blocked outside one): classified and its stack
+ * taken from its memory, at once. */
+static void finish_blocked(const struct ss_slot *s, struct ss_stall_msg *m, long nr, uint64_t sp,
+			   uint64_t pc)
 {
-	uint32_t tid = (uint32_t)s->tid;
-	long nr = -1;
-	uint64_t sp = 0, pc = 0;
-	m->nframes = 0;
-	m->syscall1 = 0;
-	m->kind = SS_STALL_UNKNOWN;
-	if (!C.signo) {
-		snprintf(m->reason, sizeof m->reason, "capture not set up");
-		return;
+	const char *how = "";
+	char st = proc_state((uint32_t)s->tid);
+	m->kind = SS_STALL_BLOCKED;
+	if (C.copy) {
+		copy_blocked(s, sp, pc, m, &how);
+		m->frames[0] = pc;
+		m->nframes = 1;
+	} else {
+		m->nframes = scan_blocked(s, sp, pc, m->frames, &how);
 	}
-	int r = read_syscall(s, i, &nr, &sp, &pc);
-	if (r < 0) {
-		snprintf(m->reason, sizeof m->reason, "cannot read /proc/self/task/%u/syscall: %s",
-			 tid, strerror(errno));
-		return;
+	if (nr >= 0) {
+		const char *name = syscall_name(nr);
+		m->syscall1 = (uint32_t)nr + 1;
+		if (name)
+			snprintf(m->reason, sizeof m->reason, "blocked in %s (state %c); %s", name, st,
+				 how);
+		else
+			snprintf(m->reason, sizeof m->reason, "blocked in system call %ld (state %c); %s",
+				 nr, st, how);
+	} else {
+		snprintf(m->reason, sizeof m->reason,
+			 "blocked outside a system call (state %c, a page fault?); %s", st, how);
 	}
-	uint64_t window_cpu = 0, window = WINDOW_NS;
-	int cpu_ok = 1;
-	if (r == 1) {
-		/* Running or runnable: does it gain CPU time? The window is what
-		 * elapsed between the two readings, not what was asked of the sleep:
-		 * a preempted watchdog oversleeps, and the thread cannot gain more
-		 * CPU time than the wall time around both readings. */
-		uint64_t w0 = ss_now();
-		uint64_t c0 = thread_cpu_ns(tid, &cpu_ok);
-		sleep_ns(WINDOW_NS);
-		uint64_t c1 = thread_cpu_ns(tid, &cpu_ok);
-		uint64_t w1 = ss_now();
-		window_cpu = c1 > c0 ? c1 - c0 : 0;
-		window = w1 > w0 ? w1 - w0 : 1;
-		if (window_cpu > window)
-			window_cpu = window;
-		/* Again right before deciding: it may have entered a system call. */
-		r = read_syscall(s, i, &nr, &sp, &pc);
-		if (r < 0) {
-			snprintf(m->reason, sizeof m->reason, "thread gone during the capture (%s)",
-				 strerror(errno));
-			return;
-		}
-	}
-	if (r == 0) {
-		const char *how = "";
-		char st = proc_state(tid);
-		m->kind = SS_STALL_BLOCKED;
-		if (C.copy) {
-			copy_blocked(s, sp, pc, m, &how);
-			m->frames[0] = pc;
-			m->nframes = 1;
-		} else {
-			m->nframes = scan_blocked(s, sp, pc, m->frames, &how);
-		}
-		if (nr >= 0) {
-			const char *name = syscall_name(nr);
-			m->syscall1 = (uint32_t)nr + 1;
-			if (name)
-				snprintf(m->reason, sizeof m->reason, "blocked in %s (state %c); %s", name,
-					 st, how);
-			else
-				snprintf(m->reason, sizeof m->reason, "blocked in system call %ld (state %c); %s",
-					 nr, st, how);
-		} else {
-			snprintf(m->reason, sizeof m->reason,
-				 "blocked outside a system call (state %c, a page fault?); %s", st, how);
-		}
-		return;
-	}
-	if (!cpu_ok) {
-		snprintf(m->reason, sizeof m->reason, "cannot read the thread's CPU clock");
-		return;
-	}
-	/* A tenth of the window: a thread on CPU gains nearly all of it. */
-	int on_cpu = window_cpu * 10 >= window;
-	m->kind = on_cpu ? SS_STALL_RUNNING : SS_STALL_RUNNABLE;
-	uint32_t n = 0;
-	int w = signal_walk(s, i, m->frames, &n, m);
+}
+
+/* A running or runnable thread, once the signal's wait is over: w 0 answered,
+ * -1 tgkill failed, -2 no answer within ANSWER_NS. */
+static void finish_running(const struct ss_capture_run *run, struct ss_stall_msg *m, int w,
+			   uint32_t n)
+{
+	m->kind = run->on_cpu ? SS_STALL_RUNNING : SS_STALL_RUNNABLE;
 	m->nframes = n;
 	const char *stack = w == 0 ? (m->uc.valid ? (m->uc.len ? "registers and stack copied by signal"
 				      : "registers by signal, no stack copy (no stack bounds)")
@@ -589,6 +544,112 @@ SS_INTERNAL void ss_capture(const struct ss_slot *s, uint32_t i, struct ss_stall
 				    : "no stack: the thread did not answer the signal in 50 ms "
 				      "(blocks it, or got no CPU)";
 	snprintf(m->reason, sizeof m->reason, "%s: %.3f ms CPU in a %.3f ms window; %s",
-		 on_cpu ? "running" : "runnable but not running", (double)window_cpu / 1e6,
-		 (double)window / 1e6, stack);
+		 run->on_cpu ? "running" : "runnable but not running",
+		 (double)run->window_cpu / 1e6, (double)run->window / 1e6, stack);
+}
+
+enum { STEP_WINDOW = 1, STEP_ANSWER };
+
+static void clear_msg(struct ss_stall_msg *m)
+{
+	m->nframes = 0;
+	m->syscall1 = 0;
+	m->kind = SS_STALL_UNKNOWN;
+}
+
+SS_INTERNAL int ss_capture_begin(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m,
+				 struct ss_capture_run *run)
+{
+	uint32_t tid = (uint32_t)s->tid;
+	long nr = -1;
+	uint64_t sp = 0, pc = 0;
+	memset(run, 0, sizeof *run);
+	clear_msg(m);
+	if (!C.signo) {
+		snprintf(m->reason, sizeof m->reason, "capture not set up");
+		return 1;
+	}
+	int r = read_syscall(s, i, &nr, &sp, &pc);
+	if (r < 0) {
+		snprintf(m->reason, sizeof m->reason, "cannot read /proc/self/task/%u/syscall: %s",
+			 tid, strerror(errno));
+		return 1;
+	}
+	if (r == 0) {
+		finish_blocked(s, m, nr, sp, pc);
+		return 1;
+	}
+	/* Running or runnable: does it gain CPU time over the window? The window
+	 * is what elapses between the two readings (the next step), not what was
+	 * asked: a late step makes a longer window, and the thread cannot gain more
+	 * CPU time than the wall time around both readings. */
+	run->cpu_ok = 1;
+	run->w0 = ss_now();
+	run->c0 = thread_cpu_ns(tid, &run->cpu_ok);
+	run->step = STEP_WINDOW;
+	run->at_ns = run->w0 + WINDOW_NS;
+	return 0;
+}
+
+SS_INTERNAL int ss_capture_step(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m,
+				struct ss_capture_run *run)
+{
+	uint32_t tid = (uint32_t)s->tid, n = 0;
+	clear_msg(m);
+	if (run->step == STEP_WINDOW) {
+		int cpu_ok = run->cpu_ok;
+		uint64_t c1 = thread_cpu_ns(tid, &cpu_ok);
+		uint64_t w1 = ss_now();
+		run->cpu_ok = cpu_ok;
+		run->window_cpu = c1 > run->c0 ? c1 - run->c0 : 0;
+		run->window = w1 > run->w0 ? w1 - run->w0 : 1;
+		if (run->window_cpu > run->window)
+			run->window_cpu = run->window;
+		/* Again right before deciding: it may have entered a system call. */
+		long nr = -1;
+		uint64_t sp = 0, pc = 0;
+		int r = read_syscall(s, i, &nr, &sp, &pc);
+		if (r < 0) {
+			snprintf(m->reason, sizeof m->reason, "thread gone during the capture (%s)",
+				 strerror(errno));
+			return 1;
+		}
+		if (r == 0) {
+			finish_blocked(s, m, nr, sp, pc);
+			return 1;
+		}
+		if (!run->cpu_ok) {
+			snprintf(m->reason, sizeof m->reason, "cannot read the thread's CPU clock");
+			return 1;
+		}
+		/* A tenth of the window: a thread on CPU gains nearly all of it. */
+		run->on_cpu = run->window_cpu * 10 >= run->window;
+		if (signal_send(s, i, run) != 0) {
+			finish_running(run, m, -1, 0);
+			return 1;
+		}
+		/* A thread on CPU answers within microseconds; one waiting for a CPU
+		 * (a loaded machine) may take milliseconds: looks that double up to
+		 * 2 ms cost about 25 wake-ups over the whole 50 ms, not 500. */
+		run->step = STEP_ANSWER;
+		run->deadline = w1 + ANSWER_NS;
+		run->nap = ANSWER_NAP0_NS;
+		run->at_ns = ss_now() + run->nap;
+		return 0;
+	}
+	if (signal_answer(i, run, m->frames, &n, m)) {
+		finish_running(run, m, 0, n);
+		return 1;
+	}
+	uint64_t now = ss_now();
+	if (now >= run->deadline) {
+		finish_running(run, m, -2, 0);
+		return 1;
+	}
+	if (run->nap < ANSWER_NAP_MAX_NS)
+		run->nap *= 2;
+	run->at_ns = now + run->nap;
+	if (run->at_ns > run->deadline)
+		run->at_ns = run->deadline;
+	return 0;
 }

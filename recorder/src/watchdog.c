@@ -13,21 +13,48 @@
  * Entry fields are read with relaxed atomic loads, since the owner may be
  * rewriting them after a wrap.
  *
- * Ticks: a poll that begins just after a tick is T old no sooner than a tick
- * later, so the watchdog sleeps until the earliest of the captures due and one
- * threshold after its last look (less the timer slack it lets the kernel use to
- * join its wake-up to others), not every few milliseconds. A poll that lasts T
- * is then always seen open at a tick and captured at T (later by as much as the
- * machine delays the wake-up).
+ * Looks: a poll that begins just after a look is T old no sooner than T
+ * later, so while long polls are around (the last max(1 s, 8T) held a look that
+ * saw a poll open for T/2 or more, or a capture) the watchdog sleeps until the
+ * earliest of the captures due and one threshold after its last look (less the
+ * timer slack it lets the kernel use to join its wake-up to others), not every
+ * few milliseconds. A poll that lasts T is then always seen open before T and
+ * captured at T (later by as much as the machine delays the wake-up). While
+ * every poll it sees is short, it looks every 2T instead: a poll first seen
+ * past T is captured at that look, at most 2T after it began, and seeing it
+ * (or any poll T/2 old) brings the looks back to one a threshold. A poll seen
+ * open younger than T/2 is then given a look at its 2T mark, not at its T
+ * one: a light program has a poll open at most looks, nearly always one about
+ * to end, and looks at their T marks kept the looks near one a threshold
+ * (160-200 a light run, no poll long, instead of 100-115; 200-220 at T). So
+ * every poll that lasts 2T is captured by 2T, and one of between T and 2T
+ * when a look sees it past T/2.
  *
  * A look is cheap (a few loads per attached thread); the wake-up around it is
- * what costs, about 35-50 us of CPU on a VM, 100 times a second at the default
- * threshold. So the sleep is one futex wait on an absolute CLOCK_MONOTONIC time
+ * what costs, about 35-50 us of CPU on a VM, 50 to 100 times a second at the
+ * default threshold. So the sleep is one futex wait on an absolute CLOCK_MONOTONIC time
  * (no drift, one system call: a condition variable's wait re-takes its mutex as
  * contended, and its unlock is then a second system call), and the slack is the
  * kernel's default 50 us: a slack of T/16 shortened every tick by as much, 7%
  * more looks, to let the kernel join a wake-up that on a busy machine it rarely
  * can.
+ *
+ * One thread or two. While CPU sampling and task dumps are off (hooks only) the
+ * watchdog has no thread of its own: the writer's thread asks when it is next
+ * needed (ss_watchdog_next_ns), runs what is due (ss_watchdog_run) and its own
+ * cycles at the same wake-ups (writer.c): a thread less to start, and most of
+ * the writer's wake-ups, cold after 75 ms asleep, folded into looks. With
+ * sampling or task dumps on, the writer's cycles can be long (unwinding), so
+ * the watchdog keeps a thread and its looks their times.
+ *
+ * Captures never make this thread wait (stall_capture.c): their 1 ms CPU-clock
+ * window and the wait for a signal's answer (up to 50 ms for a thread that
+ * blocks the signal) are steps taken at their own wake-ups, so a writer cycle
+ * on the same thread runs at its time meanwhile, and captures of several
+ * threads run side by side. A slot whose capture is in flight is not scanned
+ * (its STALL then precedes its STALL_END) and the writer does not release it
+ * (ss_watchdog_slot_released): the capture's signal must not reach the thread
+ * that takes the slot next.
  *
  * A poll open for T (the threshold) is captured at T, 2T, 4T ... up to
  * SS_STALL_MAX_CAPTURES times; when the watchdog sees it end (the first boundary
@@ -51,6 +78,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SCAN_BACK 64
@@ -67,6 +95,9 @@ struct wd_slot {
 	uint32_t due_shift;
 	uint32_t boundaries;  /* looks that found a new poll boundary in the ring */
 	int32_t tid;
+	int capturing;        /* a capture in flight: run, begun at cap_ts (a stamp) */
+	uint64_t cap_ts;
+	struct ss_capture_run run;
 };
 
 static struct {
@@ -74,8 +105,17 @@ static struct {
 	_Atomic uint32_t running;
 	_Atomic uint32_t wake_seq;  /* the futex word: stop bumps it and wakes us */
 	_Atomic int started;
+	int hosted;                 /* no thread of its own: the writer's takes the looks */
+	uint64_t look_at;           /* the next look (a stamp) */
+	uint32_t quiet;             /* looks in a row that found nothing moved and no poll open */
+	uint32_t capturing;         /* captures in flight */
+	uint64_t step_at_ns;        /* the earliest of their next steps (CLOCK_MONOTONIC) */
 	uint32_t session;
 	uint64_t threshold_ns, tick_ns, slack_ns;
+	/* The period while no long poll is around (wide_ns: 2T, look): an open
+	 * poll at least T/2 old seen at a look, or a capture, keeps it at tick_ns
+	 * for long_ns after (until long_until, a stamp). */
+	uint64_t wide_ns, long_ns, long_until;
 	struct ss_pool *pool;
 	struct wd_slot *ws;
 	size_t ws_len;
@@ -286,7 +326,9 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 	}
 }
 
-static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t now)
+/* The message of w's capture, as far as the watchdog knows it; the capture
+ * fills in the rest when it is done (stall_capture.c). */
+static struct ss_stall_msg *capture_msg(const struct wd_slot *w)
 {
 	struct ss_stall_msg *m = D.cap_msg;
 	memset(m, 0, offsetof(struct ss_stall_msg, frames));
@@ -298,10 +340,20 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	m->task = w->task;
 	m->location = w->loc;
 	m->poll_ts = w->poll_ts;
-	m->ts = now;
+	m->ts = w->cap_ts;
 	m->index = w->captures;
-	ss_capture(s, i, m);
-	enqueue(m);
+	return m;
+}
+
+/* w's capture is done (its message in D.cap_msg): queued, and the next one
+ * planned. Under smu. */
+static void capture_done(struct ss_slot *s, struct wd_slot *w)
+{
+	if (w->capturing) {
+		w->capturing = 0;
+		D.capturing--;
+	}
+	enqueue(D.cap_msg);
 	atomic_fetch_add_explicit(&ss_counters.stall_captures, 1, memory_order_relaxed);
 	w->captures++;
 	/* The next power of two of the threshold the poll has not reached yet: a
@@ -309,10 +361,151 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w, uint64_t n
 	 * first after a quiet spell) is not followed by a burst for the ages it
 	 * already passed. */
 	uint32_t k = w->due_shift + 1;
-	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= now)
+	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= w->cap_ts)
 		k++;
 	w->due_shift = k;
 	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k);
+	/* The capture took time: is the poll still the same? */
+	scan_slot(s, w, ss_stamp());
+	if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < D.look_at)
+		D.look_at = w->next_due;
+}
+
+/* Begins a capture of slot i's poll; under smu. */
+static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w)
+{
+	w->cap_ts = ss_stamp();
+	D.long_until = w->cap_ts + ss_clock_delta_stamps(D.long_ns);
+	if (ss_capture_begin(s, i, capture_msg(w), &w->run)) {
+		capture_done(s, w);
+		return;
+	}
+	w->capturing = 1;
+	D.capturing++;
+	if (w->run.at_ns < D.step_at_ns)
+		D.step_at_ns = w->run.at_ns;
+}
+
+/* The steps of the captures in flight that are due. */
+static void capture_steps(void)
+{
+	uint64_t now = ss_now(), next = UINT64_MAX;
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span && D.capturing; i++) {
+		struct wd_slot *w = &D.ws[i];
+		if (!w->capturing)
+			continue;
+		pthread_mutex_lock(&D.smu);
+		if (w->run.at_ns <= now &&
+		    ss_capture_step(&D.pool->slots[i], i, capture_msg(w), &w->run))
+			capture_done(&D.pool->slots[i], w);
+		if (w->capturing && w->run.at_ns < next)
+			next = w->run.at_ns;
+		pthread_mutex_unlock(&D.smu);
+	}
+	D.step_at_ns = next;
+}
+
+/* One look at every ring, captures due begun; sets when the next is due. */
+static void look(void)
+{
+	atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
+	uint32_t quiet = D.quiet < QUIET_SHIFT ? D.quiet : QUIET_SHIFT;
+	uint64_t now = ss_stamp(), half = ss_clock_delta_stamps(D.threshold_ns / 2);
+	uint64_t young = UINT64_MAX; /* the earliest due of a poll seen open before T/2 */
+	D.look_at = UINT64_MAX; /* the captures due lower it, then the period (below) */
+	int moved = 0, long_seen = 0;
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
+		struct ss_slot *s = &D.pool->slots[i];
+		struct wd_slot *w = &D.ws[i];
+		if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
+			continue;
+		if (w->capturing) {
+			moved = 1; /* scanned when its capture is done */
+			continue;
+		}
+		pthread_mutex_lock(&D.smu);
+		uint32_t seen = w->boundaries, thread = w->thread;
+		scan_slot(s, w, now);
+		int grown = w->open && now >= w->poll_ts + half;
+		long_seen |= grown;
+		if (w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due)
+			capture(s, i, w);
+		if (!w->capturing && w->open && !w->captures && !grown && w->next_due < young)
+			young = w->next_due;
+		else if (!w->capturing && w->open && w->captures < SS_STALL_MAX_CAPTURES &&
+			 w->next_due < D.look_at)
+			D.look_at = w->next_due;
+		moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
+			 w->boundaries != seen || w->thread != thread;
+		pthread_mutex_unlock(&D.smu);
+	}
+	/* The period (see the top): T while long polls are around, else 2T and a
+	 * young poll's look at its 2T mark. After a quiet look the next comes a
+	 * period later, then 2, 4 and 8 periods (at most 800 ms: a period is at
+	 * most 100 ms): a poll that begins in a quiet spell is first seen, and
+	 * captured if it is past the threshold, up to that much later (README,
+	 * "Stalls"). A poll that begins or ends in any ring, a poll open that is
+	 * still to be captured, or a thread new to its slot ends the spell; other
+	 * events (marks, queue depths) do not. */
+	if (long_seen)
+		D.long_until = now + ss_clock_delta_stamps(D.long_ns);
+	int around = now < D.long_until;
+	if (!around && young != UINT64_MAX)
+		young += ss_clock_delta_stamps(D.threshold_ns);
+	uint64_t gap = (around ? D.tick_ns : D.wide_ns) << quiet;
+	uint64_t at = now + ss_clock_delta_stamps(gap);
+	if (young < at)
+		at = young;
+	if (at < D.look_at)
+		D.look_at = at;
+	D.quiet = moved ? 0 : D.quiet + 1;
+}
+
+/* A stamp as a CLOCK_MONOTONIC time (futex waits take those). */
+static uint64_t stamp_to_ns(uint64_t stamp)
+{
+	uint64_t at = ss_stamp();
+	return ss_now() + ss_clock_delta_ns(stamp > at ? stamp - at : 0);
+}
+
+SS_INTERNAL uint64_t ss_watchdog_next_ns(void)
+{
+	if (!atomic_load_explicit(&D.running, memory_order_relaxed))
+		return UINT64_MAX;
+	/* A look due already is due at 0: a time computed from a later clock
+	 * read would look like the future. */
+	uint64_t at = ss_stamp() >= D.look_at ? 0 : stamp_to_ns(D.look_at);
+	return D.capturing && D.step_at_ns < at ? D.step_at_ns : at;
+}
+
+SS_INTERNAL void ss_watchdog_run(void)
+{
+	if (D.capturing && ss_now() >= D.step_at_ns)
+		capture_steps();
+	if (ss_stamp() >= D.look_at)
+		look();
+}
+
+SS_INTERNAL int ss_watchdog_hosted(void)
+{
+	return D.started && D.hosted;
+}
+
+SS_INTERNAL uint64_t ss_watchdog_slack_ns(void)
+{
+	return D.slack_ns;
+}
+
+/* Stop: the captures in flight finish (at most ANSWER_NS and a window). */
+static void finish_captures(void)
+{
+	while (D.capturing) {
+		uint64_t at = D.step_at_ns;
+		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		capture_steps();
+	}
 }
 
 static void *watchdog_main(void *arg)
@@ -326,59 +519,27 @@ static void *watchdog_main(void *arg)
 	ss_shim_internal_thread();
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
-	uint32_t quiet = 0; /* looks in a row that found nothing moved and no poll open */
 	while (atomic_load(&D.running)) {
-		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
-		/* After a quiet look the next comes a tick later, then 2, 4 and 8 ticks
-		 * (at most 800 ms: a tick is at most 100 ms): a poll that begins in a
-		 * quiet spell is first seen, and captured if it is past the threshold,
-		 * up to that much later (README, "Stalls"). A poll that begins or ends
-		 * in any ring, a poll open that is still to be captured, or a thread
-		 * new to its slot ends the spell; other events (marks, queue depths)
-		 * do not. */
-		uint64_t gap = D.tick_ns << (quiet < QUIET_SHIFT ? quiet : QUIET_SHIFT);
-		uint64_t now = ss_stamp(), wake = now + ss_clock_delta_stamps(gap);
-		int moved = 0;
-		for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
-			struct ss_slot *s = &D.pool->slots[i];
-			struct wd_slot *w = &D.ws[i];
-			if (!w->thread && atomic_load_explicit(&s->state, memory_order_relaxed) != SS_SLOT_OWNED)
-				continue;
-			pthread_mutex_lock(&D.smu);
-			uint32_t seen = w->boundaries, thread = w->thread;
-			scan_slot(s, w, now);
-			int due = w->open && w->captures < SS_STALL_MAX_CAPTURES && ss_stamp() >= w->next_due;
-			if (due) {
-				capture(s, i, w, ss_stamp());
-				/* The capture took time: is the poll still the same? */
-				scan_slot(s, w, ss_stamp());
-			}
-			if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < wake)
-				wake = w->next_due;
-			moved |= (w->open && w->captures < SS_STALL_MAX_CAPTURES) ||
-				 w->boundaries != seen || w->thread != thread;
-			pthread_mutex_unlock(&D.smu);
-		}
-		quiet = moved ? 0 : quiet + 1;
+		ss_watchdog_run();
 		/* The word before running: a stop after this load changes it, and the
 		 * wait then returns at once. */
 		uint32_t seq = atomic_load(&D.wake_seq);
 		if (!atomic_load(&D.running))
 			break;
-		uint64_t at = ss_stamp();
-		at = ss_now() + ss_clock_delta_ns(wake > at ? wake - at : 0);
+		uint64_t at = ss_watchdog_next_ns();
 		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 		/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock); an early
 		 * return (a signal, EAGAIN) only means an early look. */
 		syscall(SYS_futex, &D.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
 			FUTEX_BITSET_MATCH_ANY);
 	}
+	finish_captures();
 	atomic_store(&ss_counters.cpu_watchdog_ns, ss_thread_cpu_ns());
 	return NULL;
 }
 
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
-				   char *status, size_t len)
+				   int own_thread, char *status, size_t len)
 {
 	memset(&D, 0, sizeof D);
 	snprintf(status, len, "off");
@@ -398,6 +559,13 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 		D.tick_ns = 1000000u;
 	if (D.tick_ns > 100000000u)
 		D.tick_ns = 100000000u;
+	/* While every poll seen is short, looks twice as far apart (look). */
+	D.wide_ns = 2 * D.threshold_ns - D.slack_ns;
+	if (D.wide_ns > 100000000u)
+		D.wide_ns = 100000000u;
+	if (D.wide_ns < D.tick_ns)
+		D.wide_ns = D.tick_ns;
+	D.long_ns = 8 * D.threshold_ns > 1000000000u ? 8 * D.threshold_ns : 1000000000u;
 	D.pool = ss_pool_get();
 	D.copy = ss_unwind_copy_bytes();
 	D.msg_size = (ss_stall_msg_size(D.copy) + 7) & ~(size_t)7;
@@ -431,10 +599,12 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	pthread_mutex_init(&D.smu, NULL);
 	pthread_mutex_init(&D.qmu, NULL);
 	atomic_store(&D.running, 1u);
-	/* The sampler has started: its perf events would see the caller borrow
-	 * the name. */
-	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
-				   ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
+	/* Named by borrowing only while the sampler is off: its perf events would
+	 * see the caller take the name. */
+	if (!own_thread) {
+		D.hosted = 1; /* the first look at the writer's first wake-up */
+	} else if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
+					  ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
 		snprintf(status, len, "off: cannot start the watchdog thread");
 		ss_capture_fini();
 		pthread_mutex_destroy(&D.smu);
@@ -453,18 +623,22 @@ fail:
 	memset(&D, 0, sizeof D);
 }
 
-SS_INTERNAL void ss_watchdog_slot_released(struct ss_slot *s)
+SS_INTERNAL int ss_watchdog_slot_released(struct ss_slot *s)
 {
 	if (!D.started)
-		return;
+		return 1;
+	int ok = 1;
 	pthread_mutex_lock(&D.smu);
 	/* started again under the lock: stop may have finished meanwhile */
 	if (D.started) {
 		uint32_t i = (uint32_t)(s - D.pool->slots);
-		if (i < D.pool->nslots && D.ws[i].thread)
+		if (i < D.pool->nslots && D.ws[i].capturing)
+			ok = 0;
+		else if (i < D.pool->nslots && D.ws[i].thread)
 			scan_slot(s, &D.ws[i], ss_stamp());
 	}
 	pthread_mutex_unlock(&D.smu);
+	return ok;
 }
 
 SS_INTERNAL void ss_watchdog_stop(void)
@@ -472,9 +646,13 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	if (!D.started)
 		return;
 	atomic_store(&D.running, 0u);
-	atomic_fetch_add(&D.wake_seq, 1u);
-	syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	pthread_join(D.thread, NULL);
+	if (D.hosted) {
+		finish_captures();
+	} else {
+		atomic_fetch_add(&D.wake_seq, 1u);
+		syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		pthread_join(D.thread, NULL);
+	}
 	ss_capture_fini();
 	/* Stalled polls that ended since the last tick get their STALL_END now. */
 	pthread_mutex_lock(&D.smu);

@@ -59,6 +59,15 @@ struct writer {
 	struct ss_pace pace;
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
+	/* The watchdog's looks run on this thread (writer.c, loop_hosting): set by
+	 * start before BOOT_GO. nudged: a look saw a ring past a quarter full. */
+	int one_thread, nudged;
+	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
+	/* This thread's CPU split between its cycles and the looks (cpu_to): read
+	 * at each change from one to the other, the time since the last read going
+	 * to the part it was doing (cpu_part: 0 writer, 1 watchdog). */
+	uint64_t cpu_mark, cpu_parts[2];
+	int cpu_part;
 	struct ss_writer_config cfg;
 	char *metrics_file;
 	struct ss_segments *sg;
@@ -75,6 +84,7 @@ struct writer {
 	/* active segment */
 	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */
 	uint64_t seg_start_ts, seg_opened_ns, seg_limit;
+	int seg_vanished;      /* its file was found gone after a write (flush_block) */
 	uint64_t retry_at_ns;
 	struct ss_footer foot;
 	uint32_t defs_emitted;

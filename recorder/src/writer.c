@@ -7,8 +7,11 @@
  * so a SIGKILL loses at most that interval. Cycles come as often as the flush
  * interval and the rings' fill rate need (writer_pace.c: an idle program sees a
  * few a second, not a hundred; every 10 ms while CPU sampling or task dumps are
- * on), sooner when a thread exits or the watchdog sees a ring filling. All the expensive work of recording happens here, never on the
- * hook path.
+ * on), sooner when a thread exits or the watchdog sees a ring filling. All the
+ * expensive work of recording happens here, never on the hook path. While CPU
+ * sampling and task dumps are off this thread also takes the stall watchdog's
+ * looks (watchdog.c), and its cycles run at their wake-ups (loop_hosting): one
+ * recorder thread, not two.
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
  * up to B into the old segment, seals it with end_ts = B, and starts the next one at
@@ -181,9 +184,12 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 
 	if (state == SS_SLOT_RETIRED && tail == head) {
 		uint64_t ts = atomic_load_explicit(&s->retired_ts, memory_order_relaxed);
-		if (ts <= limit)
-			put_pending_drops(s);
-		if (wr.seg_seq1 && ts <= limit) {
+		/* A stall capture of the thread still in flight: the slot stays its
+		 * thread's until a later cycle (watchdog.c). */
+		if (ts > limit || !ss_watchdog_slot_released(s))
+			return 0;
+		put_pending_drops(s);
+		if (wr.seg_seq1) {
 			begin_block_if_needed();
 			if (s->w_defined_seg != wr.seg_seq1)
 				put_thread_def(s);
@@ -192,10 +198,7 @@ static int drain_slot(struct ss_slot *s, uint64_t limit)
 			put_u8(SS_REC_THREAD_EXIT);
 			put_dt(ss_clock_ns(ts));
 			note_event(ss_clock_ns(ts));
-		} else if (ts > limit) {
-			return 0;
 		}
-		ss_watchdog_slot_released(s);
 		wr.gone[wr.ngone++ % 64].tid = (uint32_t)s->tid;
 		wr.gone[(wr.ngone - 1) % 64].thread = s->thread_id;
 		ss_slot_release(s);
@@ -262,6 +265,34 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy, uint64_t *m
 	return n && lim < oldest ? oldest : lim;
 }
 
+/* With one recorder thread (the watchdog hosted, watchdog.c): the CPU since
+ * the last change goes to the part that ran, writer (0) or watchdog (1), one
+ * clock read a change, not one a wake-up. The cycles are the writer's; the
+ * sleeps and wake-ups around them the watchdog's, whose looks set the thread's
+ * pace. */
+static void cpu_to(int part)
+{
+	if (!wr.one_thread || part == wr.cpu_part)
+		return;
+	uint64_t c = ss_thread_cpu_ns();
+	wr.cpu_parts[wr.cpu_part] += c - wr.cpu_mark;
+	wr.cpu_mark = c;
+	wr.cpu_part = part;
+}
+
+/* With one recorder thread: what the watchdog needs now, if anything. Also
+ * between a cycle's drain windows, so a cycle that drains a large backlog
+ * holds no look or capture step back for long. */
+static void host_watchdog(void)
+{
+	if (!wr.one_thread || ss_now() < ss_watchdog_next_ns())
+		return;
+	int was = wr.cpu_part;
+	cpu_to(1);
+	ss_watchdog_run();
+	cpu_to(was);
+}
+
 /* Drains every ring up to stamp end, in windows that take at most window_events
  * events from each ring, and rotates by size between windows. At a window's end
  * every event up to that time has been drained and none after it, so it is a valid
@@ -290,6 +321,7 @@ static uint64_t drain_windows(uint64_t end)
 		if (!busy || lim >= end)
 			break;
 		wr.drained_to = ss_clock_ns(lim);
+		host_watchdog();
 	}
 	if (wr.drained_to < ss_clock_ns(end))
 		wr.drained_to = ss_clock_ns(end);
@@ -310,7 +342,8 @@ static uint64_t cycle(int final)
 		wr.sampling_applied = want;
 	}
 
-	if (wr.seg_seq1 && ss_segments_lost(wr.sg)) {
+	/* The last block written found its file gone (flush_block). */
+	if (wr.seg_seq1 && wr.seg_vanished) {
 		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
 		       (unsigned long long)(wr.seg_seq1 - 1));
 		account_vanished_segment(now);
@@ -413,6 +446,85 @@ static void fork_child(void)
 	pthread_mutex_init(&fork_mu, NULL);
 }
 
+/* The writer alone (no watchdog, or one on its own thread): a cycle a wake-up.
+ * A kick during a cycle (the word moved since the last wait) means no sleep
+ * after it; one after the word was read makes the wait return at once. */
+static void loop_alone(void)
+{
+	uint32_t seen = atomic_load(&wr.wake_seq);
+	while (atomic_load(&wr.running)) {
+		atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
+		uint64_t due = cycle(0);
+		uint32_t seq = atomic_load(&wr.wake_seq);
+		if (!atomic_load(&wr.running))
+			break;
+		if (seq == seen) {
+			/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock): the cycle's
+			 * own time comes out of the sleep; an early return only means an
+			 * early cycle. */
+			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
+			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
+			pthread_mutex_unlock(&fork_mu);
+			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
+				FUTEX_BITSET_MATCH_ANY);
+			pthread_mutex_lock(&fork_mu);
+			atomic_store(&wr.long_sleep, 0);
+		}
+		seen = atomic_load(&wr.wake_seq);
+	}
+}
+
+/* One recorder thread: the watchdog's looks and capture steps (watchdog.c) and
+ * the writer's cycles share its wake-ups. The watchdog's work first, at its
+ * time (its promise is about time; the flush promise has a margin). A cycle
+ * runs when it is due, or at a wake-up before that when the watchdog's next
+ * one comes after it and the cycle is at most early away (a quarter of its
+ * sleep: an early cycle only makes the next ones come sooner); otherwise the
+ * thread sleeps to whichever comes first. Looks come every threshold while
+ * polls run, so most cycles take no wake-up of their own. Nothing here waits
+ * but the sleep: a capture's waits are steps (stall_capture.c), so a cycle is
+ * never held past its time by a thread that does not answer a signal. */
+static void loop_hosting(void)
+{
+	/* The looks' slack, which keeps them at their times (watchdog.c); the
+	 * cycles' own is larger (writer_main), and they run earlier than due
+	 * rather than later. */
+	prctl(PR_SET_TIMERSLACK, (unsigned long)ss_watchdog_slack_ns(), 0, 0, 0);
+	wr.cpu_mark = ss_thread_cpu_ns();
+	wr.cpu_part = 1;
+	int kicked = 1; /* the first cycle at once */
+	uint32_t seen = atomic_load(&wr.wake_seq);
+	while (atomic_load(&wr.running)) {
+		host_watchdog();
+		uint64_t now = ss_now(), next = ss_watchdog_next_ns();
+		if (kicked || now >= wr.due || (wr.nudged && wr.due > now + TICK_NS) ||
+		    (next > wr.due && wr.due - now <= wr.early)) {
+			cpu_to(0);
+			wr.nudged = 0;
+			atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
+			wr.due = cycle(0);
+			wr.early = wr.due > now ? (wr.due - now) / 4 : 0;
+			cpu_to(1);
+			now = ss_now();
+			next = ss_watchdog_next_ns();
+		}
+		uint32_t seq = atomic_load(&wr.wake_seq);
+		if (!atomic_load(&wr.running))
+			break;
+		kicked = seq != seen;
+		uint64_t at = next < wr.due ? next : wr.due;
+		if (!kicked && at > now) {
+			struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+			pthread_mutex_unlock(&fork_mu);
+			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
+				FUTEX_BITSET_MATCH_ANY);
+			pthread_mutex_lock(&fork_mu);
+		}
+		seen = atomic_load(&wr.wake_seq);
+		kicked |= seen != seq;
+	}
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -437,30 +549,17 @@ static void *writer_main(void *arg)
 		return NULL;
 
 	pthread_mutex_lock(&fork_mu);
-	/* A kick during a cycle (the word moved since the last wait) means no sleep
-	 * after it; one after the word was read makes the wait return at once. */
-	uint32_t seen = atomic_load(&wr.wake_seq);
-	while (atomic_load(&wr.running)) {
-		atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
-		uint64_t due = cycle(0);
-		uint32_t seq = atomic_load(&wr.wake_seq);
-		if (!atomic_load(&wr.running))
-			break;
-		if (seq == seen) {
-			/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock): the cycle's
-			 * own time comes out of the sleep; an early return only means an
-			 * early cycle. */
-			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
-			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
-			pthread_mutex_unlock(&fork_mu);
-			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
-				FUTEX_BITSET_MATCH_ANY);
-			pthread_mutex_lock(&fork_mu);
-			atomic_store(&wr.long_sleep, 0);
-		}
-		seen = atomic_load(&wr.wake_seq);
-	}
+	if (wr.one_thread)
+		loop_hosting();
+	else
+		loop_alone();
 
+	/* The watchdog's last scans before the final cycle, which writes them. */
+	if (wr.one_thread) {
+		cpu_to(1);
+		ss_watchdog_stop();
+		cpu_to(0);
+	}
 	/* Final: everything buffered goes to disk, the last segment is sealed. */
 	cycle(1);
 	uint64_t end;
@@ -484,7 +583,13 @@ static void *writer_main(void *arg)
 	seal_segment(end);
 	/* The metrics file is written once more by stop (ss_writer_stop). */
 	/* The tour is start's cost (ss_clock_start_cpu_ns). */
-	atomic_store(&ss_counters.cpu_writer_ns, ss_thread_cpu_ns() - ss_clock_start_cpu_ns());
+	uint64_t cpu = ss_thread_cpu_ns();
+	if (wr.one_thread) {
+		wr.cpu_parts[wr.cpu_part] += cpu - wr.cpu_mark;
+		atomic_store(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
+		cpu -= wr.cpu_parts[1];
+	}
+	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
 	pthread_mutex_unlock(&fork_mu);
 	return NULL;
 }
@@ -500,6 +605,10 @@ static void wait_toured(void)
  * for a quiet spell) would let it overflow. Costs a wake-up only then. */
 SS_INTERNAL void ss_writer_nudge(void)
 {
+	if (wr.one_thread) {
+		wr.nudged = 1; /* the look ran on this thread: a cycle follows */
+		return;
+	}
 	if (atomic_load_explicit(&wr.long_sleep, memory_order_relaxed) &&
 	    atomic_exchange(&wr.long_sleep, 0))
 		ss_writer_kick();
@@ -577,7 +686,11 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		.user_chain = ss_unwind_mode() == SS_UNWIND_AUTO,
 	};
 	ss_sampler_start(&sc, wr.sampler_status, sizeof wr.sampler_status);
-	ss_watchdog_start(cfg->user, cfg->session, wr.stall_status, sizeof wr.stall_status);
+	/* Hooks only: one recorder thread (watchdog.c, loop_hosting). */
+	int one = ss_sampler_mode() == SS_SAMPLER_OFF && !cfg->user->task_dump_enabled;
+	ss_watchdog_start(cfg->user, cfg->session, !one, wr.stall_status, sizeof wr.stall_status);
+	if (ss_watchdog_hosted()) /* it may be off, or have failed to start */
+		wr.one_thread = 1;
 	ss_task_dump_start(cfg->user, cfg->session, ss_pool_get()->slots, ss_pool_get()->nslots);
 	atomic_store(&wr.sampling_on, 1);
 	wr.sampling_applied = 1;
@@ -619,8 +732,10 @@ fail:
 
 SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 {
-	/* Before the writer's last cycle, which writes what they left behind. */
-	ss_watchdog_stop();
+	/* Before the writer's last cycle, which writes what they left behind (a
+	 * watchdog on the writer's thread is stopped there: writer_main). */
+	if (!wr.one_thread)
+		ss_watchdog_stop();
 	ss_task_dump_disarm();
 	atomic_store(&wr.running, 0);
 	ss_writer_kick();

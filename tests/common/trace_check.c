@@ -290,12 +290,15 @@ static void load_one(struct tc_trace *t, struct tc_segment *sg, uint32_t idx, bo
 	ss_reader_close(r);
 }
 
-int tc_load_dir(struct tc_trace *t, const char *dir, const char *prefix, bool keep_events)
+/* PREFIX.N.bin and PREFIX.N.bin.active of dir, in N order (*n of them); NULL
+ * with *n = (size_t)-1 when dir cannot be opened. */
+static struct file_ent *list_files(const char *dir, const char *prefix, size_t *np)
 {
-	memset(t, 0, sizeof *t);
 	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
+	if (!d) {
+		*np = (size_t)-1;
+		return NULL;
+	}
 	struct file_ent *files = NULL;
 	size_t n = 0, cap = 0, pl = strlen(prefix);
 	struct dirent *de;
@@ -319,7 +322,19 @@ int tc_load_dir(struct tc_trace *t, const char *dir, const char *prefix, bool ke
 		n++;
 	}
 	closedir(d);
-	qsort(files, n, sizeof *files, cmp_file);
+	if (n)
+		qsort(files, n, sizeof *files, cmp_file);
+	*np = n;
+	return files;
+}
+
+int tc_load_dir(struct tc_trace *t, const char *dir, const char *prefix, bool keep_events)
+{
+	memset(t, 0, sizeof *t);
+	size_t n;
+	struct file_ent *files = list_files(dir, prefix, &n);
+	if (n == (size_t)-1)
+		return -1;
 	t->segs = calloc(n ? n : 1, sizeof *t->segs);
 	t->nsegs = n;
 	for (size_t i = 0; i < n; i++) {
@@ -331,6 +346,32 @@ int tc_load_dir(struct tc_trace *t, const char *dir, const char *prefix, bool ke
 	}
 	free(files);
 	return 0;
+}
+
+int tc_each_record(const char *dir, const char *prefix,
+		   void (*fn)(const struct ss_record *rec, void *ctx), void *ctx)
+{
+	size_t n;
+	struct file_ent *files = list_files(dir, prefix, &n);
+	if (n == (size_t)-1)
+		return -1;
+	int read = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[1024], err[256];
+		snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+		struct ss_reader *r;
+		if (ss_reader_open_file(&r, path, NULL, NULL, err, sizeof err) != 0)
+			continue;
+		read++;
+		struct ss_block_info b;
+		struct ss_record rec;
+		while (ss_reader_next_block(r, &b))
+			while (ss_reader_next_record(r, &rec))
+				fn(&rec, ctx);
+		ss_reader_close(r);
+	}
+	free(files);
+	return read;
 }
 
 void tc_free(struct tc_trace *t)

@@ -139,6 +139,11 @@ struct tc_trace {
  * keeps only counts (for very large traces). Returns 0; failures to open a file
  * count as header_failures. */
 int tc_load_dir(struct tc_trace *t, const char *dir, const char *prefix, bool keep_events);
+/* Calls fn for every record of the same files, in the same order: for what the
+ * arrays above leave out (STALL records and their reasons, say). Returns the
+ * files read, or -1 when dir cannot be opened. */
+int tc_each_record(const char *dir, const char *prefix,
+		   void (*fn)(const struct ss_record *rec, void *ctx), void *ctx);
 void tc_free(struct tc_trace *t);
 
 const struct tc_thread *tc_thread(const struct tc_trace *t, uint64_t thread);

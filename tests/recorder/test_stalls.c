@@ -15,6 +15,11 @@
  *               fire never sees EINTR
  *   task dumps  tasks left idle after stallscope_task_pending() are dumped with
  *               the yielding function in the stack; none with the feature off
+ *   quiet       a quiet spell thins the looks out, and the first poll after
+ *               it is still captured, without a burst
+ *   pace        the looks come once per 2T while every poll is short and once
+ *               per T after a long one; first captures by 2T after short polls
+ *               only, at T while long polls are around
  *   fork        a child forked while a poll of the parent is held past the
  *               threshold records its own session: its captures hold its own
  *               stack, and nothing of the parent's stalled poll (the watchdog's
@@ -377,10 +382,24 @@ void fork_child_poll(const char *dir, uint64_t task)
 
 /* ---- workers ---- */
 
-enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL, J_QUIET };
+enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL, J_QUIET, J_PACE };
 
 /* J_QUIET's worker stays parked until this is set. */
 static _Atomic int quiet_go;
+
+/* J_PACE's worker: polls of 100 us, 1 ms apart, until stop; when asked for
+ * more long polls than it made, one of long_ns (task PACE_LONG0 + its number)
+ * after a pause of 0 to PACE_T_MS ms, so that it begins at any moment between
+ * two looks. short_max: its longest short poll (ns, hooks included) since the
+ * test last cleared it. */
+#define PACE_T_MS 40u
+#define PACE_LONG0 7000u
+static struct {
+	_Atomic int stop;
+	_Atomic uint32_t want, done;
+	_Atomic uint64_t short_max;
+	uint64_t long_ns;
+} pace;
 
 struct worker {
 	pthread_t th;
@@ -461,6 +480,29 @@ static void *worker_main(void *p)
 		atomic_store(&spinning_task, 0);
 		stallscope_poll_end();
 		break;
+	case J_PACE: {
+		unsigned seed = 17;
+		for (uint64_t k = 0; !atomic_load(&pace.stop); k++) {
+			uint32_t done = atomic_load(&pace.done);
+			if (atomic_load(&pace.want) > done) {
+				sleep_ms((unsigned)rand_r(&seed) % PACE_T_MS);
+				stallscope_poll_begin(PACE_LONG0 + done, 0);
+				culprit_spin(pace.long_ns);
+				stallscope_poll_end();
+				atomic_store(&pace.done, done + 1);
+				continue;
+			}
+			uint64_t t0 = now_ns();
+			stallscope_poll_begin(w->task0 + k % 1000, 0);
+			culprit_spin(100000);
+			stallscope_poll_end();
+			uint64_t d = now_ns() - t0;
+			if (d > atomic_load(&pace.short_max))
+				atomic_store(&pace.short_max, d);
+			sleep_ms(1);
+		}
+		break;
+	}
 	case J_YIELD:
 	case J_YIELD_REPOLL:
 		for (uint64_t i = 0; i < 20; i++) {
@@ -823,6 +865,151 @@ static void test_quiet(void)
 	      taken, R.ns);
 }
 
+/* ---- the looks' pace: 2T while polls are short, T while long ones are around ---- */
+
+#define PACE_LOOKS 12   /* looks timed at a stretch */
+#define PACE_POLLS 6    /* long polls at random moments while long polls are around */
+
+struct pace_run {
+	uint64_t short_max[2]; /* the longest short poll in stretches 1 and 5 (ns) */
+	uint64_t span[3];      /* the wall time of PACE_LOOKS looks: 1 short polls only,
+				* 3 right after a long poll, 5 the first stretch as far
+				* apart as 1 after the long polls (0: none within 10 s) */
+	uint64_t first;        /* 2: the first long poll's first capture (its age, ns) */
+	uint64_t ages[PACE_POLLS];
+	size_t nages;
+};
+
+/* The wall time the watchdog takes for PACE_LOOKS looks from now: each of them
+ * comes after the clock read here, and the last before the clock read after
+ * it, so load (late looks, a late reader) only makes it longer. 0 when they
+ * did not come within 20 s. */
+static uint64_t looks_span(void)
+{
+	uint64_t t0 = now_ns();
+	long long c0 = watchdog_looks();
+	while (watchdog_looks() < c0 + PACE_LOOKS + 1) {
+		if (now_ns() - t0 > 20000000000ull)
+			return 0;
+		sleep_ms(1);
+	}
+	return now_ns() - t0;
+}
+
+/* Asks the worker for a long poll and waits (at most 30 s) until it made it. */
+static void pace_long_poll(void)
+{
+	uint32_t want = atomic_fetch_add(&pace.want, 1) + 1;
+	for (int i = 0; i < 3000 && atomic_load(&pace.done) < want; i++)
+		sleep_ms(10);
+	CHECK(atomic_load(&pace.done) >= want, "the worker's long poll %u did not end", want);
+}
+
+static void pace_once(struct pace_run *r)
+{
+	const uint64_t T = PACE_T_MS * 1000000ull;
+	memset(r, 0, sizeof *r);
+	memset(&pace, 0, sizeof pace);
+	pace.long_ns = 3 * T;
+	char *dir = start("stall-pace", PACE_T_MS, 0, 10);
+	struct worker w[1] = { { .job = J_PACE, .task0 = 600, .cpu = -1 } };
+	run(w, 1);
+	/* 1. Only short polls since the start. */
+	r->span[0] = looks_span();
+	r->short_max[0] = atomic_load(&pace.short_max);
+	/* 2. The first long poll; 3. the looks right after it. */
+	pace_long_poll();
+	r->span[1] = looks_span();
+	/* 4. Long polls around: more of them, at any moment between looks. */
+	for (int i = 0; i < PACE_POLLS; i++)
+		pace_long_poll();
+	/* 5. Short polls only again: after max(1 s, 8T) of them the looks space
+	 * out again; timed stretch after stretch for at most 10 s. */
+	atomic_store(&pace.short_max, 0);
+	uint64_t t5 = now_ns();
+	while (now_ns() - t5 < 10000000000ull) {
+		uint64_t span = looks_span();
+		if (span >= PACE_LOOKS * 3 * T / 2) {
+			r->span[2] = span;
+			break;
+		}
+	}
+	r->short_max[1] = atomic_load(&pace.short_max);
+	atomic_store(&pace.stop, 1);
+	join(w, 1);
+	finish(dir);
+	for (size_t i = 0; i < R.ns; i++) {
+		const struct stall *s = &R.s[i];
+		if (s->task < PACE_LONG0 || s->task > PACE_LONG0 + PACE_POLLS || s->index != 0)
+			continue;
+		print_stall(s);
+		if (s->task == PACE_LONG0)
+			r->first = s->ts - s->poll_ts;
+		else if (r->nages < PACE_POLLS)
+			r->ages[r->nages++] = s->ts - s->poll_ts;
+	}
+}
+
+/* The watchdog looks once per 2T while every poll it sees is short (a poll
+ * seen open younger than T/2 gets a look at its 2T mark, so no two looks are
+ * closer than 1.5T), and once per T for max(1 s, 8T) after it saw a poll T/2
+ * old or took a capture. Timed by the looks' count: a stretch of PACE_LOOKS
+ * looks among short polls takes at least PACE_LOOKS x 1.5T however loaded the
+ * machine (load only delays looks), and with looks once a threshold about
+ * PACE_LOOKS x T. What load can spoil, it is run again for (at most three
+ * times, when the machine is measured to be loaded or a 100 us poll took T/2):
+ * a short poll stretched past T/2 is a long one; the stretch right after a
+ * long poll must be shorter than the 1.5T spacing allows (about PACE_LOOKS x
+ * T: fewer than that many looks in it only with late wake-ups); and first
+ * captures are checked with T/2 of lateness allowed: the first long poll after
+ * only short ones by 2T, and those begun at any moment while long polls are
+ * around by T (at 2T looks half of them would come later than 1.5T). */
+static void test_pace(void)
+{
+	printf("pace\n");
+	const uint64_t T = PACE_T_MS * 1000000ull, stretch = PACE_LOOKS * 3 * T / 2;
+	struct pace_run r;
+	for (int attempt = 0;; attempt++) {
+		pace_once(&r);
+		printf("  %d looks: %.0f ms among short polls (longest %.2f ms), %.0f ms right after "
+		       "a long poll, %.0f ms once short polls were alone again (longest %.2f ms); at "
+		       "least %.0f ms apart: spaced out as 2T\n", PACE_LOOKS, (double)r.span[0] / 1e6,
+		       (double)r.short_max[0] / 1e6, (double)r.span[1] / 1e6, (double)r.span[2] / 1e6,
+		       (double)r.short_max[1] / 1e6, (double)stretch / 1e6);
+		printf("  first captures: %.1f ms after short polls only; %zu while long polls are "
+		       "around:", (double)r.first / 1e6, r.nages);
+		int late = 0;
+		for (size_t i = 0; i < r.nages; i++) {
+			printf(" %.1f", (double)r.ages[i] / 1e6);
+			late |= r.ages[i] > 3 * T / 2;
+		}
+		printf(" ms (threshold %u ms)\n", PACE_T_MS);
+		int stretched = r.short_max[0] >= T / 2 || r.short_max[1] >= T / 2;
+		int ok = !stretched && r.span[0] >= stretch && r.span[1] && r.span[1] < stretch &&
+			 r.span[2] && r.first && r.first <= 5 * T / 2 && r.nages == PACE_POLLS && !late;
+		if (ok || attempt == 2 || (!stretched && !machine_loaded()))
+			break;
+		printf("  the machine is loaded%s: again\n", stretched ? " (a short poll took T/2)" : "");
+	}
+	CHECK(r.short_max[0] < T / 2 && r.short_max[1] < T / 2,
+	      "polls of 100 us took up to %.1f and %.1f ms: the machine is too loaded to keep them "
+	      "short", (double)r.short_max[0] / 1e6, (double)r.short_max[1] / 1e6);
+	CHECK(r.span[0] >= stretch, "%d looks among short polls only took %.1f ms: closer than "
+	      "1.5T (%.1f ms for them)", PACE_LOOKS, (double)r.span[0] / 1e6, (double)stretch / 1e6);
+	CHECK(r.first >= T && r.first <= 5 * T / 2, "the first long poll after short ones was first "
+	      "captured at %.1f ms (want T to 2T + T/2 of lateness, T = %u ms)", (double)r.first / 1e6,
+	      PACE_T_MS);
+	CHECK(r.span[1] && r.span[1] < stretch, "%d looks right after a long poll took %.1f ms: not "
+	      "once a threshold (%.1f ms is the least for 1.5T apart)", PACE_LOOKS,
+	      (double)r.span[1] / 1e6, (double)stretch / 1e6);
+	CHECK(r.nages == PACE_POLLS, "%zu of %d long polls were captured", r.nages, PACE_POLLS);
+	for (size_t i = 0; i < r.nages; i++)
+		CHECK(r.ages[i] >= T && r.ages[i] <= 3 * T / 2, "a long poll while long ones are around "
+		      "was first captured at %.1f ms (want T to T + T/2 of lateness, T = %u ms)",
+		      (double)r.ages[i] / 1e6, PACE_T_MS);
+	CHECK(r.span[2], "the looks were not spaced out again within 10 s of short polls only");
+}
+
 static struct range R_child;
 
 static void test_fork(void)
@@ -903,6 +1090,7 @@ int main(int argc, char **argv)
 	RUN("eintr", test_eintr);
 	RUN("task-dumps", test_task_dumps);
 	RUN("quiet", test_quiet);
+	RUN("pace", test_pace);
 	RUN("fork", test_fork);
 	printf("PASS\n");
 	return 0;

@@ -1,0 +1,237 @@
+/*
+ * test_flush_deaf.c - a worker that blocks the stall capture's signal does not
+ * hold the writer's flush: events still reach the segment file within the
+ * flush interval while its captures wait for an answer that never comes.
+ *
+ * Hooks only (no CPU sampling, no task dumps), so the writer's thread also
+ * takes the watchdog's looks and captures (watchdog.c). A "deaf" worker spins
+ * in polls of 230 ms with every signal blocked: each capture of it waits the
+ * full 50 ms for the handler and reports that the thread did not answer, and
+ * there is nearly always one in flight. Two producers make numbered marks
+ * (resil.h) every millisecond and log when each was made. Meanwhile this
+ * thread reads the active segment file over and over for 3 s: what the file
+ * holds at a moment is what a SIGKILL at that moment would leave (the page
+ * cache outlives the process). At each read, every mark made more than the
+ * flush interval F (100 ms) before the read began must be in the file. A
+ * capture that held the thread (a blocking 50 ms wait, as the one-thread
+ * change of an earlier round did) lets the file fall 125 ms and more behind.
+ *
+ * Ages are lower bounds: a missing mark counts as made at the first
+ * checkpoint after it, and a read that starts late only finds more; a producer
+ * or this thread starved by load cannot make the file look older than it is.
+ *
+ * A third worker spins in 60 ms polls that answer the signal: captures of
+ * several threads run side by side, so its polls are captured at the threshold
+ * while one of the deaf worker waits. The median age of their first captures
+ * must be under 25 ms (10 ms threshold); captures taken one after the other
+ * put it at 30-35 ms, since the deaf worker's keep the watchdog 93% of the time.
+ */
+#include <stallscope/stallscope.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "resil.h"
+#include "trace_check.h"
+
+#define FLUSH_MS 100u
+#define OBSERVE_NS 3000000000ull
+#define NPROD 2
+#define CKPT_CAP 16384
+#define DEAF_TASK 777
+#define LOUD_TASK0 1000
+#define MAX_LOUD 256
+
+static _Atomic int deaf_stop;
+static _Atomic uint32_t deaf_polls;
+
+/* Spins in 60 ms polls, 5 ms apart, with its signals as they are. */
+static void *loud_main(void *arg)
+{
+	(void)arg;
+	uint32_t loc = stallscope_location("test_flush_deaf.c", 2, "loud");
+	stallscope_worker_begin("loud", 98);
+	volatile uint64_t x = 1;
+	for (uint64_t task = LOUD_TASK0; !atomic_load(&deaf_stop) && task < LOUD_TASK0 + MAX_LOUD;
+	     task++) {
+		stallscope_poll_begin(task, loc);
+		uint64_t end = rs_now() + 60000000ull;
+		while (rs_now() < end)
+			for (int i = 0; i < 1000; i++)
+				x = x * 6364136223846793005ull + 1442695040888963407ull;
+		stallscope_poll_end();
+		rs_sleep_ms(5);
+	}
+	stallscope_worker_end();
+	return NULL;
+}
+
+static void *deaf_main(void *arg)
+{
+	(void)arg;
+	uint32_t loc = stallscope_location("test_flush_deaf.c", 1, "deaf");
+	stallscope_worker_begin("deaf", 99);
+	volatile uint64_t x = 1;
+	while (!atomic_load(&deaf_stop)) {
+		stallscope_poll_begin(DEAF_TASK, loc);
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		uint64_t end = rs_now() + 230000000ull;
+		while (rs_now() < end)
+			for (int i = 0; i < 1000; i++)
+				x = x * 6364136223846793005ull + 1442695040888963407ull;
+		/* The capture signals still pending are taken here, outside the poll. */
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		stallscope_poll_end();
+		atomic_fetch_add(&deaf_polls, 1);
+		rs_sleep_ms(2);
+	}
+	stallscope_worker_end();
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* STALL records of the deaf task, and those that say it never answered; the
+ * ages of the loud worker's first captures. */
+struct caps {
+	uint64_t all, unanswered, loud[MAX_LOUD];
+	size_t nloud;
+};
+
+static void count_capture(const struct ss_record *rec, void *ctx)
+{
+	struct caps *c = ctx;
+	if (rec->type != SS_REC_STALL)
+		return;
+	if (rec->u.stall.task >= LOUD_TASK0 && rec->u.stall.task < LOUD_TASK0 + MAX_LOUD &&
+	    rec->u.stall.index == 0 && c->nloud < MAX_LOUD)
+		c->loud[c->nloud++] = rec->ts - rec->u.stall.poll_ts;
+	if (rec->u.stall.task != DEAF_TASK)
+		return;
+	c->all++;
+	char reason[256];
+	size_t len = rec->u.stall.reason_len < sizeof reason - 1 ? rec->u.stall.reason_len
+								 : sizeof reason - 1;
+	memcpy(reason, rec->u.stall.reason, len);
+	reason[len] = 0;
+	c->unanswered += strstr(reason, "did not answer") != NULL;
+}
+
+int main(void)
+{
+	char *dir = tc_tmpdir("flushdeaf");
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	cfg.output_dir = dir;
+	cfg.file_prefix = "fd";
+	cfg.max_file_size = 256u << 20; /* one file: no rotation under the reads */
+	cfg.rotation_period_s = UINT32_MAX;
+	cfg.flush_interval_ms = FLUSH_MS;
+	cfg.stall_threshold_ms = 10;
+	cfg.cpu_sampling = 0;
+	cfg.task_dump_enabled = 0;
+	/* Frame-pointer stacks: the first stack unwound by CFI opens libdw in a
+	 * writer cycle (milliseconds, tens under ASan on a loaded machine), a cost
+	 * of its own that this test is not about. */
+	cfg.unwind = STALLSCOPE_UNWIND_FP;
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+
+	static struct rs_ckpt ckpt[NPROD][CKPT_CAP];
+	static _Atomic uint32_t nckpt[NPROD];
+	static struct rs_producer p[NPROD];
+	for (int i = 0; i < NPROD; i++) {
+		p[i].tag = (uint64_t)i + 1;
+		p[i].burst = 1;
+		p[i].pause_us = 1000;
+		p[i].ckpt = ckpt[i];
+		p[i].nckpt = &nckpt[i];
+		p[i].ckpt_cap = CKPT_CAP;
+	}
+	pthread_t deaf, loud;
+	CHECK(pthread_create(&deaf, NULL, deaf_main, NULL) == 0, "pthread_create");
+	CHECK(pthread_create(&loud, NULL, loud_main, NULL) == 0, "pthread_create");
+	rs_producers_start(p, NPROD);
+
+	uint64_t t0 = rs_now(), worst = 0, reads = 0, worst_at = 0;
+	while (rs_now() - t0 < OBSERVE_NS) {
+		uint64_t x = rs_now();
+		uint32_t n[NPROD];
+		for (int i = 0; i < NPROD; i++)
+			n[i] = atomic_load_explicit(&nckpt[i], memory_order_acquire);
+		struct tc_trace t;
+		CHECK(tc_load_dir(&t, dir, "fd", true) == 0, "load %s", dir);
+		CHECK(t.corrupt_segments == 0, "a corrupt segment while recording");
+		reads++;
+		for (int i = 0; i < NPROD; i++) {
+			/* Marks of producer i on disk, then the first one missing. */
+			uint64_t cap = n[i] ? ckpt[i][n[i] - 1].seq + 2 : 1;
+			uint8_t *seen = calloc(cap, 1);
+			CHECK(seen, "oom");
+			for (size_t k = 0; k < t.nevents; k++) {
+				const struct tc_event *e = &t.events[k];
+				if (e->type == SS_REC_MARK && (e->b >> RS_SEQ_BITS) == p[i].tag &&
+				    (e->b & RS_SEQ_MASK) < cap)
+					seen[e->b & RS_SEQ_MASK] = 1;
+			}
+			uint64_t missing = 0;
+			while (missing < cap && seen[missing])
+				missing++;
+			free(seen);
+			/* The first checkpoint that covers it: made no later than that. */
+			for (uint32_t k = 0; k < n[i]; k++) {
+				if (ckpt[i][k].seq < missing)
+					continue;
+				uint64_t age = x > ckpt[i][k].ts ? x - ckpt[i][k].ts : 0;
+				if (age > worst) {
+					worst = age;
+					worst_at = x - t0;
+				}
+				break;
+			}
+		}
+		tc_free(&t);
+		rs_sleep_ms(2);
+	}
+	atomic_store(&deaf_stop, 1);
+	pthread_join(deaf, NULL);
+	pthread_join(loud, NULL);
+	rs_producers_stop(p, NPROD);
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+
+	static struct caps c;
+	CHECK(tc_each_record(dir, "fd", count_capture, &c) > 0, "read %s", dir);
+	uint64_t all = c.all, unanswered = c.unanswered, *loud_age = c.loud;
+	size_t nloud = c.nloud;
+	qsort(loud_age, nloud, sizeof *loud_age, cmp_u64);
+	uint64_t loud_median = nloud ? loud_age[nloud / 2] : 0;
+	printf("test_flush_deaf: %llu reads of the active file in %.1f s; the oldest mark not yet in "
+	       "it was at most %.1f ms old (at %.2f s; flush interval %u ms); %u deaf polls, %llu "
+	       "captures of them, %llu unanswered\n", (unsigned long long)reads,
+	       (double)OBSERVE_NS / 1e9, (double)worst / 1e6, (double)worst_at / 1e9, FLUSH_MS,
+	       atomic_load(&deaf_polls), (unsigned long long)all, (unsigned long long)unanswered);
+	printf("test_flush_deaf: the other worker's first captures, %zu: at %.1f ms of their polls "
+	       "(median; fastest %.1f, slowest %.1f)\n", nloud, (double)loud_median / 1e6,
+	       nloud ? (double)loud_age[0] / 1e6 : 0.0,
+	       nloud ? (double)loud_age[nloud - 1] / 1e6 : 0.0);
+	/* The scenario happened: captures waited out the answer more than once. */
+	CHECK(unanswered >= 3, "only %llu captures of the deaf worker waited for an answer",
+	      (unsigned long long)unanswered);
+	CHECK(nloud >= 10, "only %zu first captures of the other worker's 60 ms polls", nloud);
+	CHECK(loud_median < 25000000u, "the other worker's polls were first captured at %.1f ms "
+	      "(median), held by the deaf worker's captures", (double)loud_median / 1e6);
+	CHECK(worst <= (uint64_t)FLUSH_MS * 1000000u,
+	      "a mark %.1f ms old was not in the file (flush interval %u ms)", (double)worst / 1e6,
+	      FLUSH_MS);
+	tc_rmrf(dir);
+	free(dir);
+	return 0;
+}
