@@ -12,7 +12,9 @@
  *
  *   off-CPU filter, for every context-switches event (switch-out samples): the
  *   pid filter, then keeps a switch-out only where the thread is inside a poll
- *   by the in-poll cells the hooks write (sampler_inpoll.c): a parked worker's
+ *   by the in-poll cells the hooks write (sampler_inpoll.c; where the
+ *   sched_switch program of sampler_swtp.c takes the stacks, no context-switches
+ *   event is opened and this filter is not loaded): a parked worker's
  *   switch-outs, most of a runtime's, say nothing its lane does not, and their
  *   1 KiB stack copies were a third of full recording's cost.
  *
@@ -141,10 +143,13 @@ SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, c
 	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, map_fd);
 	p[n++] = insn(0, 0, 0, 0, 0);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
-	/* IN or ALL, or a bucket shared by two followed threads: keep */
+	/* IN or ALL (r0 - IN < 2, unsigned: not NONE, OUT or PARKED), or a bucket
+	 * shared by two followed threads: keep */
+	_Static_assert(SS_INPOLL_ALL == SS_INPOLL_IN + 1, "IN and ALL are one range");
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_SUB | BPF_K, 0, 0, 0, SS_INPOLL_IN);
 	to_keep[nk++] = n;
-	p[n++] = insn(BPF_JMP | BPF_JGT | BPF_K, 0, 0, 0, SS_INPOLL_OUT);
+	p[n++] = insn(BPF_JMP | BPF_JLT | BPF_K, 0, 0, 0, 2);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, (int32_t)(cells * 4));
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
 	to_keep[nk++] = n;
