@@ -13,6 +13,13 @@
  * per-CPU events and says why. Where the off-CPU filter is loaded (root), a
  * sleeping worker whose in-poll cell says "outside a poll" gives no off-CPU
  * sample and one "inside" gives one per sleep, in each of the three modes.
+ * As root the process's per-CPU events take their switches and off-CPU stacks
+ * from the sched_switch program (sampler_swtp.c, no context-switches event):
+ * a worker whose cell says parked gives no switch record at all, and a thread
+ * on a CPU when the records are drained has its switch-in among them (its on-CPU
+ * time is not cut at its last switch-out); the events' own switch records,
+ * forced by config and by STALLSCOPE_SWITCH_SOURCE=events, give the same sleeps,
+ * stacks and filtering.
  *
  * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
  */
@@ -38,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "recorder-private.h" /* SS_INPOLL_PARKED */
 #include "sampler.h"
 #include "trace_check.h" /* CHECK */
 
@@ -324,7 +332,7 @@ static void col_reset(void)
 
 /* ---- sampled threads: the writer adds them by tid, like the real writer ---- */
 
-enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE };
+enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE, W_SLEEP_SPIN };
 
 struct worker {
 	pthread_t th;
@@ -336,6 +344,9 @@ struct worker {
 	uint64_t t0, t1; /* the work's window */
 	uint64_t followed_from, followed_to; /* thread_add .. thread_remove (run_worker) */
 	uint64_t cpu;    /* CPU time the thread spent in it: the machine is shared */
+	/* W_SLEEP_SPIN: when its spin began (wall, thread CPU), and the stop */
+	_Atomic uint64_t spin_t0, spin_cpu0;
+	_Atomic int stop;
 };
 
 static void *worker_main(void *p)
@@ -396,6 +407,15 @@ static void *worker_main(void *p)
 			sink_v += spin_leaf(20000);
 			sleep_ms(1);
 		}
+		break;
+	case W_SLEEP_SPIN:
+		/* A few sleeps (switch records of its own), then on a CPU until told. */
+		for (int i = 0; i < 3; i++)
+			sleep_ms(2);
+		atomic_store(&w->spin_cpu0, thread_cpu_ns());
+		atomic_store(&w->spin_t0, now_ns());
+		while (!atomic_load(&w->stop))
+			sink_v += spin_leaf(2000);
 		break;
 	case W_DLOPEN:
 		/* A library this program does not link: its code is mapped by this
@@ -555,12 +575,14 @@ static char status[512];
  * how off-CPU stacks are taken (0 = a stack copy walked by the sampler). */
 static int force_per_thread;
 static uint32_t offcpu_copy;
+static int force_switch_events; /* the events' switch records, not the sched_switch program */
 
 static int start_mode(enum ss_sampler_mode m, uint32_t hz, uint32_t pages, uint32_t tring)
 {
 	struct ss_sampler_config c = cfg_of(m, hz, pages, tring);
 	c.per_thread = force_per_thread;
 	c.offcpu_copy = offcpu_copy;
+	c.switch_events = force_switch_events;
 	ss_sampler_start(&c, status, sizeof status);
 	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
 	col_reset();
@@ -748,6 +770,97 @@ static void part_inpoll(const char *label)
 		else
 			CHECK(off == 0, "outside a poll: %zu off-CPU samples", off);
 	}
+}
+
+/* The sched_switch program (where it writes the switches) leaves a parked
+ * worker out: with its cell saying parked, none of its 20 sleeps gives a switch
+ * record or an off-CPU sample (part_inpoll's "outside a poll" gives at least 20
+ * switch-outs: between polls a worker's switches are written). */
+static void part_parked(const char *label)
+{
+	if (ss_sampler_switch_program() != 2) {
+		printf("  SKIP parked workers (%s): switches not from the sched_switch program "
+		       "leaving parks out: %s\n", label, ss_sampler_status());
+		return;
+	}
+	struct worker w;
+	n_sleeps = 0;
+	worker_spawn(&w, W_SLEEP, 0);
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 0);
+	CHECK(cell, "no cell for a followed worker (%s)", label);
+	atomic_store(cell, SS_INPOLL_PARKED);
+	atomic_store(&w.go, 1);
+	while (!atomic_load(&w.done)) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	pthread_join(w.th, NULL);
+	ss_sampler_thread_remove(w.tid);
+	ss_sampler_drain(&SINK);
+	size_t sw = 0, off = 0;
+	for (size_t i = 0; i < C.nsw; i++)
+		sw += C.sw[i].tid == w.tid && C.sw[i].ts >= w.t0 && C.sw[i].ts <= w.t1;
+	for (size_t i = 0; i < C.ns; i++)
+		off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU;
+	printf("  parked worker (%s): %zu switch records and %zu off-CPU samples in 20 sleeps\n",
+	       label, sw, off);
+	CHECK(sw == 0 && off == 0, "parked: %zu switch records, %zu off-CPU samples", sw, off);
+}
+
+/* A thread on a CPU when the records are drained is on a CPU in them: its last
+ * switch-in is there, so its on-CPU time from the switch records (the last
+ * switch-in counting up to the drain) covers most of the CPU time it used. A
+ * source that wrote a switch-in only with the switch-out after it would show a
+ * thread spinning since its last sleep as off the CPU for all of it. */
+static void part_oncpu(const char *label)
+{
+	struct worker w;
+	worker_spawn(&w, W_SLEEP_SPIN, 0);
+	w.followed_from = now_ns();
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	clockid_t clk;
+	CHECK(pthread_getcpuclockid(w.th, &clk) == 0, "pthread_getcpuclockid");
+	atomic_store(&w.go, 1);
+	/* 150 ms of spinning, drained as the writer does, and a last drain */
+	uint64_t t0;
+	while (!(t0 = atomic_load(&w.spin_t0)))
+		sleep_ms(1);
+	while (now_ns() - t0 < 150000000ull) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - atomic_load(&w.spin_cpu0);
+	uint64_t t_end = now_ns();
+	ss_sampler_drain(&SINK);
+	atomic_store(&w.stop, 1);
+	pthread_join(w.th, NULL);
+	ss_sampler_thread_remove(w.tid);
+	uint64_t on = 0, since = 0;
+	int state = 0; /* 1 on a CPU since `since` */
+	size_t n = 0;
+	for (size_t i = 0; i < C.nsw; i++) {
+		const struct ss_switch *s = &C.sw[i];
+		if (s->tid != w.tid || s->ts > t_end)
+			continue;
+		n++;
+		uint64_t at = s->ts > t0 ? s->ts : t0;
+		if (state && s->out && at > since)
+			on += at - since;
+		state = !s->out;
+		since = at;
+	}
+	if (state && t_end > since)
+		on += t_end - since;
+	printf("  on a CPU at the drain (%s): %zu switch records; on CPU %.1f ms by them of %.1f ms "
+	       "of CPU used in the spin; last record a switch-%s\n", label, n, (double)on / 1e6,
+	       (double)cpu / 1e6, state ? "in" : "out");
+	CHECK(n >= 6, "%s: %zu switch records of 3 sleeps", label, n);
+	CHECK(on * 2 >= cpu, "%s: the switch records show %.1f ms on CPU of %.1f ms used", label,
+	      (double)on / 1e6, (double)cpu / 1e6);
+	ss_sampler_drain(&SINK);
 }
 
 /* With per-CPU rings a thread's records come from as many rings as the CPUs it
@@ -1122,6 +1235,8 @@ int main(void)
 		part_stacks("perf");
 		part_sleep();
 		part_inpoll("per-CPU events");
+		part_parked("per-CPU events");
+		part_oncpu("per-CPU events");
 		part_migrate();
 		part_enable("perf");
 		part_dlopen();
@@ -1160,7 +1275,42 @@ int main(void)
 			      "per-CPU rings with off-CPU stacks as root not 4 MiB: %s",
 			      ss_sampler_status());
 		}
+		/* Root in the initial pid namespace: the switches (and the off-CPU
+		 * stacks) come from the sched_switch program, with no context-switches
+		 * event; the parts above ran with it. */
+		int tp = ss_sampler_switch_program() != 0;
+		printf("  switches from the sched_switch program: %s\n", tp ? "yes" : "no");
+		if (geteuid() == 0 && ss_sampler_per_cpu() &&
+		    !strstr(ss_sampler_status(), "not in the initial pid namespace")) {
+			CHECK(tp && strstr(ss_sampler_status(), "switches from a BPF program on sched_switch"),
+			      "root: switches not from the sched_switch program: %s", ss_sampler_status());
+			CHECK(!ss_sampler_offcpu_stacks() ||
+			      strstr(ss_sampler_status(), "no context-switches event"),
+			      "root: off-CPU stacks not from the program: %s", ss_sampler_status());
+		}
 		ss_sampler_stop();
+
+		/* The events' switch records forced, by config and by the environment:
+		 * the same switches, stacks and in-poll filtering. */
+		printf("perf mode, the events' switch records (forced)\n");
+		force_switch_events = 1;
+		CHECK(start_mode(SS_SAMPLER_PERF, 0, 0, 0), "perf, switch records: %s", status);
+		CHECK(strstr(ss_sampler_status(), "switches: the events' switch records (asked)") &&
+		      !ss_sampler_switch_program(), "switch records not forced: %s", ss_sampler_status());
+		part_sleep();
+		part_inpoll("switch records forced");
+		part_oncpu("switch records forced");
+		part_migrate();
+		ss_sampler_stop();
+		force_switch_events = 0;
+		setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		CHECK(strstr(ss_sampler_status(), "switches: the events' switch records (asked)") &&
+		      !ss_sampler_switch_program(),
+		      "STALLSCOPE_SWITCH_SOURCE=events not honoured: %s", ss_sampler_status());
+		part_sleep();
+		ss_sampler_stop();
+		unsetenv("STALLSCOPE_SWITCH_SOURCE");
 
 		printf("perf mode, events per thread (forced)\n");
 		force_per_thread = 1;

@@ -1,0 +1,194 @@
+/*
+ * test_parked_switches.c - where the sched_switch program writes the switches
+ * (sampler_swtp.c: root or CAP_BPF + CAP_PERFMON, the process's per-CPU events),
+ * a parked worker's switches are left out and the segments say so; public API
+ * only.
+ *
+ * A worker alternates ROUNDS times: parked (stallscope_park) for a 5 ms sleep,
+ * then inside a poll for a 5 ms sleep. From the decoded segments:
+ *   (a) defaults: META "switches" begins with SS_SWITCHES_NOT_PARKED, no SWITCH
+ *       of the worker lies inside a park (its sleep switches it out and in), and
+ *       every poll's sleep has a blocked switch-out with an off-CPU sample;
+ *   (b) STALLSCOPE_SWITCH_SOURCE=events: META says the events' switch records,
+ *       and the parks' sleeps have their blocked switch-outs again (so (a) would
+ *       fail if parks were not left out);
+ *   (c) STALLSCOPE_OFFCPU_ALL: a stack at every switch-out asked for, parks
+ *       included: the program writes a parked worker's switches too, and META
+ *       does not say they are left out.
+ * Where the program is not used (not root, another pid namespace) there is
+ * nothing to check: SKIP (77) with the META line.
+ */
+#include <stallscope/stallscope.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trace_check.h"
+#include "writer_cycles.h"
+
+#define ROUNDS 12
+#define SLEEP_NS 5000000L
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct window {
+	uint64_t b, e;
+};
+
+struct run {
+	uint32_t tid;
+	struct window park[ROUNDS], poll[ROUNDS];
+};
+
+static void sleep_5ms(void)
+{
+	struct timespec ts = { 0, SLEEP_NS };
+	nanosleep(&ts, NULL);
+}
+
+static void *worker(void *arg)
+{
+	struct run *r = arg;
+	r->tid = (uint32_t)gettid();
+	stallscope_worker_begin("parked-switches-test", 0);
+	uint32_t loc = STALLSCOPE_LOCATION();
+	/* Followed (and given its in-poll cell) by the writer's cycle that drains
+	 * its first events: two whole cycles, as test_offcpu_filter waits. */
+	stallscope_park();
+	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
+	stallscope_unpark();
+	for (int i = 0; i < ROUNDS; i++) {
+		stallscope_park();
+		r->park[i].b = now_ns();
+		sleep_5ms();
+		r->park[i].e = now_ns();
+		stallscope_unpark();
+		stallscope_poll_begin(1000 + (uint64_t)i, loc);
+		r->poll[i].b = now_ns();
+		sleep_5ms();
+		r->poll[i].e = now_ns();
+		stallscope_poll_end();
+	}
+	stallscope_worker_end();
+	return NULL;
+}
+
+struct result {
+	char switches[1024];
+	size_t in_parks;          /* SWITCH records of the worker inside parks */
+	size_t parks_out;         /* parks with a blocked switch-out of the worker */
+	size_t polls_out;         /* polls with a blocked switch-out ... */
+	size_t polls_stack;       /* ... and with an off-CPU sample */
+};
+
+static int inside(const struct window *w, uint64_t ts)
+{
+	return ts >= w->b && ts <= w->e;
+}
+
+static void record(struct result *res, const char *tag, int offcpu_stacks)
+{
+	memset(res, 0, sizeof *res);
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	char *dir = tc_tmpdir(tag);
+	cfg.output_dir = dir;
+	cfg.offcpu_stacks = offcpu_stacks;
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	struct run r;
+	memset(&r, 0, sizeof r);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, worker, &r) == 0, "pthread_create");
+	pthread_join(th, NULL);
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+
+	struct tc_trace t;
+	CHECK(tc_load_dir(&t, dir, "stallscope", true) == 0, "load %s", dir);
+	CHECK(t.corrupt_segments == 0 && t.truncated_segments == 0, "segments damaged");
+	const char *m = tc_meta(&t, SS_META_SWITCHES);
+	snprintf(res->switches, sizeof res->switches, "%s", m ? m : "(none)");
+	for (int i = 0; i < ROUNDS; i++) {
+		int park_out = 0, poll_out = 0, poll_stack = 0;
+		for (size_t k = 0; k < t.nswitches; k++) {
+			const struct tc_switch *s = &t.switches[k];
+			if (s->tid != r.tid)
+				continue;
+			int blocked_out = (s->flags & SS_SWITCH_F_OUT) && !(s->flags & SS_SWITCH_F_PREEMPT);
+			if (inside(&r.park[i], s->ts)) {
+				res->in_parks++;
+				park_out |= blocked_out;
+			}
+			poll_out |= blocked_out && inside(&r.poll[i], s->ts);
+		}
+		for (size_t k = 0; k < t.nsamples; k++)
+			poll_stack |= t.samples[k].tid == r.tid &&
+				      t.samples[k].kind == SS_SAMPLE_KIND_OFFCPU &&
+				      inside(&r.poll[i], t.samples[k].ts);
+		res->parks_out += park_out;
+		res->polls_out += poll_out;
+		res->polls_stack += poll_out && poll_stack;
+	}
+	printf("  %s: META switches: %s\n", tag, res->switches);
+	printf("  %s: %zu switch records inside %d parks (%zu parks with a blocked switch-out); "
+	       "%zu of %d polls with a blocked switch-out, %zu of those with an off-CPU sample\n",
+	       tag, res->in_parks, ROUNDS, res->parks_out, res->polls_out, ROUNDS, res->polls_stack);
+	tc_free(&t);
+	tc_rmrf(dir);
+	free(dir);
+}
+
+static int not_parked(const struct result *r)
+{
+	return !strncmp(r->switches, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct result a, b;
+
+	printf("session 1: defaults\n");
+	record(&a, "parked-switches-auto", STALLSCOPE_OFFCPU_AUTO);
+	if (!not_parked(&a)) {
+		CHECK(geteuid() != 0 || strstr(a.switches, "events:"),
+		      "root, yet neither the program nor the events: %s", a.switches);
+		printf("SKIP: switches not from the sched_switch program here: %s\n", a.switches);
+		return 77;
+	}
+	CHECK(a.in_parks == 0, "program: %zu switch records inside parks", a.in_parks);
+	CHECK(a.polls_out == ROUNDS, "program: blocked switch-outs in %zu of %d polls", a.polls_out,
+	      ROUNDS);
+	CHECK(a.polls_stack == ROUNDS, "program: off-CPU samples in %zu of %d polls", a.polls_stack,
+	      ROUNDS);
+
+	printf("session 2: STALLSCOPE_SWITCH_SOURCE=events\n");
+	setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
+	record(&b, "parked-switches-events", STALLSCOPE_OFFCPU_AUTO);
+	unsetenv("STALLSCOPE_SWITCH_SOURCE");
+	CHECK(!strncmp(b.switches, "events:", 7), "events asked for: META %s", b.switches);
+	/* Each park sleeps 5 ms: a blocked switch-out, unless the ring lost it. */
+	CHECK(b.parks_out >= ROUNDS / 2, "events: blocked switch-outs in only %zu of %d parks",
+	      b.parks_out, ROUNDS);
+	CHECK(b.polls_out == ROUNDS, "events: blocked switch-outs in %zu of %d polls", b.polls_out,
+	      ROUNDS);
+
+	printf("session 3: offcpu_stacks = STALLSCOPE_OFFCPU_ALL\n");
+	record(&b, "parked-switches-all", STALLSCOPE_OFFCPU_ALL);
+	CHECK(!not_parked(&b) && !strncmp(b.switches, "sched_switch program:", 21),
+	      "every switch-out's stack asked for: META %s", b.switches);
+	CHECK(b.parks_out >= ROUNDS / 2, "all: blocked switch-outs in only %zu of %d parks",
+	      b.parks_out, ROUNDS);
+	CHECK(b.polls_stack == ROUNDS, "all: off-CPU samples in %zu of %d polls", b.polls_stack,
+	      ROUNDS);
+	printf("ok\n");
+	return 0;
+}
