@@ -62,7 +62,10 @@
  *       workers parked across each wait (the in-poll filter, where loaded, drops
  *       those switch-outs in the kernel) and inside a poll across it (kept); full
  *       recording with STALLSCOPE_OFFCPU_STACKS=all, parked (no filter); and
- *       with STALLSCOPE_OFFCPU_STACKS=off (no context-switches event at all).
+ *       with STALLSCOPE_OFFCPU_STACKS=off (no context-switches event at all); and
+ *       parked with STALLSCOPE_SWITCH_SOURCE=events (perf's switch records and
+ *       the context-switches event instead of the sched_switch program, which
+ *       writes nothing for a parked worker).
  *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
@@ -892,7 +895,7 @@ static int part_f(int rounds)
 
 /* ---- (h): what the recorder pays per switch, parked or in a poll --------------- */
 
-#define H_CONFS 6
+#define H_CONFS 7
 
 static int h_mode; /* 0 bare, 1 parked across each wait, 2 inside a poll across it */
 
@@ -961,7 +964,8 @@ static int part_h(int rounds)
 	static const char *names[H_CONFS] = {
 		"not recording", "hooks only (no sampling), parked",
 		"full recording, parked across the wait", "full recording, in a poll across it",
-		"full, OFFCPU_STACKS=all, parked", "sampling, OFFCPU_STACKS=off, parked" };
+		"full, OFFCPU_STACKS=all, parked", "sampling, OFFCPU_STACKS=off, parked",
+		"full, SWITCH_SOURCE=events, parked" };
 	double us[H_CONFS][50];
 	f_trips = 20000;
 	char load[128], tmpl[] = "/tmp/bench-sampling-h-XXXXXX", meta[2][4096] = { "", "" };
@@ -987,6 +991,11 @@ static int part_h(int rounds)
 					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_ALL;
 				if (conf == 5)
 					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_OFF;
+				/* the switch records of the events, not the sched_switch program */
+				if (conf == 6)
+					setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
+				else
+					unsetenv("STALLSCOPE_SWITCH_SOURCE");
 				if (stallscope_start(&cfg) != 0) {
 					fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
 					return -1;
@@ -1009,6 +1018,7 @@ static int part_h(int rounds)
 			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * f_trips);
 		}
 	}
+	unsetenv("STALLSCOPE_SWITCH_SOURCE");
 	char cmd[800];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
@@ -1026,6 +1036,11 @@ static int part_h(int rounds)
 	printf("  a parked switch-out: %.2f us with the in-poll filter, %.2f us without it "
 	       "(filtered / all %.3f), %.2f us with no off-CPU stacks\n", parked - base, all - base,
 	       all - base > 0 ? (parked - base) / (all - base) : 0.0, median(us[5], rounds) - base);
+	double ev = median(us[6], rounds);
+	printf("  switches: %s; a parked switch %.2f us, %.2f us from the events' switch records "
+	       "(program / records %.3f)\n", strstr(meta[0], "sched_switch (raw tracepoint)")
+	       ? "from the sched_switch program" : "the events' switch records (program refused)",
+	       parked - base, ev - base, ev - base > 0 ? (parked - base) / (ev - base) : 0.0);
 	return 0;
 }
 
