@@ -338,12 +338,30 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 			ss_smp.perf_pages = want;
 	}
 	char why[300];
-	/* Per CPU for every process, asked for: no event of ours is switched with
-	 * our threads (sampler_percpu.c). Not AUTO's choice: it puts a 999 Hz timer
-	 * interrupt on every CPU and switch records on every process's switches, and
-	 * on the shared test machine the steady run's figures did not show it
-	 * cheaper for the recorded process either (README, bench_sampling). */
 	ss_smp.swtp = ss_smp.swtp_prog >= 0;
+	/* Where the sched_switch program writes the switches, AUTO takes the
+	 * cpu-clock events once per CPU for every process (pid -1, the samples of
+	 * others dropped in the kernel by the pid filter): they live in the CPU's
+	 * context, so no event of ours is stopped and started when one of our
+	 * threads switches to or from another process or the idle task, which with
+	 * the process's own inherited events cost about 1 us a switch on this VM
+	 * (bench_sampling (d): most of full recording's cost on the steady run).
+	 * The price is the machine's: the 999 Hz timer interrupts every CPU whoever
+	 * runs there, idle CPUs included (README). Without the program it would
+	 * also put every process's switch records in our rings: not then. */
+	if (cfg->mode == SS_SAMPLER_AUTO && ss_smp.swtp) {
+		int w = ss_percpu_open_wide(why, sizeof why);
+		if (w == 0 && attach_swtp(cfg)) {
+			ss_sampler_note("cpu-clock per CPU for every process, this one's kept (%s), ring "
+					"%u+1 pages per CPU", why, ss_smp.perf_pages);
+			return;
+		}
+		if (w != 0) /* (a refused attach closed them, and said why) */
+			ss_sampler_note("cpu-clock per CPU for every process refused: %s", why);
+	}
+	/* Per CPU for every process, asked for (sampler_percpu.c), with the CPU-wide
+	 * switch records of every process. Not AUTO's choice: its costs fall on
+	 * every process of the machine (README, bench_sampling (g)). */
 	if (cfg->mode == SS_SAMPLER_CPU) {
 		int w = ss_percpu_open_wide(why, sizeof why);
 		if (w == 0 && ss_smp.swtp && !attach_swtp(cfg))

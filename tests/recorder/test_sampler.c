@@ -19,7 +19,9 @@
  * on a CPU when the records are drained has its switch-in among them (its on-CPU
  * time is not cut at its last switch-out); the events' own switch records,
  * forced by config and by STALLSCOPE_SWITCH_SOURCE=events, give the same sleeps,
- * stacks and filtering.
+ * stacks and filtering. AUTO as root takes the cpu-clock events once per CPU
+ * for every process beside the program: the same parts, and another process's
+ * records never reach the sink.
  *
  * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
  */
@@ -1157,6 +1159,58 @@ static void part_cpu_wide(int no_bpf)
 	ss_sampler_stop();
 }
 
+/* AUTO where the sched_switch program loads (root): the cpu-clock events once
+ * per CPU for every process, other processes' samples dropped in the kernel,
+ * no switch records of anyone (the program writes this process's); the parts
+ * that do not depend on how events are opened, with another process busy
+ * beside them, none of whose records may reach the sink. */
+static void part_auto_wide(void)
+{
+	printf("auto mode\n");
+	struct ss_sampler_config c = cfg_of(SS_SAMPLER_AUTO, 0, 0, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
+	col_reset();
+	if (!ss_sampler_switch_program()) {
+		CHECK(geteuid() != 0 || strstr(status, "not in the initial pid namespace"),
+		      "root, yet no sched_switch program in AUTO: %s", status);
+		printf("  SKIP auto mode as root: no sched_switch program (%s)\n", status);
+		ss_sampler_stop();
+		return;
+	}
+	CHECK(ss_sampler_per_cpu() == 2 && strstr(status, "cpu-clock per CPU for every process, this one's kept") &&
+	      strstr(status, "other processes' samples dropped in the kernel"),
+	      "AUTO with the program: not the cpu-clock of every CPU: %s", status);
+	pid_t by = bystander_start();
+	part_stacks("auto");
+	part_sleep();
+	part_inpoll("auto");
+	part_parked("auto");
+	part_oncpu("auto");
+	part_migrate();
+	part_enable("auto");
+	ss_sampler_drain(&SINK);
+	bystander_stop(by);
+	size_t leaked = 0;
+	for (size_t i = 0; i < C.ns; i++)
+		leaked += C.s[i].tid == (uint32_t)by;
+	for (size_t i = 0; i < C.nsw; i++)
+		leaked += C.sw[i].tid == (uint32_t)by;
+	printf("  auto: %zu of the bystander's records handed on\n", leaked);
+	CHECK(leaked == 0, "another process's records reached the sink");
+	ss_sampler_stop();
+	c = cfg_of(SS_SAMPLER_AUTO, 20000, 1, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	col_reset();
+	part_tiny(1);
+	ss_sampler_stop();
+	c = cfg_of(SS_SAMPLER_AUTO, 0, 0, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	col_reset();
+	part_many("auto", many_threads());
+	ss_sampler_stop();
+}
+
 /* Forced cpu mode where it is refused (as nobody, perf_event_paranoid >= 1): the
  * process's own per-CPU events take over and the status says why. In a child:
  * the uid cannot be taken back. */
@@ -1341,6 +1395,7 @@ int main(void)
 		part_cpu_wide(0);
 		part_cpu_wide(1);
 		part_cpu_refused();
+		part_auto_wide();
 	}
 
 	printf("timer mode\n");
