@@ -145,6 +145,11 @@ struct ss_sampler_state {
 	uint32_t stack_copy;
 	int user_chain;
 
+	/* How fast the perf rings fill (ss_sampler_max_sleep_ns): the fullest one's
+	 * share at this drain (ppm of its size), and over the time since the last
+	 * drain, halved at most once a drain on the way down (ppm a ms). */
+	uint64_t fill_ppm, fill_rate, last_drain_ns;
+
 	char status[1024];
 	struct ss_sampler_stats stats;
 	/* One past the highest entry of threads[] taken since start (freed entries
@@ -155,6 +160,15 @@ struct ss_sampler_state {
 };
 
 extern SS_INTERNAL struct ss_sampler_state ss_smp;
+
+/* A perf ring held used of its size bytes when a drain began (the writer's
+ * pace, ss_sampler_max_sleep_ns). */
+static inline void ss_sampler_note_fill(uint64_t used, uint64_t size)
+{
+	uint64_t ppm = size ? (used >= size ? 1000000u : used * 1000000u / size) : 0;
+	if (ppm > ss_smp.fill_ppm)
+		ss_smp.fill_ppm = ppm;
+}
 
 /* Appends to ss_smp.status ("; " separated). */
 SS_INTERNAL void ss_sampler_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

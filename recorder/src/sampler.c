@@ -672,6 +672,37 @@ static void release(struct ss_sthread *t)
 	t->closing = 0;
 }
 
+/* The fill rate of the perf rings, from what the drain just found in them. */
+static void fill_rate_update(void)
+{
+	uint64_t now = ss_now(), dt = now - ss_smp.last_drain_ns;
+	if (ss_smp.last_drain_ns && dt) {
+		uint64_t rate = ss_smp.fill_ppm * 1000000u / dt, half = ss_smp.fill_rate / 2;
+		ss_smp.fill_rate = rate > half ? rate : half;
+	}
+	ss_smp.fill_ppm = 0;
+	ss_smp.last_drain_ns = now;
+}
+
+uint64_t ss_sampler_max_sleep_ns(void)
+{
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
+		return UINT64_MAX;
+	/* The timer fallback's rings hold 32-64 samples of each thread (32-64 ms at
+	 * 999 Hz) and fill at the threads' pace, which no drain sees coming: the
+	 * old tick. */
+	if (ss_smp.mode == SS_SAMPLER_TIMER || ss_smp.stats.threads_timer)
+		return SS_SAMPLER_TICK_NS;
+	/* A quarter of the fastest ring at its rate, as writer_pace.c does for the
+	 * event rings (a rate that doubles still finds it half empty); before a
+	 * rate is known, the tick. */
+	if (!ss_smp.last_drain_ns)
+		return SS_SAMPLER_TICK_NS;
+	if (!ss_smp.fill_rate)
+		return UINT64_MAX;
+	return 250000u * 1000000ull / ss_smp.fill_rate;
+}
+
 void ss_sampler_drain(const struct ss_sample_sink *sink)
 {
 	if (!ss_smp.started)
@@ -693,15 +724,17 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 		if (t->closing)
 			release(t);
 	}
-	if (!ss_smp.percpu)
-		return;
-	ss_percpu_drain(sink);
-	publish_foreign();
-	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
-		struct ss_sthread *t = &ss_smp.threads[i];
-		if (t->kind == SS_ST_PERCPU && t->closing)
-			release(t);
+	if (ss_smp.percpu) {
+		ss_percpu_drain(sink);
+		publish_foreign();
+		for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
+			struct ss_sthread *t = &ss_smp.threads[i];
+			if (t->kind == SS_ST_PERCPU && t->closing)
+				release(t);
+		}
 	}
+	if (ss_smp.mode == SS_SAMPLER_PERF)
+		fill_rate_update();
 }
 
 void ss_sampler_mappings(const struct ss_sample_sink *sink)

@@ -219,6 +219,14 @@ _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll);
  * Bounded work per call. */
 void ss_sampler_drain(const struct ss_sample_sink *sink);
 
+/* How long the writer may sleep before the next drain: until the fastest perf
+ * ring (per CPU or per thread) passes a quarter full at the rate the last
+ * drains saw (falling by half at most a drain), SS_SAMPLER_TICK_NS for the timer
+ * fallback's small rings or before a rate is known, UINT64_MAX when nothing
+ * bounds it (no sampling, or rings that stay empty). */
+#define SS_SAMPLER_TICK_NS 10000000ull
+uint64_t ss_sampler_max_sleep_ns(void);
+
 /* The executable mappings of the process now (/proc/self/maps + build ids). */
 void ss_sampler_mappings(const struct ss_sample_sink *sink);
 

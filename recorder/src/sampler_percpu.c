@@ -525,6 +525,7 @@ SS_INTERNAL void ss_percpu_drain(const struct ss_sample_sink *sink)
 		struct perf_event_mmap_page *mp = r->ring;
 		cur[c].head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 		cur[c].tail = mp->data_tail;
+		ss_sampler_note_fill(cur[c].head - cur[c].tail, r->data_size);
 		if (peek(r, &cur[c]) != 0) {
 			cur[c].tail = cur[c].head; /* out of step: skip what is there */
 			ss_perf_emit_lost(sink, cutoff, cutoff, 0, SS_SLOSS_KERNEL, 1);

@@ -687,6 +687,7 @@ SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink
 	uint64_t size = t->data_size;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = mp->data_tail;
+	ss_sampler_note_fill(head - tail, size);
 
 	while (tail < head) {
 		uint64_t off = tail % size;
