@@ -27,9 +27,12 @@
  * that CPU's ring: the merged drain sees it in time order with the samples, and
  * a thread on a CPU when the recording stops has its switch-in already. flags:
  * PREEMPT as perf's PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (preempt, or prev left
- * runnable: prev_state 0, a yield); STACK at a switch-out inside a poll (cell IN,
- * ALL, or a shared bucket; every counted switch-out with OFFCPU_STACKS=all): the
- * record then carries the user registers saved at the kernel's entry
+ * runnable: prev_state 0, a yield); STACK at a blocked switch-out inside a poll
+ * (cell IN, ALL, or a shared bucket; every counted switch-out, preempted ones
+ * too, with OFFCPU_STACKS=all): a preempted thread was running its code, which
+ * the CPU samples show, and in a busy runtime most switch-outs in polls are
+ * preemptions. The record then carries the user registers saved at the kernel's
+ * entry
  * (bpf_task_pt_regs) and 1 KiB of the user stack from sp, laid out as a
  * context-switches sample's (sampler_perf.c walks it, leaf CFI step included).
  *
@@ -224,7 +227,7 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	land(g, j_flag2);
 	emit(g, STX(BPF_W, 10, 1, FP_REC + 8));
 
-	int j_plain[4], nplain = 0;
+	int j_plain[6], nplain = 0;
 	if (stacks) {
 		/* A stack only at a switch-out (r7), inside a poll: the cell (r9)
 		 * says IN or ALL, or the bucket is shared; every one with stacks 2. */
@@ -232,6 +235,10 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 		emit(g, JMP_K(BPF_JEQ, 7, 0));
 		int j_want[2], nw = 0;
 		if (stacks == 1) {
+			/* not at a preemption: where it was is a CPU sample's news */
+			emit(g, LDX(BPF_W, 1, 10, FP_REC + 8));
+			j_plain[nplain++] = g->n;
+			emit(g, JMP_K(BPF_JNE, 1, 0));
 			j_want[nw++] = g->n;
 			emit(g, JMP_K(BPF_JEQ, 9, SS_INPOLL_IN));
 			j_want[nw++] = g->n;

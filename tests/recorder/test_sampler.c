@@ -15,7 +15,8 @@
  * sample and one "inside" gives one per sleep, in each of the three modes.
  * As root the process's per-CPU events take their switches and off-CPU stacks
  * from the sched_switch program (sampler_swtp.c, no context-switches event):
- * a worker whose cell says parked gives no switch record at all, and a thread
+ * a worker whose cell says parked gives no switch record at all, one preempted
+ * inside a poll no off-CPU stack (a blocked one does), and a thread
  * on a CPU when the records are drained has its switch-in among them (its on-CPU
  * time is not cut at its last switch-out); the events' own switch records,
  * forced by config and by STALLSCOPE_SWITCH_SOURCE=events, give the same sleeps,
@@ -334,7 +335,7 @@ static void col_reset(void)
 
 /* ---- sampled threads: the writer adds them by tid, like the real writer ---- */
 
-enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE, W_SLEEP_SPIN };
+enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE, W_SLEEP_SPIN, W_CPU0_SPIN };
 
 struct worker {
 	pthread_t th;
@@ -419,6 +420,17 @@ static void *worker_main(void *p)
 		while (!atomic_load(&w->stop))
 			sink_v += spin_leaf(2000);
 		break;
+	case W_CPU0_SPIN: {
+		/* On CPU 0 beside another spinner there: preempted, never blocked. */
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(0, &set);
+		sched_setaffinity(0, sizeof set, &set); /* (a move: blocked until done) */
+		atomic_store(&w->spin_t0, now_ns());
+		while (!atomic_load(&w->stop))
+			sink_v += spin_leaf(2000);
+		break;
+	}
 	case W_DLOPEN:
 		/* A library this program does not link: its code is mapped by this
 		 * (sampled) thread, so an MMAP2 record must come out. */
@@ -810,6 +822,77 @@ static void part_parked(const char *label)
 	CHECK(sw == 0 && off == 0, "parked: %zu switch records, %zu off-CPU samples", sw, off);
 }
 
+/* The sched_switch program takes a stack at a blocked switch-out inside a poll,
+ * not at a preemption (where the thread was is what its CPU samples show): a
+ * worker inside a poll sharing CPU 0 with another spinner for 200 ms is
+ * preempted again and again, and has no off-CPU sample. */
+static void part_preempted(const char *label)
+{
+	if (ss_sampler_switch_program() != 2 || !ss_sampler_offcpu_in_polls()) {
+		printf("  SKIP preemptions in a poll (%s): no stacks from the sched_switch program\n", label);
+		return;
+	}
+	struct worker w, other;
+	worker_spawn(&w, W_CPU0_SPIN, 0);
+	worker_spawn(&other, W_CPU0_SPIN, 0);
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 1);
+	CHECK(cell, "no cell for a followed worker (%s)", label);
+	atomic_store(&w.go, 1);
+	atomic_store(&other.go, 1);
+	for (int i = 0; i < 20; i++) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	uint64_t t_stop = now_ns(); /* (its exit is a blocked switch-out, after it) */
+	atomic_store(&w.stop, 1);
+	atomic_store(&other.stop, 1);
+	pthread_join(w.th, NULL);
+	pthread_join(other.th, NULL);
+	ss_sampler_thread_remove(w.tid);
+	ss_sampler_drain(&SINK);
+	size_t pre = 0, off = 0;
+	CHECK(atomic_load(&w.spin_t0), "the spinner never spun");
+	for (size_t i = 0; i < C.nsw; i++)
+		pre += C.sw[i].tid == w.tid && C.sw[i].out && C.sw[i].preempted;
+	for (size_t i = 0; i < C.ns; i++)
+		off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU && C.s[i].ts < t_stop &&
+		       C.s[i].ts > atomic_load(&w.spin_t0);
+	if (getenv("SAMPLER_DEBUG"))
+		for (size_t i = 0; i < C.ns; i++)
+			if (C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU)
+				printf("    off-CPU at %+.3f ms of the stop: %u frames, %#llx %#llx %#llx\n",
+				       ((double)C.s[i].ts - (double)t_stop) / 1e6, C.s[i].nframes,
+				       (unsigned long long)C.s[i].f[0], (unsigned long long)C.s[i].f[1],
+				       (unsigned long long)C.s[i].f[2]);
+	printf("  preempted in a poll (%s): %zu preempted switch-outs, %zu off-CPU samples\n", label, pre, off);
+	CHECK(pre >= 3, "%s: %zu preemptions in 200 ms beside another spinner on CPU 0", label, pre);
+	CHECK(off == 0, "%s: %zu off-CPU samples at preemptions", label, off);
+}
+
+/* How long the writer may sleep (ss_sampler_max_sleep_ns): the tick before the
+ * first drain; after a spinning worker's drains, a quarter of the fastest ring
+ * at its rate: long for the default rings (a 999 Hz thread fills 4 MiB slowly),
+ * short for a tiny one at 20 kHz. */
+static void part_pace(const char *label, int tiny)
+{
+	uint64_t first = ss_sampler_max_sleep_ns();
+	struct worker w;
+	worker_spawn(&w, W_SPIN, 200000000);
+	run_worker(&w, 10);
+	uint64_t after = ss_sampler_max_sleep_ns();
+	printf("  %s: the writer may sleep %.1f ms before a drain, %.1f ms after a spinning worker's\n", label,
+	       (double)first / 1e6, after == UINT64_MAX ? -1.0 : (double)after / 1e6);
+	CHECK(first == SS_SAMPLER_TICK_NS, "%s: before any rate, not the tick: %llu", label,
+	      (unsigned long long)first);
+	if (tiny)
+		CHECK(after < 3 * SS_SAMPLER_TICK_NS, "%s: a 16-page ring at 20 kHz may wait %llu ns", label,
+		      (unsigned long long)after);
+	else
+		CHECK(after != UINT64_MAX && after >= 5 * SS_SAMPLER_TICK_NS, "%s: 4 MiB rings at 999 Hz may wait "
+		      "only %llu ns", label, (unsigned long long)after);
+}
+
 /* A thread on a CPU when the records are drained is on a CPU in them: its last
  * switch-in is there, so its on-CPU time from the switch records (the last
  * switch-in counting up to the drain) covers most of the CPU time it used. A
@@ -1186,6 +1269,7 @@ static void part_auto_wide(void)
 	part_sleep();
 	part_inpoll("auto");
 	part_parked("auto");
+	part_preempted("auto");
 	part_oncpu("auto");
 	part_migrate();
 	part_enable("auto");
@@ -1290,6 +1374,7 @@ int main(void)
 		part_sleep();
 		part_inpoll("per-CPU events");
 		part_parked("per-CPU events");
+		part_preempted("per-CPU events");
 		part_oncpu("per-CPU events");
 		part_migrate();
 		part_enable("perf");
@@ -1301,6 +1386,12 @@ int main(void)
 		ss_sampler_stop();
 		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
 		part_many("perf", many_threads());
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_pace("perf, default rings", 0);
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 20000, 1, 0);
+		part_pace("perf, tiny rings at 20 kHz", 1);
 		ss_sampler_stop();
 	} else {
 		printf("SKIP perf parts: %s\n", status);
@@ -1401,6 +1492,9 @@ int main(void)
 	printf("timer mode\n");
 	if (start_mode(SS_SAMPLER_TIMER, 0, 0, 0)) {
 		ran++;
+		/* small rings filled at the threads' pace: the tick, always */
+		CHECK(ss_sampler_max_sleep_ns() == SS_SAMPLER_TICK_NS, "timer: the writer may sleep %llu ns",
+		      (unsigned long long)ss_sampler_max_sleep_ns());
 		part_stacks("timer");
 		part_corrupt();
 		part_enable("timer");
@@ -1427,6 +1521,7 @@ int main(void)
 
 	/* OFF and stop twice are harmless. */
 	start_mode(SS_SAMPLER_OFF, 0, 0, 0);
+	CHECK(ss_sampler_max_sleep_ns() == UINT64_MAX, "OFF bounds the writer's sleep");
 	CHECK(ss_sampler_thread_add((uint32_t)gettid(), 0, 0) == -1, "OFF accepted a thread");
 	ss_sampler_stop();
 	ss_sampler_stop();
