@@ -67,10 +67,18 @@
  *       the context-switches event instead of the sched_switch program, which
  *       writes nothing for a parked worker).
  *
+ *   (i) what another process pays while this one records (a worker parked): a
+ *       child doing a fixed CPU-bound work, and a child running (f)'s futex
+ *       pair; its CPU with this process not recording, recording with default
+ *       settings (as root the cpu-clock once per CPU for every process, whose
+ *       timer interrupts whoever runs, and the sched_switch program run at
+ *       every switch of the machine), and with STALLSCOPE_SAMPLER=perf.
+ *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
- *        and (e)'s and (f)'s; (e) to (h) run after (a)+(b), or alone with
- *        SECONDS -1; (d) alone with SECONDS -2, (h) alone with SECONDS -3)
+ *        and (e)'s and (f)'s; (e) to (i) run after (a)+(b), or alone with
+ *        SECONDS -1; (d) alone with SECONDS -2, (h) alone with SECONDS -3, (i)
+ *        alone with SECONDS -4)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -1140,6 +1148,130 @@ static int part_g(int rounds)
 	return 0;
 }
 
+/* ---- (i): what the default recording costs another process ----------------- */
+
+#define I_CONFS 3
+
+/* A child that does a fixed CPU-bound work (2 threads of hash steps, one a CPU)
+ * or (f)'s futex pair; its CPU (user + system) in ns, -1 on failure. */
+static double i_child(int pair, uint64_t iters)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (pair) {
+			atomic_store(&f_turn, 0);
+			pthread_t th[2];
+			for (int k = 0; k < 2; k++)
+				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+			for (int k = 0; k < 2; k++)
+				pthread_join(th[k], NULL);
+		} else {
+			sink_v += hash_work(iters, 7);
+		}
+		_exit(0);
+	}
+	int st = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof ru);
+	if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -1;
+	return (double)ru.ru_utime.tv_sec * 1e9 + (double)ru.ru_utime.tv_usec * 1e3 +
+	       (double)ru.ru_stime.tv_sec * 1e9 + (double)ru.ru_stime.tv_usec * 1e3;
+}
+
+/* This process parked in a worker (the recorder follows it) while a child works:
+ * the child's CPU with this process not recording, recording with the default
+ * settings (as root: the cpu-clock once per CPU for every process, other
+ * processes' samples dropped in the kernel, and the sched_switch program), and
+ * with STALLSCOPE_SAMPLER=perf (the process's own inherited events). */
+static _Atomic int i_stop;
+
+static void *i_parked_worker(void *arg)
+{
+	(void)arg;
+	stallscope_worker_begin("bench-i", 0);
+	stallscope_park();
+	while (!atomic_load(&i_stop)) {
+		struct timespec ts = { 0, 5000000L };
+		nanosleep(&ts, NULL);
+	}
+	stallscope_unpark();
+	stallscope_worker_end();
+	return NULL;
+}
+
+static int part_i(uint64_t iters, int rounds)
+{
+	static const char *names[I_CONFS] = { "not recording", "recording, default settings",
+					      "recording, STALLSCOPE_SAMPLER=perf" };
+	double cpu[2][I_CONFS][50];
+	f_trips = 20000;
+	char load[128], tmpl[] = "/tmp/bench-sampling-i-XXXXXX", meta[4096] = "";
+	read_load(load, sizeof load);
+	if (!mkdtemp(tmpl)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	printf("(i) what another process pays while this one records: a child doing %llu hash steps "
+	       "(CPU-bound) and a child running (f)'s futex pair (%d hand-offs), its CPU, %d rounds, "
+	       "order rotated (load average at start: %s)\n", (unsigned long long)iters, f_trips,
+	       rounds, load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < I_CONFS; i++) {
+			int conf = (i + r) % I_CONFS;
+			char dir[128];
+			snprintf(dir, sizeof dir, "%s/%d-%d", tmpl, r, conf);
+			pthread_t th;
+			if (conf) {
+				struct stallscope_config cfg;
+				stallscope_config_init(&cfg);
+				cfg.output_dir = dir;
+				if (conf == 2)
+					cfg.sampler = STALLSCOPE_SAMPLER_PERF;
+				if (stallscope_start(&cfg) != 0) {
+					fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
+					return -1;
+				}
+				atomic_store(&i_stop, 0);
+				pthread_create(&th, NULL, i_parked_worker, NULL);
+				/* followed by the writer's next cycles */
+				struct timespec ts = { 0, 100000000L };
+				nanosleep(&ts, NULL);
+			}
+			cpu[0][conf][r] = i_child(0, iters);
+			cpu[1][conf][r] = i_child(1, 0);
+			if (conf) {
+				atomic_store(&i_stop, 1);
+				pthread_join(th, NULL);
+				stallscope_stop();
+				if (r == 0 && conf == 1)
+					h_sampler_meta(dir, meta, sizeof meta);
+			}
+			if (cpu[0][conf][r] < 0 || cpu[1][conf][r] < 0) {
+				fprintf(stderr, "bench_sampling: (i) child failed\n");
+				return -1;
+			}
+		}
+	}
+	char cmd[800];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_sampling: could not remove %s\n", tmpl);
+	double b0 = median(cpu[0][0], rounds), b1 = median(cpu[1][0], rounds);
+	for (int c = 0; c < I_CONFS; c++) {
+		double m0 = median(cpu[0][c], rounds), m1 = median(cpu[1][c], rounds);
+		printf("  %-38s CPU-bound child %8.1f ms (%+6.2f%%), futex pair %5.2f us CPU per switch "
+		       "(%+5.2f)\n", names[c], m0 / 1e6, 100 * (m0 / b0 - 1), m1 / 1e3 / (2.0 * f_trips),
+		       (m1 - b1) / 1e3 / (2.0 * f_trips));
+	}
+	printf("  default settings here: %s\n", strstr(meta, "cpu-clock per CPU for every process")
+	       ? "the cpu-clock once per CPU for every process (its timer interrupts every CPU)"
+	       : "the process's own events (this process's threads only)");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1156,13 +1288,15 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < -3.5)
+		return part_i(iters * 2400, rounds) != 0;
 	if (seconds < -2.5)
 		return part_h(rounds) != 0;
 	if (seconds < -1.5)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
 		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
-		       part_h(rounds) != 0;
+		       part_h(rounds) != 0 || part_i(iters * 2400, rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -1210,7 +1344,7 @@ int main(int argc, char **argv)
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
 	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
-	    part_h(rounds) != 0)
+	    part_h(rounds) != 0 || part_i(iters * 2400, rounds) != 0)
 		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
