@@ -27,10 +27,13 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
- *       Two more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
- *       every process, filtered to this one, instead of the process's own), and
- *       with STALLSCOPE_OFFCPU_STACKS=all (a stack at every switch-out, not only
- *       inside polls: what the in-poll filter saves, where it is loaded).
+ *       Three more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events
+ *       of every process with their CPU-wide switch records, filtered to this
+ *       one), with STALLSCOPE_OFFCPU_STACKS=all (a stack at every switch-out, not
+ *       only inside polls: what the in-poll filter saves, where it is loaded),
+ *       and with STALLSCOPE_SAMPLER=perf (the process's own inherited events,
+ *       where as root the default takes the cpu-clock once per CPU for every
+ *       process beside the sched_switch program).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -48,6 +51,12 @@
  *       --switch-events opens); + a context-switches event that never samples
  *       (its presence); + a sample at every switch-out with the registers and
  *       1 KiB of stack (the recorder's off-CPU stacks). Prints CPU per switch.
+ *
+ *       (f2) the same with the two threads on CPUs 0 and 1, so that every
+ *       switch is one to or from the idle task, which no context swap spares
+ *       (the process's own events are stopped and started at each), and one
+ *       more configuration: the cpu-clock once per CPU for every process, no
+ *       switch records (as root, the default beside the sched_switch program).
  *
  *   (g) what another process pays: (f)'s futex pair in a child process while this
  *       one holds (f)'s events with a sample per switch-out: none; this
@@ -78,7 +87,7 @@
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
  *        and (e)'s and (f)'s; (e) to (i) run after (a)+(b), or alone with
  *        SECONDS -1; (d) alone with SECONDS -2, (h) alone with SECONDS -3, (i)
- *        alone with SECONDS -4)
+ *        alone with SECONDS -4, (f2) alone with SECONDS -5)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -452,7 +461,7 @@ static int part_d(const char *runtime, const char *other, int rounds)
 			   (char *)"--drain", (char *)"60", NULL };
 	/* The two rows after perf's split full recording's cost: the hooks alone,
 	 * and sampling with switch records but no stack at each switch-out. */
-	struct dconf sc[8] = {
+	struct dconf sc[9] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
@@ -464,9 +473,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_SAMPLER=cpu" },
 		{ .name = "full, OFFCPU_STACKS=all", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_OFFCPU_STACKS=all" },
+		{ .name = "full, SAMPLER=perf (own events)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_SAMPLER=perf" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 8 : 7;
+	int nsc = other ? 9 : 8;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -500,8 +511,12 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, this build: full recording with a stack at every switch-out "
 	       "(STALLSCOPE_OFFCPU_STACKS=all, no in-poll filter) adds %.3f s (full / perf %.4f)\n",
 	       sc[6].med - sc[0].med, perf > 0 ? (sc[6].med - sc[0].med) / perf : 0.0);
+	printf("  steady, this build: full recording with the process's own events "
+	       "(STALLSCOPE_SAMPLER=perf; as root the default is the cpu-clock once per CPU for every "
+	       "process) adds %.3f s (full / perf %.4f)\n", sc[7].med - sc[0].med,
+	       perf > 0 ? (sc[7].med - sc[0].med) / perf : 0.0);
 	if (other) {
-		double of = sc[7].med - sc[0].med;
+		double of = sc[8].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}
@@ -723,17 +738,21 @@ static int part_e(uint64_t iters, int rounds)
 
 /* ---- (f): the kernel's part of a switch --------------------------------------- */
 
-#define F_CONFS 7
+#define F_CONFS 8
 
 static _Atomic int f_turn;
 static int f_trips;
+
+/* The players on CPUs 0 and 1 instead of both on 0: every switch is then one
+ * to or from the idle task ((f) across two CPUs). */
+static int f_split;
 
 static void *f_player(void *arg)
 {
 	int me = (int)(intptr_t)arg;
 	cpu_set_t cs;
 	CPU_ZERO(&cs);
-	CPU_SET(0, &cs);
+	CPU_SET(f_split ? me : 0, &cs);
 	pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
 	for (int i = 0; i < f_trips; i++) {
 		while (atomic_load(&f_turn) != me)
@@ -751,6 +770,10 @@ static void *f_player(void *arg)
  * switch-out with bp, sp, ip and 1 KiB of stack. What `perf record -a` opens. */
 static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *nfds)
 {
+	/* stacks -1: the cpu-clock alone, no switch records (what the recorder opens
+	 * beside the sched_switch program) */
+	int records = stacks >= 0;
+	stacks = stacks > 0;
 	long ncpu = e_cpus(rl);
 	*nfds = 0;
 	for (long c = 0; c < ncpu; c++) {
@@ -760,7 +783,7 @@ static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *
 		a.sample_period = 1001001;
 		a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
 		a.exclude_hv = 1;
-		a.context_switch = 1;
+		a.context_switch = records;
 		int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
 		void *r = fd < 0 ? MAP_FAILED : mmap(NULL, *rl, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (r == MAP_FAILED) {
@@ -802,7 +825,7 @@ static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *
 static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 {
 	if (conf >= 5)
-		return f_open_cpu_wide(conf == 6, fds, rings, rl, nfds);
+		return f_open_cpu_wide(conf == 7 ? -1 : conf == 6, fds, rings, rl, nfds);
 	int n = e_open(2, fds, rings, rl); /* cpu-clock with call chains */
 	if (n < 0)
 		return -1;
@@ -835,21 +858,24 @@ static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 	return n;
 }
 
-static int part_f(int rounds)
+static int part_f(int rounds, int split)
 {
 	static const char *names[F_CONFS] = { "no events", "cpu-clock + switch records",
 					      "+ context-switches event, counting only",
 					      "+ sample per switch-out, regs + 1 KiB stack",
 					      "cpu-clock alone, no switch records",
 					      "per CPU, all processes: cpu-clock + switches",
-					      "per CPU, all processes: + switch-out samples" };
+					      "per CPU, all processes: + switch-out samples",
+					      "per CPU, all processes: cpu-clock alone" };
 	double us[F_CONFS][50], other[F_CONFS][50];
-	f_trips = 20000;
+	f_split = split;
+	f_trips = split ? 5000 : 20000; /* a switch to or from idle costs tens of us here */
 	char load[128];
 	read_load(load, sizeof load);
-	printf("(f) the kernel's part of a switch: 2 threads on CPU 0 hand a futex back and forth "
-	       "%d times, %d rounds, order rotated (load average at start: %s)\n", f_trips, rounds,
-	       load);
+	printf("(f%s) the kernel's part of a switch: 2 threads on %s hand a futex back and forth "
+	       "%d times, %d rounds, order rotated (load average at start: %s)\n", split ? "2" : "",
+	       split ? "CPUs 0 and 1 (every switch to or from the idle task)" : "CPU 0", f_trips,
+	       rounds, load);
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < F_CONFS; i++) {
 			int conf = (i + r) % F_CONFS;
@@ -898,6 +924,7 @@ static int part_f(int rounds)
 			       median(other[c], rounds));
 		printf("\n");
 	}
+	f_split = 0;
 	return 0;
 }
 
@@ -1288,6 +1315,8 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < -4.5)
+		return part_f(rounds, 1) != 0;
 	if (seconds < -3.5)
 		return part_i(iters * 2400, rounds) != 0;
 	if (seconds < -2.5)
@@ -1295,7 +1324,8 @@ int main(int argc, char **argv)
 	if (seconds < -1.5)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
-		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
+		return part_e(iters, rounds) != 0 || part_f(rounds, 0) != 0 || part_f(rounds, 1) != 0 ||
+		       part_g(rounds) != 0 ||
 		       part_h(rounds) != 0 || part_i(iters * 2400, rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
@@ -1343,7 +1373,8 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
-	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
+	if (part_e(iters, rounds) != 0 || part_f(rounds, 0) != 0 || part_f(rounds, 1) != 0 ||
+	    part_g(rounds) != 0 ||
 	    part_h(rounds) != 0 || part_i(iters * 2400, rounds) != 0)
 		return 1;
 	if (seconds <= 0)
