@@ -221,6 +221,12 @@ SS_INTERNAL void ss_percpu_after_fork(void);
 SS_INTERNAL int ss_percpu_add_fd(int fd);
 
 /* sampler_bpf.c */
+struct bpf_insn;
+/* One instruction, for the hand-assembled programs. */
+SS_INTERNAL struct bpf_insn ss_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm);
+/* Loads p[0..n) as a program of type (BPF_PROG_TYPE_*): its fd, or -errno with
+ * why (the verifier's last line when it refused the program). */
+SS_INTERNAL int ss_bpf_load(uint32_t type, const struct bpf_insn *p, int n, char *why, size_t len);
 /* A BPF program for the cpu_wide events that keeps the samples of process pid (in
  * this pid namespace) and drops every other before it is built: its fd, or
  * -errno with why. */

@@ -77,18 +77,7 @@ _Static_assert(STK_BYTES % 8 == 0, "the stack record stays 8-aligned");
 
 /* ---- the program ----------------------------------------------------------------- */
 
-static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
-{
-	struct bpf_insn i;
-	memset(&i, 0, sizeof i);
-	i.code = code;
-	i.dst_reg = dst & 0xf;
-	i.src_reg = src & 0xf;
-	i.off = off;
-	i.imm = imm;
-	return i;
-}
-
+#define insn ss_bpf_insn
 #define MOV_K(d, k) insn(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, k)
 #define MOV_X(d, s) insn(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
 #define CALL(f) insn(BPF_JMP | BPF_CALL, 0, 0, 0, f)
@@ -302,33 +291,7 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 
 static int load(const struct prog *g, char *why, size_t len)
 {
-	static char log[8192];
-	union bpf_attr a;
-	memset(&a, 0, sizeof a);
-	a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
-	a.insns = (uint64_t)(uintptr_t)g->p;
-	a.insn_cnt = (uint32_t)g->n;
-	a.license = (uint64_t)(uintptr_t)"GPL";
-	int fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof a);
-	if (fd < 0 && errno != EPERM && errno != EACCES) {
-		/* Again with the verifier's log, for the status line. */
-		log[0] = 0;
-		a.log_buf = (uint64_t)(uintptr_t)log;
-		a.log_size = sizeof log;
-		a.log_level = 1;
-		fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof a);
-	}
-	if (fd >= 0)
-		return fd;
-	int e = errno;
-	/* the verifier's last words say what it refused */
-	size_t l = strlen(log);
-	while (l && log[l - 1] == '\n')
-		log[--l] = 0;
-	const char *last = strrchr(log, '\n');
-	snprintf(why, len, "bpf(PROG_LOAD, raw tracepoint): %s%s%s", ss_errno_name(e), log[0] ? ": " : "",
-		 last ? last + 1 : log);
-	return -e;
+	return ss_bpf_load(BPF_PROG_TYPE_RAW_TRACEPOINT, g->p, g->n, why, len);
 }
 
 /* ---- state ---------------------------------------------------------------------- */

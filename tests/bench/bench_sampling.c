@@ -1083,6 +1083,17 @@ static int part_h(int rounds)
 
 #define G_CONFS 4
 
+/* (f)'s futex pair, f_trips hand-overs, on the calling process's CPU 0. */
+static void f_pair(void)
+{
+	atomic_store(&f_turn, 0);
+	pthread_t th[2];
+	for (int k = 0; k < 2; k++)
+		pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+}
+
 /* The futex pair of (f) in a child process; its CPU per switch, -1 on failure. */
 static double g_bystander(void)
 {
@@ -1090,12 +1101,7 @@ static double g_bystander(void)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		atomic_store(&f_turn, 0);
-		pthread_t th[2];
-		for (int k = 0; k < 2; k++)
-			pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
-		for (int k = 0; k < 2; k++)
-			pthread_join(th[k], NULL);
+		f_pair();
 		_exit(0);
 	}
 	return (double)pid;
@@ -1187,16 +1193,10 @@ static double i_child(int pair, uint64_t iters)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		if (pair) {
-			atomic_store(&f_turn, 0);
-			pthread_t th[2];
-			for (int k = 0; k < 2; k++)
-				pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
-			for (int k = 0; k < 2; k++)
-				pthread_join(th[k], NULL);
-		} else {
+		if (pair)
+			f_pair();
+		else
 			sink_v += hash_work(iters, 7);
-		}
 		_exit(0);
 	}
 	int st = 0;

@@ -23,64 +23,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "park_poll.h"
 #include "trace_check.h"
-#include "writer_cycles.h"
 
-#define ROUNDS 12
-#define SLEEP_NS 5000000L
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-struct window {
-	uint64_t b, e;
-};
-
-struct run {
-	uint32_t tid;
-	struct window park[ROUNDS], poll[ROUNDS];
-};
-
-static void sleep_5ms(void)
-{
-	struct timespec ts = { 0, SLEEP_NS };
-	nanosleep(&ts, NULL);
-}
-
-static void *worker(void *arg)
-{
-	struct run *r = arg;
-	r->tid = (uint32_t)gettid();
-	stallscope_worker_begin("parked-switches-test", 0);
-	uint32_t loc = STALLSCOPE_LOCATION();
-	/* Followed (and given its in-poll cell) by the writer's cycle that drains
-	 * its first events: two whole cycles, as test_offcpu_filter waits. */
-	stallscope_park();
-	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
-	stallscope_unpark();
-	for (int i = 0; i < ROUNDS; i++) {
-		stallscope_park();
-		r->park[i].b = now_ns();
-		sleep_5ms();
-		r->park[i].e = now_ns();
-		stallscope_unpark();
-		stallscope_poll_begin(1000 + (uint64_t)i, loc);
-		r->poll[i].b = now_ns();
-		sleep_5ms();
-		r->poll[i].e = now_ns();
-		stallscope_poll_end();
-	}
-	stallscope_worker_end();
-	return NULL;
-}
+#define ROUNDS PP_ROUNDS
 
 struct result {
 	char switches[1024];
@@ -90,30 +38,13 @@ struct result {
 	size_t polls_stack;       /* ... and with an off-CPU sample */
 };
 
-static int inside(const struct window *w, uint64_t ts)
-{
-	return ts >= w->b && ts <= w->e;
-}
-
 static void record(struct result *res, const char *tag, int offcpu_stacks)
 {
 	memset(res, 0, sizeof *res);
-	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	char *dir = tc_tmpdir(tag);
-	cfg.output_dir = dir;
-	cfg.offcpu_stacks = offcpu_stacks;
-	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
-	struct run r;
-	memset(&r, 0, sizeof r);
-	pthread_t th;
-	CHECK(pthread_create(&th, NULL, worker, &r) == 0, "pthread_create");
-	pthread_join(th, NULL);
-	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
-
+	struct pp_run r;
 	struct tc_trace t;
-	CHECK(tc_load_dir(&t, dir, "stallscope", true) == 0, "load %s", dir);
-	CHECK(t.corrupt_segments == 0 && t.truncated_segments == 0, "segments damaged");
+	char *dir;
+	pp_record(&r, "parked-switches-test", tag, offcpu_stacks, &t, &dir);
 	const char *m = tc_meta(&t, SS_META_SWITCHES);
 	snprintf(res->switches, sizeof res->switches, "%s", m ? m : "(none)");
 	for (int i = 0; i < ROUNDS; i++) {
@@ -123,16 +54,16 @@ static void record(struct result *res, const char *tag, int offcpu_stacks)
 			if (s->tid != r.tid)
 				continue;
 			int blocked_out = (s->flags & SS_SWITCH_F_OUT) && !(s->flags & SS_SWITCH_F_PREEMPT);
-			if (inside(&r.park[i], s->ts)) {
+			if (pp_inside(&r.park[i], s->ts)) {
 				res->in_parks++;
 				park_out |= blocked_out;
 			}
-			poll_out |= blocked_out && inside(&r.poll[i], s->ts);
+			poll_out |= blocked_out && pp_inside(&r.poll[i], s->ts);
 		}
 		for (size_t k = 0; k < t.nsamples; k++)
 			poll_stack |= t.samples[k].tid == r.tid &&
 				      t.samples[k].kind == SS_SAMPLE_KIND_OFFCPU &&
-				      inside(&r.poll[i], t.samples[k].ts);
+				      pp_inside(&r.poll[i], t.samples[k].ts);
 		res->parks_out += park_out;
 		res->polls_out += poll_out;
 		res->polls_stack += poll_out && poll_stack;

@@ -738,6 +738,20 @@ static void part_sleep(void)
 	CHECK(found >= 20, "off-CPU stacks of the sleeps: %zu", found);
 }
 
+/* A worker the sampler follows already: run to its end, drained every 10 ms as
+ * the writer does, then removed and drained a last time. */
+static void run_added(struct worker *w)
+{
+	atomic_store(&w->go, 1);
+	while (!atomic_load(&w->done)) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	pthread_join(w->th, NULL);
+	ss_sampler_thread_remove(w->tid);
+	ss_sampler_drain(&SINK);
+}
+
 /* The off-CPU filter as the writer drives it: a sleeping worker given its in-poll
  * cell, set to "outside a poll" (none of its 20 blocked switch-outs may come
  * out: they are dropped before the kernel builds them) and then to "inside"
@@ -761,14 +775,7 @@ static void part_inpoll(const char *label)
 		}
 		CHECK(cell && atomic_load(cell) == (in_poll ? 2u : 1u), "cell for a %s worker",
 		      in_poll ? "polling" : "parked");
-		atomic_store(&w.go, 1);
-		while (!atomic_load(&w.done)) {
-			sleep_ms(10);
-			ss_sampler_drain(&SINK);
-		}
-		pthread_join(w.th, NULL);
-		ss_sampler_thread_remove(w.tid);
-		ss_sampler_drain(&SINK);
+		run_added(&w);
 		size_t off = 0, outs = 0;
 		for (size_t i = 0; i < C.ns; i++)
 			off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU &&
@@ -804,14 +811,7 @@ static void part_parked(const char *label)
 	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 0);
 	CHECK(cell, "no cell for a followed worker (%s)", label);
 	atomic_store(cell, SS_INPOLL_PARKED);
-	atomic_store(&w.go, 1);
-	while (!atomic_load(&w.done)) {
-		sleep_ms(10);
-		ss_sampler_drain(&SINK);
-	}
-	pthread_join(w.th, NULL);
-	ss_sampler_thread_remove(w.tid);
-	ss_sampler_drain(&SINK);
+	run_added(&w);
 	size_t sw = 0, off = 0;
 	for (size_t i = 0; i < C.nsw; i++)
 		sw += C.sw[i].tid == w.tid && C.sw[i].ts >= w.t0 && C.sw[i].ts <= w.t1;
