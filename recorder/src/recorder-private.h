@@ -208,8 +208,9 @@ extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("in
  * a switch there (sampler_bpf.c's off-CPU filter on the context-switches event,
  * or sampler_swtp.c's sched_switch program): NONE no thread the sampler follows
  * (no record: the drain would drop it), OUT a followed worker between polls
- * (switches written, no stack), IN inside a poll (switches and a stack at each
- * switch-out), ALL a followed thread the hooks do not describe (as IN), PARKED
+ * (switches written, no stack), IN inside a poll (switches, and a stack at its
+ * switch-outs: every one for the filter, the blocked ones for the program), ALL
+ * a followed thread the hooks do not describe (as IN), PARKED
  * a worker from its park to its unpark (nothing written by the sched_switch
  * program; the off-CPU filter treats it as OUT). */
 enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2, SS_INPOLL_ALL = 3, SS_INPOLL_PARKED = 4 };

@@ -249,7 +249,7 @@ SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t
 /* sampler_swtp.c */
 /* Loads the sched_switch program reading the in-poll cells of cells_fd: its fd,
  * or -errno with why. stacks: 0 none (the context-switches event's, if any), 1
- * at switch-outs inside polls, 2 at every counted switch-out (ss_smp.swtp_stacks
+ * at blocked switch-outs inside polls, 2 at every counted switch-out (ss_smp.swtp_stacks
  * says what the loaded program does); parks: a parked worker's switches are
  * written too (else ss_smp.swtp_skips_parks). */
 SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, size_t len);

@@ -344,8 +344,8 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	 * others dropped in the kernel by the pid filter): they live in the CPU's
 	 * context, so no event of ours is stopped and started when one of our
 	 * threads switches to or from another process or the idle task, which with
-	 * the process's own inherited events cost about 1 us a switch on this VM
-	 * (bench_sampling (d): most of full recording's cost on the steady run).
+	 * the process's own inherited events cost +6.9 us a switch on this VM
+	 * (bench_sampling (f2)), most of full recording's cost on the steady run.
 	 * The price is the machine's: the 999 Hz timer interrupts every CPU whoever
 	 * runs there, idle CPUs included (README). Without the program it would
 	 * also put every process's switch records in our rings: not then. */
@@ -364,8 +364,6 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	 * every process of the machine (README, bench_sampling (g)). */
 	if (cfg->mode == SS_SAMPLER_CPU) {
 		int w = ss_percpu_open_wide(why, sizeof why);
-		if (w == 0 && ss_smp.swtp && !attach_swtp(cfg))
-			w = ss_percpu_open_wide(why, sizeof why); /* again, with switch records */
 		if (w == 0) {
 			ss_sampler_note("events per CPU for every process, this one's kept (%s), ring "
 					"%u+1 pages per CPU", why, ss_smp.perf_pages);

@@ -27,7 +27,8 @@
  * Where the sched_switch program is loaded (sampler_swtp.c) the cpu-clock events
  * go without switch records and, when it writes the off-CPU stacks, no
  * context-switches event is opened: what is left to switch with a thread is
- * its cpu-clock event (with cpu_wide, nothing at all).
+ * its cpu-clock event, and with cpu_wide nothing at all, which is why AUTO
+ * then takes ss_percpu_open_wide() below (sampler.c, start_percpu).
  *
  * Cheaper still where permitted (CAP_PERFMON, or perf_event_paranoid <= 0):
  * ss_percpu_open_wide() opens the same two events once per CPU for every process

@@ -6,8 +6,10 @@
  * no context-switches event).
  *
  * Why: with switch records, every switch of a thread of ours pays perf's
- * side-band path (two records with their sample_id, an output of each), and a
- * parked worker's switches, most of a runtime's, say nothing its lane does not.
+ * side-band path (two records with their sample_id, an output of each), the
+ * events must follow the process's threads (stopped and started at each switch
+ * to or from another process or idle), and a parked worker's switches, most of
+ * a runtime's, say nothing its lane does not.
  * The raw tracepoint is one program run per switch of the machine: for a switch
  * that concerns no thread we follow, a helper call, an 8-byte read and two
  * compares; where it does, one 16-byte record (bench_switch_tp, bench_sampling).
@@ -32,8 +34,7 @@
  * too, with OFFCPU_STACKS=all): a preempted thread was running its code, which
  * the CPU samples show, and in a busy runtime most switch-outs in polls are
  * preemptions. The record then carries the user registers saved at the kernel's
- * entry
- * (bpf_task_pt_regs) and 1 KiB of the user stack from sp, laid out as a
+ * entry (bpf_task_pt_regs) and 1 KiB of the user stack from sp, laid out as a
  * context-switches sample's (sampler_perf.c walks it, leaf CFI step included).
  *
  * Tids are the initial pid namespace's (task->pid, bpf_get_current_pid_tgid):
@@ -63,7 +64,6 @@
  * { u64 size; data[size]; u64 dyn_size; }. */
 #define STK_COPY SS_OFFCPU_COPY_DEFAULT
 #define STK_BYTES (REC_BYTES + 32 + 8 + STK_COPY + 8)
-#define PERF_SAMPLE_REGS_ABI_64_ 2
 /* struct pt_regs of x86-64 (arch/x86/include/asm/ptrace.h) */
 #define PT_BP 32
 #define PT_IP 128
@@ -101,7 +101,8 @@ static void emit(struct prog *g, struct bpf_insn i)
 /* Points the jump at index j to the next instruction to be emitted. */
 static void land(struct prog *g, int j)
 {
-	g->p[j].off = (int16_t)(g->n - j - 1);
+	if (j < (int)(sizeof g->p / sizeof g->p[0]))
+		g->p[j].off = (int16_t)(g->n - j - 1);
 }
 
 static void ld_map(struct prog *g, int reg, int src, int fd)
@@ -133,7 +134,8 @@ static void output(struct prog *g, int out_fd, int data_reg, int data_off, int s
 	emit(g, CALL(BPF_FUNC_perf_event_output));
 }
 
-/* stacks: 0 none, 1 at switch-outs inside polls, 2 at every counted switch-out.
+/* stacks: 0 none, 1 at blocked switch-outs inside polls, 2 at every counted
+ * switch-out.
  * parks: a PARKED cell counts (every switch of a followed thread). */
 static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int cells_fd,
 		 int out_fd, int stk_fd, int stacks, int parks)
@@ -218,8 +220,9 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 
 	int j_plain[6], nplain = 0;
 	if (stacks) {
-		/* A stack only at a switch-out (r7), inside a poll: the cell (r9)
-		 * says IN or ALL, or the bucket is shared; every one with stacks 2. */
+		/* A stack only at a switch-out (r7): a blocked one inside a poll,
+		 * where the cell (r9) says IN or ALL or the bucket is shared; every
+		 * one with stacks 2. */
 		j_plain[nplain++] = g->n;
 		emit(g, JMP_K(BPF_JEQ, 7, 0));
 		int j_want[2], nw = 0;
@@ -254,7 +257,7 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 		emit(g, LDX(BPF_DW, 1, 10, FP_REC + 8));
 		emit(g, insn(BPF_ALU64 | BPF_OR | BPF_K, 1, 0, 0, F_STACK));
 		emit(g, STX(BPF_DW, 8, 1, 8));
-		emit(g, ST(BPF_DW, 8, REC_BYTES, PERF_SAMPLE_REGS_ABI_64_));
+		emit(g, ST(BPF_DW, 8, REC_BYTES, PERF_SAMPLE_REGS_ABI_64));
 		/* the user registers as the kernel saved them at its entry */
 		emit(g, CALL(BPF_FUNC_get_current_task_btf));
 		emit(g, MOV_X(1, 0));
