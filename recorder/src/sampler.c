@@ -286,7 +286,8 @@ static int attach_swtp(const struct ss_sampler_config *cfg)
 	char why[300];
 	if (ss_swtp_attach(why, sizeof why) == 0) {
 		ss_sampler_note("switches from a BPF program on sched_switch (raw tracepoint), no "
-				"switch records%s", ss_smp.swtp_skips_parks ? ", none of a parked worker" : "");
+				"switch records%s",
+				ss_smp.swtp_skips_parks ? ", none of a parked worker" : "");
 		return 1;
 	}
 	ss_sampler_note("switches: the events' switch records: sched_switch program not "
