@@ -234,6 +234,13 @@ enum ss_sample_kind_rec {
 #define SS_SWITCH_F_OUT 1u       /* switched out (else: switched in) */
 #define SS_SWITCH_F_PREEMPT 2u   /* out while still runnable (preempted), not blocked */
 
+/* META key saying where a session's SWITCH records come from. A value that
+ * begins with SS_SWITCHES_NOT_PARKED: a worker's switches from its PARK to its
+ * UNPARK are not recorded, so readers leave its CPU state unknown over each
+ * park (and ignore a SWITCH inside one). */
+#define SS_META_SWITCHES "switches"
+#define SS_SWITCHES_NOT_PARKED "sched_switch program, not while parked"
+
 enum ss_sampler_loss_reason {
 	SS_SAMPLER_LOSS_KERNEL = 1,   /* PERF_RECORD_LOST: the kernel ring was full */
 	SS_SAMPLER_LOSS_THROTTLE = 2, /* the kernel throttled sampling */

@@ -387,6 +387,10 @@ END;
 -- On/off-CPU intervals of sampled threads, from SWITCH records: 'on-cpu' from a
 -- switch-in to the next switch-out, 'blocked' from a switch-out while waiting to
 -- the next switch-in, 'preempted' the same when the thread was still runnable.
+-- Where a recording's META "switches" says a worker's switches inside its parks
+-- were not recorded (FORMAT.md, SWITCH), the worker has no row from each park's
+-- start to its end: 'on-cpu' ends at the park and begins again at its end (cpu
+-- NULL: the thread runs its unpark, on a CPU not recorded).
 -- `cpu_intervals` is a view of cpu_rows (schema version 9; an older database's
 -- rows move at its next import), which is stored in (thread_id, ts) order (a
 -- table without rowid: a thread's intervals in a time range are a range of the

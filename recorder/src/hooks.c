@@ -96,37 +96,35 @@ static inline struct ss_slot *slot(void)
 /* The hooks that shape a worker's lane (polls, parks) also tell the preload shim,
  * if one is loaded, that the program drives this thread itself: one thread-local
  * load and a branch, taken once per thread. */
-/* in_poll: what the thread's in-poll cell becomes (ss_inpoll_mark), -1 = left
- * as it is. */
-#define LANE_HOOK(kind, a, b, c, in_poll)                                          \
+/* state: what the thread's in-poll cell becomes (ss_inpoll_set): one store. */
+#define LANE_HOOK(kind, a, b, c, state)                                            \
 	do {                                                                       \
 		struct ss_slot *s_ = slot();                                       \
 		if (s_) {                                                          \
 			ss_shim_app_owns_thread();                                 \
 			push(s_, (kind), ss_stamp(), (a), (b), (c));                 \
-			if ((in_poll) >= 0)                                        \
-				ss_inpoll_mark(s_, (uint32_t)(in_poll));           \
+			ss_inpoll_set(s_, (state));                                \
 		}                                                                  \
 	} while (0)
 
 STALLSCOPE_API void stallscope_poll_begin(uint64_t task, uint32_t location)
 {
-	LANE_HOOK(SS_EV_POLL_BEGIN, task, location, 0, 1);
+	LANE_HOOK(SS_EV_POLL_BEGIN, task, location, 0, SS_INPOLL_IN);
 }
 
 STALLSCOPE_API void stallscope_poll_end(void)
 {
-	LANE_HOOK(SS_EV_POLL_END, 0, 0, 0, 0);
+	LANE_HOOK(SS_EV_POLL_END, 0, 0, 0, SS_INPOLL_OUT);
 }
 
 STALLSCOPE_API void stallscope_park(void)
 {
-	LANE_HOOK(SS_EV_PARK, 0, 0, 0, 0);
+	LANE_HOOK(SS_EV_PARK, 0, 0, 0, SS_INPOLL_PARKED);
 }
 
 STALLSCOPE_API void stallscope_unpark(void)
 {
-	LANE_HOOK(SS_EV_UNPARK, 0, 0, 0, -1);
+	LANE_HOOK(SS_EV_UNPARK, 0, 0, 0, SS_INPOLL_OUT);
 }
 
 STALLSCOPE_API void stallscope_task_spawn(uint64_t task, uint32_t location)

@@ -204,19 +204,24 @@ extern SS_INTERNAL _Atomic uint32_t ss_state;
 extern SS_INTERNAL __thread struct ss_slot *ss_tls_slot __attribute__((tls_model("initial-exec")));
 extern SS_INTERNAL __thread uint32_t ss_tls_session __attribute__((tls_model("initial-exec")));
 
-/* What an in-poll cell holds (sampler_inpoll.c), and what the off-CPU filter does
- * with a switch-out there: NONE no thread the sampler follows (dropped: the drain
- * would drop it), OUT a followed worker outside a poll (dropped), IN inside one
- * (kept), ALL a followed thread the hooks do not describe (kept). */
-enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2, SS_INPOLL_ALL = 3 };
+/* What an in-poll cell holds (sampler_inpoll.c), and what the kernel does with
+ * a switch there (sampler_bpf.c's off-CPU filter on the context-switches event,
+ * or sampler_swtp.c's sched_switch program): NONE no thread the sampler follows
+ * (no record: the drain would drop it), OUT a followed worker between polls
+ * (switches written, no stack), IN inside a poll (switches, and a stack at its
+ * switch-outs: every one for the filter, the blocked ones for the program), ALL
+ * a followed thread the hooks do not describe (as IN), PARKED
+ * a worker from its park to its unpark (nothing written by the sched_switch
+ * program; the off-CPU filter treats it as OUT). */
+enum { SS_INPOLL_NONE = 0, SS_INPOLL_OUT = 1, SS_INPOLL_IN = 2, SS_INPOLL_ALL = 3, SS_INPOLL_PARKED = 4 };
 
-/* Hook path: the calling thread is (1) or is no longer (0) inside a poll, for
- * the sampler's off-CPU filter. */
-static inline void ss_inpoll_mark(struct ss_slot *s, uint32_t in_poll)
+/* Hook path: what the calling thread is now (SS_INPOLL_OUT, _IN or _PARKED),
+ * for the sampler's filters. */
+static inline void ss_inpoll_set(struct ss_slot *s, uint32_t state)
 {
 	_Atomic uint32_t *c = atomic_load_explicit(&s->inpoll_cell, memory_order_relaxed);
 	if (c)
-		atomic_store_explicit(c, SS_INPOLL_OUT + in_poll, memory_order_relaxed);
+		atomic_store_explicit(c, state, memory_order_relaxed);
 }
 
 SS_INTERNAL void ss_push(struct ss_slot *s, uint32_t kind, uint64_t ts, uint64_t a,

@@ -1,10 +1,10 @@
 /*
  * sampler-private.h - what sampler.c, sampler_perf.c, sampler_percpu.c,
- * sampler_timer.c and proc_maps.c share. The thread table lives here because
- * two very different readers use it: the writer thread (everything) and the
- * timer fallback's signal handler, which finds its entry by the index carried
- * in the timer's sigval and touches only the atomics and the sample ring of
- * that entry.
+ * sampler_swtp.c, sampler_btf.c, sampler_timer.c and proc_maps.c share. The
+ * thread table lives here because two very different readers use it: the
+ * writer thread (everything) and the timer fallback's signal handler, which
+ * finds its entry by the index carried in the timer's sigval and touches only
+ * the atomics and the sample ring of that entry.
  */
 #ifndef STALLSCOPE_SAMPLER_PRIVATE_H
 #define STALLSCOPE_SAMPLER_PRIVATE_H
@@ -119,6 +119,13 @@ struct ss_sampler_state {
 	 * while events are opened this session, -1 when switch-outs go unfiltered. */
 	int inpoll_prog;
 	uint32_t inpoll_attached, inpoll_refused; /* PERF_EVENT_IOC_SET_BPF results */
+	/* Switches from the sched_switch program (sampler_swtp.c): its fd once
+	 * loaded (-1 = none), and swtp set while the per-CPU events are opened
+	 * without switch records because it writes them. */
+	int swtp_prog;
+	int swtp;
+	int swtp_stacks;                  /* it writes off-CPU stacks: 1 in polls, 2 all */
+	int swtp_skips_parks;             /* nothing of a parked worker (PARKED cells) */
 	uint32_t ncpu_rings;
 	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
 	int *pc_fds;                      /* every event opened, to enable and close */
@@ -138,6 +145,11 @@ struct ss_sampler_state {
 	uint32_t stack_copy;
 	int user_chain;
 
+	/* How fast the perf rings fill (ss_sampler_max_sleep_ns): the fullest one's
+	 * share at this drain (ppm of its size), and over the time since the last
+	 * drain, halved at most once a drain on the way down (ppm a ms). */
+	uint64_t fill_ppm, fill_rate, last_drain_ns;
+
 	char status[1024];
 	struct ss_sampler_stats stats;
 	/* One past the highest entry of threads[] taken since start (freed entries
@@ -148,6 +160,15 @@ struct ss_sampler_state {
 };
 
 extern SS_INTERNAL struct ss_sampler_state ss_smp;
+
+/* A perf ring held used of its size bytes when a drain began (the writer's
+ * pace, ss_sampler_max_sleep_ns). */
+static inline void ss_sampler_note_fill(uint64_t used, uint64_t size)
+{
+	uint64_t ppm = size ? (used >= size ? 1000000u : used * 1000000u / size) : 0;
+	if (ppm > ss_smp.fill_ppm)
+		ss_smp.fill_ppm = ppm;
+}
 
 /* Appends to ss_smp.status ("; " separated). */
 SS_INTERNAL void ss_sampler_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -175,6 +196,8 @@ SS_INTERNAL int ss_perf_is_cs(const struct ss_sthread *t, uint64_t id);
 /* Hands one record of t's ring to sink (samples, switches, losses, names, mappings). */
 SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_header *h,
 				const struct ss_sample_sink *sink);
+/* A switch-out sample's { abi, bp, sp, ip } { size, data, dyn_size } walked: frames. */
+SS_INTERNAL uint32_t ss_perf_cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out);
 SS_INTERNAL void ss_perf_emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t ts_end,
 				   uint32_t tid, uint32_t reason, uint64_t count);
 
@@ -193,8 +216,17 @@ SS_INTERNAL void ss_percpu_drain(const struct ss_sample_sink *sink);
 SS_INTERNAL int ss_percpu_follows(uint32_t tid, uint64_t ts);
 SS_INTERNAL int ss_percpu_is_cs(uint64_t id);
 SS_INTERNAL void ss_percpu_after_fork(void);
+/* fd joins the events enabled, disabled, read for losses and closed with the
+ * per-CPU ones. */
+SS_INTERNAL int ss_percpu_add_fd(int fd);
 
 /* sampler_bpf.c */
+struct bpf_insn;
+/* One instruction, for the hand-assembled programs. */
+SS_INTERNAL struct bpf_insn ss_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm);
+/* Loads p[0..n) as a program of type (BPF_PROG_TYPE_*): its fd, or -errno with
+ * why (the verifier's last line when it refused the program). */
+SS_INTERNAL int ss_bpf_load(uint32_t type, const struct bpf_insn *p, int n, char *why, size_t len);
 /* A BPF program for the cpu_wide events that keeps the samples of process pid (in
  * this pid namespace) and drops every other before it is built: its fd, or
  * -errno with why. */
@@ -208,6 +240,26 @@ SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, c
 				     size_t len);
 /* Attaches ss_smp.inpoll_prog, when there is one, to a context-switches event. */
 SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
+
+/* sampler_btf.c */
+/* The byte offsets of pid and tgid in the running kernel's struct task_struct:
+ * 0, or -errno with why. */
+SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t len);
+
+/* sampler_swtp.c */
+/* Loads the sched_switch program reading the in-poll cells of cells_fd: its fd,
+ * or -errno with why. stacks: 0 none (the context-switches event's, if any), 1
+ * at blocked switch-outs inside polls, 2 at every counted switch-out (ss_smp.swtp_stacks
+ * says what the loaded program does); parks: a parked worker's switches are
+ * written too (else ss_smp.swtp_skips_parks). */
+SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, size_t len);
+/* With the per-CPU rings open: a BPF_OUTPUT event into each, and the program
+ * attached to the raw tracepoint. 0, or -errno with why. */
+SS_INTERNAL int ss_swtp_attach(char *why, size_t len);
+SS_INTERNAL void ss_swtp_close(void);
+SS_INTERNAL int ss_swtp_is_out(uint64_t id);
+/* One of the program's samples (its body p[0..n)): switches of followed threads. */
+SS_INTERNAL void ss_swtp_record(const unsigned char *p, size_t n, const struct ss_sample_sink *sink);
 
 /* sampler_inpoll.c */
 #define SS_INPOLL_CELLS 16384

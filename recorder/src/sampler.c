@@ -104,7 +104,27 @@ int ss_sampler_offcpu_stacks(void)
 
 int ss_sampler_offcpu_in_polls(void)
 {
+	if (ss_smp.swtp && ss_smp.swtp_stacks)
+		return ss_sampler_offcpu_stacks() && ss_smp.swtp_stacks == 1;
 	return ss_sampler_offcpu_stacks() && ss_smp.inpoll_prog >= 0 && ss_smp.inpoll_attached;
+}
+
+int ss_sampler_switch_program(void)
+{
+	return !ss_smp.started || !ss_smp.swtp ? 0 : ss_smp.swtp_skips_parks ? 2 : 1;
+}
+
+const char *ss_sampler_switches(void)
+{
+	if (!ss_smp.started || ss_smp.mode != SS_SAMPLER_PERF)
+		return "none: no switch is recorded (the timer fallback, or no sampling)";
+	if (!ss_smp.swtp)
+		return "events: the perf events' switch records, every switch of a followed thread";
+	if (ss_smp.swtp_skips_parks)
+		return SS_SWITCHES_NOT_PARKED ": a BPF program on sched_switch writes followed "
+		       "threads' switches as they happen, none of a worker from its park to its unpark";
+	return "sched_switch program: a BPF program on sched_switch writes every switch of a "
+	       "followed thread as it happens";
 }
 
 int ss_sampler_per_cpu(void)
@@ -190,10 +210,63 @@ static void start_offcpu_filter(const struct ss_sampler_config *cfg)
 	ss_smp.inpoll_prog = r;
 }
 
+/* The sched_switch program (sampler_swtp.c) for the process's per-CPU events,
+ * loaded before they are opened so they can go without switch records. Not for
+ * another process or per-thread events (their own switch records), nor with no
+ * BPF or the events' records asked for (STALLSCOPE_SWITCH_SOURCE=events); a
+ * refusal leaves the events' records in charge, and the status says why. */
+static void start_swtp(const struct ss_sampler_config *cfg)
+{
+	ss_smp.swtp_prog = -1;
+	const char *env = getenv("STALLSCOPE_SWITCH_SOURCE");
+	if (env && *env && strcmp(env, "events") && strcmp(env, "auto")) {
+		ss_log("warning: STALLSCOPE_SWITCH_SOURCE=%s not understood (auto or events): auto", env);
+		env = NULL;
+	}
+	if (cfg->switch_events || (env && !strcmp(env, "events"))) {
+		ss_sampler_note("switches: the events' switch records (asked)");
+		return;
+	}
+	/* SAMPLER=cpu keeps the CPU-wide switch records it is built around (other
+	 * processes' records reach its rings and are counted and dropped there). */
+	if (cfg->per_thread || ss_target_pid() || cfg->mode == SS_SAMPLER_CPU)
+		return; /* the events' switch records, said by start_percpu */
+	if (ss_smp.no_bpf_filter) {
+		ss_sampler_note("switches: the events' switch records (no BPF asked)");
+		return;
+	}
+	/* Every switch-out's stack asked for: a parked worker's too, so its
+	 * switches are written as well. */
+	int all = ss_smp.offcpu && cfg->offcpu == SS_OFFCPU_ALL;
+	char why[300];
+	int r = ss_inpoll_open(why, sizeof why);
+	if (r == 0)
+		r = ss_swtp_load(ss_inpoll_map_fd(), !ss_smp.offcpu || !ss_smp.offcpu_copy ? 0 : all ? 2 : 1,
+				 all, why, sizeof why);
+	ss_inpoll_close_fd(); /* the program holds the map now */
+	if (r < 0) {
+		ss_sampler_note("switches: the events' switch records: sched_switch program "
+				"refused: %s", why);
+		return;
+	}
+	ss_smp.swtp_prog = r;
+	if (all && ss_smp.swtp_stacks)
+		ss_sampler_note("off-CPU stacks at every switch-out (asked)");
+}
+
 /* What became of the filter once the events are open (per-thread events take it
  * as threads are added: a later refusal is said by ss_sampler_thread_add). */
 static void note_offcpu_filter(void)
 {
+	if (ss_smp.swtp && ss_smp.swtp_stacks) {
+		ss_sampler_note(ss_smp.swtp_stacks == 1 ?
+				"off-CPU stacks inside polls only (from the sched_switch program: user "
+				"registers and 1 KiB of stack at switch-outs inside a poll; no "
+				"context-switches event)" :
+				"off-CPU stacks from the sched_switch program at every switch-out (no "
+				"context-switches event)");
+		return;
+	}
 	if (ss_smp.inpoll_prog < 0)
 		return;
 	if (ss_smp.inpoll_refused)
@@ -202,6 +275,29 @@ static void note_offcpu_filter(void)
 	else
 		ss_sampler_note("off-CPU stacks inside polls only (BPF filter on the switch-out "
 				"samples; parked and between-poll switch-outs have no stack)");
+}
+
+/* The sched_switch program attached to the per-CPU events just opened without
+ * switch records: 1, or 0 after closing both (the status says why) so that the
+ * caller opens them again with the records (and the context-switches event's
+ * filter, where the program was to take the stacks). */
+static int attach_swtp(const struct ss_sampler_config *cfg)
+{
+	char why[300];
+	if (ss_swtp_attach(why, sizeof why) == 0) {
+		ss_sampler_note("switches from a BPF program on sched_switch (raw tracepoint), no "
+				"switch records%s",
+				ss_smp.swtp_skips_parks ? ", none of a parked worker" : "");
+		return 1;
+	}
+	ss_sampler_note("switches: the events' switch records: sched_switch program not "
+			"attached: %s", why);
+	ss_percpu_close();
+	int stacks = ss_smp.swtp_stacks;
+	ss_swtp_close();
+	if (stacks)
+		start_offcpu_filter(cfg);
+	return 0;
 }
 
 /* The process's per-CPU events where they can be had; per-thread events are
@@ -243,11 +339,30 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 			ss_smp.perf_pages = want;
 	}
 	char why[300];
-	/* Per CPU for every process, asked for: no event of ours is switched with
-	 * our threads (sampler_percpu.c). Not AUTO's choice: it puts a 999 Hz timer
-	 * interrupt on every CPU and switch records on every process's switches, and
-	 * on the shared test machine the steady run's figures did not show it
-	 * cheaper for the recorded process either (README, bench_sampling). */
+	ss_smp.swtp = ss_smp.swtp_prog >= 0;
+	/* Where the sched_switch program writes the switches, AUTO takes the
+	 * cpu-clock events once per CPU for every process (pid -1, the samples of
+	 * others dropped in the kernel by the pid filter): they live in the CPU's
+	 * context, so no event of ours is stopped and started when one of our
+	 * threads switches to or from another process or the idle task, which with
+	 * the process's own inherited events cost +6.9 us a switch on this VM
+	 * (bench_sampling (f2)), most of full recording's cost on the steady run.
+	 * The price is the machine's: the 999 Hz timer interrupts every CPU whoever
+	 * runs there, idle CPUs included (README). Without the program it would
+	 * also put every process's switch records in our rings: not then. */
+	if (cfg->mode == SS_SAMPLER_AUTO && ss_smp.swtp) {
+		int w = ss_percpu_open_wide(why, sizeof why);
+		if (w == 0 && attach_swtp(cfg)) {
+			ss_sampler_note("cpu-clock per CPU for every process, this one's kept (%s), ring "
+					"%u+1 pages per CPU", why, ss_smp.perf_pages);
+			return;
+		}
+		if (w != 0) /* (a refused attach closed them, and said why) */
+			ss_sampler_note("cpu-clock per CPU for every process refused: %s", why);
+	}
+	/* Per CPU for every process, asked for (sampler_percpu.c), with the CPU-wide
+	 * switch records of every process. Not AUTO's choice: its costs fall on
+	 * every process of the machine (README, bench_sampling (g)). */
 	if (cfg->mode == SS_SAMPLER_CPU) {
 		int w = ss_percpu_open_wide(why, sizeof why);
 		if (w == 0) {
@@ -258,6 +373,10 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 		ss_sampler_note("per-CPU events of every process refused: %s", why);
 	}
 	int r = ss_percpu_open(why, sizeof why);
+	if (r == 0 && ss_smp.swtp && !attach_swtp(cfg))
+		r = ss_percpu_open(why, sizeof why); /* again, with switch records */
+	if (r != 0 && ss_smp.swtp)
+		ss_swtp_close(); /* per-thread events: their own switch records */
 	if (r == 0) {
 		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
 				ss_smp.perf_pages);
@@ -278,6 +397,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 		 * first-touching its pages; the next sampling session clears it. */
 		memset(&ss_smp, 0, offsetof(struct ss_sampler_state, threads));
 		ss_smp.inpoll_prog = -1;
+		ss_smp.swtp_prog = -1;
 		ss_smp.started = 1;
 		ss_smp.enabled = 1;
 		ss_smp.mode = SS_SAMPLER_OFF;
@@ -296,6 +416,7 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 	ss_smp.started = 1;
 	ss_smp.enabled = 1;
 	ss_smp.inpoll_prog = -1;
+	ss_smp.swtp_prog = -1;
 	ss_smp.hz = cfg->hz ? cfg->hz : 999;
 	if (ss_smp.hz > 100000)
 		ss_smp.hz = 100000; /* perf_event_max_sample_rate's usual value */
@@ -341,7 +462,9 @@ void ss_sampler_start(const struct ss_sampler_config *cfg, char *status, size_t 
 			ss_smp.mode = SS_SAMPLER_PERF;
 			/* why holds the details of what perf granted */
 			ss_sampler_note("perf: %s", why);
-			start_offcpu_filter(cfg);
+			start_swtp(cfg);
+			if (!ss_smp.swtp_stacks) /* else the program takes the stacks */
+				start_offcpu_filter(cfg);
 			start_percpu(cfg);
 			note_offcpu_filter();
 		} else if (cfg->mode == SS_SAMPLER_AUTO || cfg->mode == SS_SAMPLER_CPU) {
@@ -394,7 +517,8 @@ static void read_comm(struct ss_sthread *t)
  * from now on). */
 static void inpoll_follow(struct ss_sthread *t)
 {
-	if (ss_smp.inpoll_prog < 0)
+	/* The sched_switch program knows followed threads by their cells too. */
+	if (ss_smp.inpoll_prog < 0 && !ss_smp.swtp)
 		return;
 	ss_inpoll_follow(t->tid);
 	t->inpoll = 1;
@@ -498,7 +622,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 
 _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll)
 {
-	if (!ss_smp.started || ss_smp.inpoll_prog < 0)
+	if (!ss_smp.started || (ss_smp.inpoll_prog < 0 && !ss_smp.swtp))
 		return NULL;
 	struct ss_sthread *t = find(tid);
 	if (!t || !t->inpoll)
@@ -547,6 +671,37 @@ static void release(struct ss_sthread *t)
 	t->closing = 0;
 }
 
+/* The fill rate of the perf rings, from what the drain just found in them. */
+static void fill_rate_update(void)
+{
+	uint64_t now = ss_now(), dt = now - ss_smp.last_drain_ns;
+	if (ss_smp.last_drain_ns && dt) {
+		uint64_t rate = ss_smp.fill_ppm * 1000000u / dt, half = ss_smp.fill_rate / 2;
+		ss_smp.fill_rate = rate > half ? rate : half;
+	}
+	ss_smp.fill_ppm = 0;
+	ss_smp.last_drain_ns = now;
+}
+
+uint64_t ss_sampler_max_sleep_ns(void)
+{
+	if (!ss_smp.started || ss_smp.mode == SS_SAMPLER_OFF)
+		return UINT64_MAX;
+	/* The timer fallback's rings hold 32-64 samples of each thread (32-64 ms at
+	 * 999 Hz) and fill at the threads' pace, which no drain sees coming: the
+	 * old tick. */
+	if (ss_smp.mode == SS_SAMPLER_TIMER || ss_smp.stats.threads_timer)
+		return SS_SAMPLER_TICK_NS;
+	/* A quarter of the fastest ring at its rate, as writer_pace.c does for the
+	 * event rings (a rate that doubles still finds it half empty); before a
+	 * rate is known, the tick. */
+	if (!ss_smp.last_drain_ns)
+		return SS_SAMPLER_TICK_NS;
+	if (!ss_smp.fill_rate)
+		return UINT64_MAX;
+	return 250000u * 1000000ull / ss_smp.fill_rate;
+}
+
 void ss_sampler_drain(const struct ss_sample_sink *sink)
 {
 	if (!ss_smp.started)
@@ -568,15 +723,17 @@ void ss_sampler_drain(const struct ss_sample_sink *sink)
 		if (t->closing)
 			release(t);
 	}
-	if (!ss_smp.percpu)
-		return;
-	ss_percpu_drain(sink);
-	publish_foreign();
-	for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
-		struct ss_sthread *t = &ss_smp.threads[i];
-		if (t->kind == SS_ST_PERCPU && t->closing)
-			release(t);
+	if (ss_smp.percpu) {
+		ss_percpu_drain(sink);
+		publish_foreign();
+		for (uint32_t i = 0; i < ss_smp.nthreads; i++) {
+			struct ss_sthread *t = &ss_smp.threads[i];
+			if (t->kind == SS_ST_PERCPU && t->closing)
+				release(t);
+		}
 	}
+	if (ss_smp.mode == SS_SAMPLER_PERF)
+		fill_rate_update();
 }
 
 void ss_sampler_mappings(const struct ss_sample_sink *sink)
@@ -640,6 +797,7 @@ void ss_sampler_after_fork(void)
 		}
 	}
 	ss_percpu_after_fork();
+	ss_swtp_close(); /* the parent's attachment stays: the child drops its references */
 	if (ss_smp.inpoll_prog >= 0)
 		close(ss_smp.inpoll_prog);
 	free(ss_smp.pc_fds);
@@ -664,6 +822,7 @@ void ss_sampler_stop(void)
 		ss_log("sampler: %llu samples and switch records of other processes dropped",
 		       (unsigned long long)ss_smp.stats.foreign);
 	ss_percpu_close();
+	ss_swtp_close();
 	if (ss_smp.inpoll_prog >= 0)
 		close(ss_smp.inpoll_prog); /* the events held it; they are gone */
 	ss_smp.inpoll_prog = -1;

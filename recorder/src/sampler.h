@@ -16,7 +16,10 @@
  *          (off-CPU stacks: the user registers and the top of the user stack,
  *          whose frame-pointer chain the drain walks; the kernel's own call
  *          chain walk cost several times more per switch). mmap2 records for
- *          new mappings.
+ *          new mappings. Where BPF may be loaded (root), the per-CPU events
+ *          carry neither: a program on the sched_switch raw tracepoint writes
+ *          the followed threads' switches and off-CPU stacks, nothing of a
+ *          parked worker (sampler_swtp.c).
  *   timer  a per-thread timer_create(CLOCK_THREAD_CPUTIME_ID) + signal whose
  *          handler walks frame pointers from the interrupted context, every
  *          read checked against the thread's stack bounds.
@@ -80,6 +83,10 @@ struct ss_sampler_config {
 	 * kernel-side pid filter, switch-outs without the in-poll one (the fallback
 	 * where BPF is refused, forced: tests). */
 	int no_bpf_filter;
+	/* Switches from the events' switch records, not from the sched_switch
+	 * program (sampler_swtp.c) where it is permitted (the fallback, forced:
+	 * tests, comparisons; also STALLSCOPE_SWITCH_SOURCE=events). */
+	int switch_events;
 };
 
 #define SS_OFFCPU_COPY_DEFAULT 1024
@@ -161,6 +168,12 @@ uint64_t ss_sampler_foreign_total(void);
 int ss_sampler_offcpu_stacks(void);
 /* 1 when, on top of that, switch-outs outside polls are dropped in the kernel. */
 int ss_sampler_offcpu_in_polls(void);
+/* 1 when the switches come from the sched_switch program (sampler_swtp.c), 2
+ * when it also leaves out a parked worker's (its in-poll cell says PARKED), 0
+ * when they are the perf events' switch records (or there are none). */
+int ss_sampler_switch_program(void);
+/* What META SS_META_SWITCHES says of this session's switches (a constant). */
+const char *ss_sampler_switches(void);
 /* 1 when perf follows the process with per-CPU inherited events, 2 with per-CPU
  * events of every process (filtered here), 0 when each thread has events of its
  * own (or the mode is not perf). */
@@ -205,6 +218,14 @@ _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll);
 /* Hands everything gathered since the last call to sink, in per-thread time order.
  * Bounded work per call. */
 void ss_sampler_drain(const struct ss_sample_sink *sink);
+
+/* How long the writer may sleep before the next drain: until the fastest perf
+ * ring (per CPU or per thread) passes a quarter full at the rate the last
+ * drains saw (falling by half at most a drain), SS_SAMPLER_TICK_NS for the timer
+ * fallback's small rings or before a rate is known, UINT64_MAX when nothing
+ * bounds it (no sampling, or rings that stay empty). */
+#define SS_SAMPLER_TICK_NS 10000000ull
+uint64_t ss_sampler_max_sleep_ns(void);
 
 /* The executable mappings of the process now (/proc/self/maps + build ids). */
 void ss_sampler_mappings(const struct ss_sample_sink *sink);

@@ -12,7 +12,9 @@
  *
  *   off-CPU filter, for every context-switches event (switch-out samples): the
  *   pid filter, then keeps a switch-out only where the thread is inside a poll
- *   by the in-poll cells the hooks write (sampler_inpoll.c): a parked worker's
+ *   by the in-poll cells the hooks write (sampler_inpoll.c; where the
+ *   sched_switch program of sampler_swtp.c takes the stacks, no context-switches
+ *   event is opened and this filter is not loaded): a parked worker's
  *   switch-outs, most of a runtime's, say nothing its lane does not, and their
  *   1 KiB stack copies were a third of full recording's cost.
  *
@@ -38,7 +40,7 @@
  * kernel (include/linux/proc_ns.h). */
 #define PID_NS_INIT_INO 0xEFFFFFFCu
 
-static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+SS_INTERNAL struct bpf_insn ss_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
 	struct bpf_insn i;
 	memset(&i, 0, sizeof i);
@@ -50,14 +52,12 @@ static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off,
 	return i;
 }
 
-/* Loads p[0..n) as a perf-event program: its fd, or -errno with why (the
- * verifier's first line when it refused the program). */
-static int load(const struct bpf_insn *p, int n, char *why, size_t len)
+SS_INTERNAL int ss_bpf_load(uint32_t type, const struct bpf_insn *p, int n, char *why, size_t len)
 {
-	static char log[4096];
+	static char log[8192];
 	union bpf_attr a;
 	memset(&a, 0, sizeof a);
-	a.prog_type = BPF_PROG_TYPE_PERF_EVENT;
+	a.prog_type = type;
 	a.insns = (uint64_t)(uintptr_t)p;
 	a.insn_cnt = (uint32_t)n;
 	a.license = (uint64_t)(uintptr_t)"GPL";
@@ -73,9 +73,21 @@ static int load(const struct bpf_insn *p, int n, char *why, size_t len)
 	if (fd >= 0)
 		return fd;
 	int e = errno;
-	log[strcspn(log, "\n")] = 0;
-	snprintf(why, len, "bpf(PROG_LOAD): %s%s%s", ss_errno_name(e), log[0] ? ": " : "", log);
+	/* the verifier's last words say what it refused */
+	size_t l = strlen(log);
+	while (l && log[l - 1] == '\n')
+		log[--l] = 0;
+	const char *last = strrchr(log, '\n');
+	snprintf(why, len, "bpf(PROG_LOAD%s): %s%s%s", type == BPF_PROG_TYPE_RAW_TRACEPOINT ?
+		 ", raw tracepoint" : "", ss_errno_name(e), log[0] ? ": " : "", last ? last + 1 : log);
 	return -e;
+}
+
+#define insn ss_bpf_insn
+
+static int load(const struct bpf_insn *p, int n, char *why, size_t len)
+{
+	return ss_bpf_load(BPF_PROG_TYPE_PERF_EVENT, p, n, why, len);
 }
 
 /* The program's head, shared by both filters: r1..r4 set up and the call that
@@ -141,10 +153,13 @@ SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, c
 	p[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, 2, BPF_PSEUDO_MAP_VALUE, 0, map_fd);
 	p[n++] = insn(0, 0, 0, 0, 0);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_X, 2, 1, 0, 0);
-	/* IN or ALL, or a bucket shared by two followed threads: keep */
+	/* IN or ALL (r0 - IN < 2, unsigned: not NONE, OUT or PARKED), or a bucket
+	 * shared by two followed threads: keep */
+	_Static_assert(SS_INPOLL_ALL == SS_INPOLL_IN + 1, "IN and ALL are one range");
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
+	p[n++] = insn(BPF_ALU64 | BPF_SUB | BPF_K, 0, 0, 0, SS_INPOLL_IN);
 	to_keep[nk++] = n;
-	p[n++] = insn(BPF_JMP | BPF_JGT | BPF_K, 0, 0, 0, SS_INPOLL_OUT);
+	p[n++] = insn(BPF_JMP | BPF_JLT | BPF_K, 0, 0, 0, 2);
 	p[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, (int32_t)(cells * 4));
 	p[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, 0, 2, 0, 0);
 	to_keep[nk++] = n;

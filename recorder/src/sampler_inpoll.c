@@ -1,20 +1,23 @@
 /*
- * sampler_inpoll.c - where the off-CPU filter (sampler_bpf.c) learns that a
- * thread is inside a poll: a BPF array map of one element, mmapped here, that
- * the poll hooks write with one plain store each and the filter reads at every
- * switch-out, no system call on either side.
+ * sampler_inpoll.c - where the off-CPU filter (sampler_bpf.c) and the
+ * sched_switch program (sampler_swtp.c) learn that a thread is inside a poll or
+ * parked: a BPF array map of one element, mmapped here, that the lane hooks
+ * write with one plain store each and the programs read at every switch, no
+ * system call on either side.
  *
  * The element is two arrays of SS_INPOLL_CELLS u32, both indexed by the tid's
  * low bits: in_poll[] (SS_INPOLL_*, recorder-private.h), NONE where no followed
  * thread owns the bucket, ALL once the sampler follows one, then, for a worker
- * whose hooks describe it, IN from a poll's begin to its end (or a park) and OUT
- * otherwise, written only by that thread; and shared[], set by the writer for a
- * bucket two followed threads hash to. The filter keeps a switch-out where
- * in_poll[] says IN or ALL or shared[] is set: a followed thread the hooks do
- * not describe, or one whose flag cannot be trusted, keeps every switch-out,
- * what it did before the filter existed; the switch-outs of a thread nobody
- * follows (the recorder's own, a runtime's timer thread), which the drain would
- * drop, are never built. A bucket goes to the first followed thread; only
+ * whose hooks describe it, IN from a poll's begin to its end, PARKED from a
+ * park to its unpark and OUT otherwise, written only by that thread; and
+ * shared[], set by the writer for a bucket two followed threads hash to. The
+ * filter keeps a switch-out where in_poll[] says IN or ALL or shared[] is set,
+ * and the program takes a stack there and writes nothing while it says PARKED
+ * (or NONE): a followed thread the hooks do not describe, or one whose flag
+ * cannot be trusted, keeps every switch and switch-out stack, what it did
+ * before the filter existed; the switch-outs of a thread nobody follows (the
+ * recorder's own, a runtime's timer thread), which the drain would drop, are
+ * never built. A bucket goes to the first followed thread; only
  * followed workers are given a cell (ss_slot.inpoll_cell, set by the writer), so
  * a thread nobody follows never writes one. A stale value left by a thread just
  * unfollowed (its last store racing the reset) concerns a thread nobody

@@ -24,6 +24,12 @@
  * per-thread events in charge, and ss_sampler_config.per_thread forces them.
  * Runs on the writer thread, like the rest of the sampler.
  *
+ * Where the sched_switch program is loaded (sampler_swtp.c) the cpu-clock events
+ * go without switch records and, when it writes the off-CPU stacks, no
+ * context-switches event is opened: what is left to switch with a thread is
+ * its cpu-clock event, and with cpu_wide nothing at all, which is why AUTO
+ * then takes ss_percpu_open_wide() below (sampler.c, start_percpu).
+ *
  * Cheaper still where permitted (CAP_PERFMON, or perf_event_paranoid <= 0):
  * ss_percpu_open_wide() opens the same two events once per CPU for every process
  * (pid -1), what `perf record -a` does. They live in the CPU's context, which
@@ -110,7 +116,7 @@ SS_INTERNAL int ss_percpu_is_cs(uint64_t id)
 	       bsearch(&id, ss_smp.pc_cs_ids, ss_smp.pc_ncs, sizeof id, cmp_u64) != NULL;
 }
 
-static int add_fd(int fd)
+SS_INTERNAL int ss_percpu_add_fd(int fd)
 {
 	if (ss_smp.pc_nfds == ss_smp.pc_capfds) {
 		uint32_t cap = ss_smp.pc_capfds ? ss_smp.pc_capfds * 2 : 64;
@@ -143,7 +149,7 @@ static int open_one(struct perf_event_attr *a, uint32_t tid, uint32_t cpu, uint6
 				 tid, cpu, ss_errno_name(e));
 		return -e;
 	}
-	if (add_fd(fd) != 0) {
+	if (ss_percpu_add_fd(fd) != 0) {
 		close(fd);
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
@@ -189,7 +195,8 @@ static int open_thread(uint32_t tid, char *why, size_t len)
 		int r = open_one(&a, tid, c, &id, why, len);
 		if (r != 0)
 			return r;
-		if (!ss_smp.offcpu)
+		/* The sched_switch program writes the stacks: no context-switches event. */
+		if (!ss_smp.offcpu || ss_smp.swtp_stacks)
 			continue;
 		ss_perf_attr_cs(&a);
 		a.inherit = 1;
@@ -351,7 +358,7 @@ static int open_cpu_wide(uint32_t cpu, int prog, uint32_t *filtered, char *why, 
 	if (r != 0)
 		return r;
 	filter_last(prog, filtered);
-	if (!ss_smp.offcpu)
+	if (!ss_smp.offcpu || ss_smp.swtp_stacks)
 		return 0;
 	ss_perf_attr_cs(&a);
 	r = open_one(&a, UINT32_MAX, cpu, &id, why, len);
@@ -519,6 +526,7 @@ SS_INTERNAL void ss_percpu_drain(const struct ss_sample_sink *sink)
 		struct perf_event_mmap_page *mp = r->ring;
 		cur[c].head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 		cur[c].tail = mp->data_tail;
+		ss_sampler_note_fill(cur[c].head - cur[c].tail, r->data_size);
 		if (peek(r, &cur[c]) != 0) {
 			cur[c].tail = cur[c].head; /* out of step: skip what is there */
 			ss_perf_emit_lost(sink, cutoff, cutoff, 0, SS_SLOSS_KERNEL, 1);

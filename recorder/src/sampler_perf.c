@@ -17,7 +17,7 @@
  * PERF_SAMPLE_STACK_USER); the kernel then walks no user frame pointers unless
  * auto mode keeps its chain as a fallback. The context-switch samples carry
  * a small copy of their own (ss_smp.offcpu_copy, x86-64) with only the registers
- * a frame-pointer walk needs, walked here (cs_walk), or else the kernel's chains.
+ * a frame-pointer walk needs, walked here (ss_perf_cs_walk), or else the kernel's chains.
  *
  * These functions also open and read the process's per-CPU events of
  * sampler_percpu.c: the attributes, the ring mapping and the record decoder are
@@ -108,7 +108,8 @@ SS_INTERNAL void ss_perf_attr_clock(struct perf_event_attr *a)
 		a->exclude_callchain_user = !ss_smp.user_chain;
 	}
 	a->sample_period = ss_smp.period_ns;
-	a->context_switch = 1;
+	/* Not where the sched_switch program writes the switches (sampler_swtp.c). */
+	a->context_switch = !ss_smp.swtp;
 	/* mmap too: the kernel counts only mmap/mmap_data listeners before it builds
 	 * any mapping event; mmap2 then picks the record type. */
 	a->mmap = 1;
@@ -293,7 +294,7 @@ SS_INTERNAL int ss_perf_probe(enum ss_offcpu_mode offcpu, char *why, size_t len)
 		snprintf(chains, sizeof chains, "call chains user%s%s%s", ss_smp.kernel_ok ? "+kernel" : " only",
 			 kern_note, copy_note);
 	snprintf(why, len, "cpu-clock %u Hz (period %llu ns), %s, max %u frames, "
-		 "switch records on, %s, ring %u+1 pages per thread, %s",
+		 "switches on, %s, ring %u+1 pages per thread, %s",
 		 ss_smp.hz, (unsigned long long)ss_smp.period_ns, chains, ss_smp.max_stack, off_note,
 		 ss_smp.perf_pages, budget);
 	return 0;
@@ -403,8 +404,8 @@ static void emit_lost(const struct ss_sample_sink *sink, uint64_t ts, uint64_t t
  * u64 dyn_size; }: the pc, the leaf's return address where its CFI finds it, then
  * the return addresses of the frame-pointer chain as far as it stays inside the
  * copy, each frame above the last (the kernel's walk of the live stack, run over
- * the copy). */
-static uint32_t cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out)
+ * the copy). The sched_switch program's stack records have the same layout. */
+SS_INTERNAL uint32_t ss_perf_cs_walk(const unsigned char *q, const unsigned char *end, uint64_t *out)
 {
 	if (end - q < 40 || rd64(q) == PERF_SAMPLE_REGS_ABI_NONE)
 		return 0; /* a kernel thread, or no user registers */
@@ -456,7 +457,7 @@ static void on_sample(struct ss_sthread *t, const unsigned char *p, size_t n,
 	if (ss_smp.offcpu_copy && ss_perf_is_cs(t, id)) {
 		struct ss_sample s = {
 			.ts = time, .tid = tid, .cpu = cpu, .kind = SS_SAMPLE_OFFCPU,
-			.nframes = cs_walk(p + 48, p + n, frames), .frames = frames,
+			.nframes = ss_perf_cs_walk(p + 48, p + n, frames), .frames = frames,
 		};
 		if (sink->sample)
 			sink->sample(sink->ctx, &s);
@@ -560,6 +561,10 @@ SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_he
 		int sw = h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE;
 		uint32_t who = smp ? (n >= 32 ? rd32(p + 20) : 0) : tr_tid;
 		uint64_t when = smp ? (n >= 32 ? rd64(p + 24) : 0) : tr_time;
+		if (smp && ss_smp.swtp && n >= 8 && ss_swtp_is_out(rd64(p))) {
+			ss_swtp_record(p, n, sink); /* of this process, followed ones picked there */
+			return;
+		}
 		if (ss_smp.cpu_wide && (smp || sw)) {
 			uint32_t pid = smp ? (n >= 32 ? rd32(p + 16) : 0) : tr ? rd32(tr) : 0;
 			if (pid != ss_smp.pc_pid) {
@@ -682,6 +687,7 @@ SS_INTERNAL void ss_perf_drain(struct ss_sthread *t, const struct ss_sample_sink
 	uint64_t size = t->data_size;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = mp->data_tail;
+	ss_sampler_note_fill(head - tail, size);
 
 	while (tail < head) {
 		uint64_t off = tail % size;

@@ -148,7 +148,7 @@ static void close_iteration(struct ss_slot *s, uint32_t st, uint64_t ts)
 {
 	if (ss_shim_tls.iter_session == st && s) {
 		ss_push(s, SS_EV_POLL_END, ts, 0, 0, 0);
-		ss_inpoll_mark(s, 0);
+		ss_inpoll_set(s, SS_INPOLL_OUT);
 	}
 	ss_shim_tls.iter_session = 0;
 }
@@ -169,8 +169,10 @@ SS_INTERNAL void ss_shim_take_over(void)
 	uint32_t st = atomic_load_explicit(&ss_state, memory_order_relaxed);
 	if (st && ss_tls_session == st) {
 		uint64_t now = ss_stamp();
-		if (ss_shim_tls.parked)
+		if (ss_shim_tls.parked) {
 			ss_push(ss_tls_slot, SS_EV_UNPARK, now, 0, 0, 0);
+			ss_inpoll_set(ss_tls_slot, SS_INPOLL_OUT);
+		}
 		close_iteration(ss_tls_slot, st, now);
 	}
 	ss_shim_tls.app = 1;
@@ -264,7 +266,7 @@ STALLSCOPE_API uint32_t stallscope_shim_wait_begin(uint32_t kind)
 		ss_push(s, SS_EV_SPAWN, now, loop_task(s), S.loop_loc[kind], 0);
 	}
 	ss_push(s, SS_EV_PARK, now, 0, 0, 0);
-	ss_inpoll_mark(s, 0);
+	ss_inpoll_set(s, SS_INPOLL_PARKED);
 	ss_shim_tls.parked = 1;
 	ss_shim_tls.wait_frame = frame;
 	return fdwait ? TOKEN_LOOP : TOKEN_PARK;
@@ -285,7 +287,9 @@ STALLSCOPE_API void stallscope_shim_wait_end(uint32_t token)
 	if (token == TOKEN_LOOP) {
 		uint32_t k = ss_shim_tls.loop < SS_SHIM_WAIT_KINDS ? ss_shim_tls.loop : 0;
 		ss_push(s, SS_EV_POLL_BEGIN, now, loop_task(s), S.loop_loc[k], 0);
-		ss_inpoll_mark(s, 1);
+		ss_inpoll_set(s, SS_INPOLL_IN);
 		ss_shim_tls.iter_session = st;
+	} else {
+		ss_inpoll_set(s, SS_INPOLL_OUT);
 	}
 }

@@ -374,12 +374,16 @@ static uint64_t cycle(int final)
 		begin_segment(now);
 	}
 	uint64_t sleep = ss_pace_sleep(&wr.pace, backlog, slept);
-	/* The sampler's buffers (sized for 25-100 ms of samples) and the task-dump
-	 * rings (256 entries a thread) fill in ways the event rings do not show:
-	 * while either is on, the writer keeps the old tick. */
-	if (sleep > TICK_NS && ((ss_sampler_mode() != SS_SAMPLER_OFF && wr.sampling_applied) ||
-				 ss_task_dump_active()))
+	/* The task-dump rings (256 entries a thread) fill in ways the event rings
+	 * do not show: while they are on, the writer keeps the old tick; the
+	 * sampler's buffers wait as long as their fill rate lets them. */
+	if (sleep > TICK_NS && ss_task_dump_active())
 		sleep = TICK_NS;
+	if (wr.sampling_applied) {
+		uint64_t s = ss_sampler_max_sleep_ns();
+		if (s < sleep)
+			sleep = s > TICK_NS ? s : TICK_NS;
+	}
 	if (wr.raw_len) {
 		/* Events are what the promise is about; a block of definitions or
 		 * samples only is as old as the block. */

@@ -96,6 +96,8 @@ SS_INTERNAL void put_session_meta(void)
 	put_meta("max_threads", "%u", c->max_threads);
 	put_meta("compress", "%s", wr.cfg.compress ? "zstd" : "none");
 	put_meta("sampler", "%s", ss_writer_sampler_status());
+	/* Whether parked workers' switches are in the data (FORMAT.md). */
+	put_meta(SS_META_SWITCHES, "%s", ss_sampler_switches());
 	put_meta("unwind", "%s", wr.unwind_status[0] ? wr.unwind_status : "fp");
 	put_meta("stalls", "%s", wr.stall_status[0] ? wr.stall_status : "off");
 	put_meta("task_dumps", c->task_dump_enabled ? "on: mean idle threshold %u ms" : "off",

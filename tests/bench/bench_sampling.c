@@ -27,10 +27,13 @@
  *       Two more steady rows split full recording's cost: hooks only
  *       (STALLSCOPE_CPU_SAMPLING=0) and sampling without off-CPU stacks
  *       (STALLSCOPE_OFFCPU_STACKS=off).
- *       Two more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events of
- *       every process, filtered to this one, instead of the process's own), and
- *       with STALLSCOPE_OFFCPU_STACKS=all (a stack at every switch-out, not only
- *       inside polls: what the in-poll filter saves, where it is loaded).
+ *       Three more: full recording with STALLSCOPE_SAMPLER=cpu (per-CPU events
+ *       of every process with their CPU-wide switch records, filtered to this
+ *       one), with STALLSCOPE_OFFCPU_STACKS=all (a stack at every switch-out, not
+ *       only inside polls: what the in-poll filter saves, where it is loaded),
+ *       and with STALLSCOPE_SAMPLER=perf (the process's own inherited events,
+ *       where as root the default takes the cpu-clock once per CPU for every
+ *       process beside the sched_switch program).
  *       OTHER_RUNTIME (another build's example runtime, e.g. main's) adds a row
  *       "full recording, other build" to both, for before/after figures.
  *
@@ -49,6 +52,12 @@
  *       (its presence); + a sample at every switch-out with the registers and
  *       1 KiB of stack (the recorder's off-CPU stacks). Prints CPU per switch.
  *
+ *       (f2) the same with the two threads on CPUs 0 and 1, so that every
+ *       switch is one to or from the idle task, which no context swap spares
+ *       (the process's own events are stopped and started at each), and one
+ *       more configuration: the cpu-clock once per CPU for every process, no
+ *       switch records (as root, the default beside the sched_switch program).
+ *
  *   (g) what another process pays: (f)'s futex pair in a child process while this
  *       one holds (f)'s events with a sample per switch-out: none; this
  *       process's own (inherited: the child has none); per CPU for every process
@@ -62,12 +71,23 @@
  *       workers parked across each wait (the in-poll filter, where loaded, drops
  *       those switch-outs in the kernel) and inside a poll across it (kept); full
  *       recording with STALLSCOPE_OFFCPU_STACKS=all, parked (no filter); and
- *       with STALLSCOPE_OFFCPU_STACKS=off (no context-switches event at all).
+ *       with STALLSCOPE_OFFCPU_STACKS=off (no context-switches event at all); and
+ *       parked with STALLSCOPE_SWITCH_SOURCE=events (perf's switch records and
+ *       the context-switches event instead of the sched_switch program, which
+ *       writes nothing for a parked worker).
+ *
+ *   (i) what another process pays while this one records (a worker parked): a
+ *       child doing a fixed CPU-bound work, and a child running (f)'s futex
+ *       pair; its CPU with this process not recording, recording with default
+ *       settings (as root the cpu-clock once per CPU for every process, whose
+ *       timer interrupts whoever runs, and the sched_switch program run at
+ *       every switch of the machine), and with STALLSCOPE_SAMPLER=perf.
  *
  * Usage: bench_sampling [SECONDS] [ROUNDS] [EXAMPLE_RUNTIME [OTHER_RUNTIME]]
  *        (60, 5 rounds of off+on pairs; SECONDS 0 skips (c), ROUNDS also (d)'s
- *        and (e)'s and (f)'s; (e) to (h) run after (a)+(b), or alone with
- *        SECONDS -1; (d) alone with SECONDS -2, (h) alone with SECONDS -3)
+ *        and (e)'s and (f)'s; (e) to (i) run after (a)+(b), or alone with
+ *        SECONDS -1; (d) alone with SECONDS -2, (h) alone with SECONDS -3, (i)
+ *        alone with SECONDS -4, (f2) alone with SECONDS -5)
  * Figures only: it exits 0 whatever they are (1 when something fails to run).
  */
 #include <stallscope/stallscope.h>
@@ -441,7 +461,7 @@ static int part_d(const char *runtime, const char *other, int rounds)
 			   (char *)"--drain", (char *)"60", NULL };
 	/* The two rows after perf's split full recording's cost: the hooks alone,
 	 * and sampling with switch records but no stack at each switch-out. */
-	struct dconf sc[8] = {
+	struct dconf sc[9] = {
 		{ .name = "plain", .runtime = runtime },
 		{ .name = "full recording", .runtime = runtime, .recorded = 1 },
 		{ .name = "perf -e cpu-clock --switch-events", .runtime = runtime, .perf = 1 },
@@ -453,9 +473,11 @@ static int part_d(const char *runtime, const char *other, int rounds)
 		  .env = "STALLSCOPE_SAMPLER=cpu" },
 		{ .name = "full, OFFCPU_STACKS=all", .runtime = runtime, .recorded = 1,
 		  .env = "STALLSCOPE_OFFCPU_STACKS=all" },
+		{ .name = "full, SAMPLER=perf (own events)", .runtime = runtime, .recorded = 1,
+		  .env = "STALLSCOPE_SAMPLER=perf" },
 		{ .name = "full recording, other build", .runtime = other, .recorded = 1 },
 	};
-	int nsc = other ? 8 : 7;
+	int nsc = other ? 9 : 8;
 	if (measure_d("steady: 16 workers, 20000 tasks/s for 3 s", steady, sc, nsc, rounds) != 0)
 		return -1;
 	char *light[] = { (char *)"--workers", (char *)"2", (char *)"--scenario",
@@ -489,8 +511,12 @@ static int part_d(const char *runtime, const char *other, int rounds)
 	printf("  steady, this build: full recording with a stack at every switch-out "
 	       "(STALLSCOPE_OFFCPU_STACKS=all, no in-poll filter) adds %.3f s (full / perf %.4f)\n",
 	       sc[6].med - sc[0].med, perf > 0 ? (sc[6].med - sc[0].med) / perf : 0.0);
+	printf("  steady, this build: full recording with the process's own events "
+	       "(STALLSCOPE_SAMPLER=perf; as root the default is the cpu-clock once per CPU for every "
+	       "process) adds %.3f s (full / perf %.4f)\n", sc[7].med - sc[0].med,
+	       perf > 0 ? (sc[7].med - sc[0].med) / perf : 0.0);
 	if (other) {
-		double of = sc[7].med - sc[0].med;
+		double of = sc[8].med - sc[0].med;
 		printf("  other build: steady adds %.3f s (full / perf %.4f), light %+.2f%%\n", of,
 		       perf > 0 ? of / perf : 0.0, 100 * (lc[3].med / lc[0].med - 1));
 	}
@@ -712,17 +738,21 @@ static int part_e(uint64_t iters, int rounds)
 
 /* ---- (f): the kernel's part of a switch --------------------------------------- */
 
-#define F_CONFS 7
+#define F_CONFS 8
 
 static _Atomic int f_turn;
 static int f_trips;
+
+/* The players on CPUs 0 and 1 instead of both on 0: every switch is then one
+ * to or from the idle task ((f) across two CPUs). */
+static int f_split;
 
 static void *f_player(void *arg)
 {
 	int me = (int)(intptr_t)arg;
 	cpu_set_t cs;
 	CPU_ZERO(&cs);
-	CPU_SET(0, &cs);
+	CPU_SET(f_split ? me : 0, &cs);
 	pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
 	for (int i = 0; i < f_trips; i++) {
 		while (atomic_load(&f_turn) != me)
@@ -740,6 +770,10 @@ static void *f_player(void *arg)
  * switch-out with bp, sp, ip and 1 KiB of stack. What `perf record -a` opens. */
 static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *nfds)
 {
+	/* stacks -1: the cpu-clock alone, no switch records (what the recorder opens
+	 * beside the sched_switch program) */
+	int records = stacks >= 0;
+	stacks = stacks > 0;
 	long ncpu = e_cpus(rl);
 	*nfds = 0;
 	for (long c = 0; c < ncpu; c++) {
@@ -749,7 +783,7 @@ static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *
 		a.sample_period = 1001001;
 		a.sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
 		a.exclude_hv = 1;
-		a.context_switch = 1;
+		a.context_switch = records;
 		int fd = (int)syscall(SYS_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
 		void *r = fd < 0 ? MAP_FAILED : mmap(NULL, *rl, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (r == MAP_FAILED) {
@@ -791,7 +825,7 @@ static int f_open_cpu_wide(int stacks, int *fds, void **rings, size_t *rl, int *
 static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 {
 	if (conf >= 5)
-		return f_open_cpu_wide(conf == 6, fds, rings, rl, nfds);
+		return f_open_cpu_wide(conf == 7 ? -1 : conf == 6, fds, rings, rl, nfds);
 	int n = e_open(2, fds, rings, rl); /* cpu-clock with call chains */
 	if (n < 0)
 		return -1;
@@ -824,21 +858,24 @@ static int f_open(int conf, int *fds, void **rings, size_t *rl, int *nfds)
 	return n;
 }
 
-static int part_f(int rounds)
+static int part_f(int rounds, int split)
 {
 	static const char *names[F_CONFS] = { "no events", "cpu-clock + switch records",
 					      "+ context-switches event, counting only",
 					      "+ sample per switch-out, regs + 1 KiB stack",
 					      "cpu-clock alone, no switch records",
 					      "per CPU, all processes: cpu-clock + switches",
-					      "per CPU, all processes: + switch-out samples" };
+					      "per CPU, all processes: + switch-out samples",
+					      "per CPU, all processes: cpu-clock alone" };
 	double us[F_CONFS][50], other[F_CONFS][50];
-	f_trips = 20000;
+	f_split = split;
+	f_trips = split ? 5000 : 20000; /* a switch to or from idle costs tens of us here */
 	char load[128];
 	read_load(load, sizeof load);
-	printf("(f) the kernel's part of a switch: 2 threads on CPU 0 hand a futex back and forth "
-	       "%d times, %d rounds, order rotated (load average at start: %s)\n", f_trips, rounds,
-	       load);
+	printf("(f%s) the kernel's part of a switch: 2 threads on %s hand a futex back and forth "
+	       "%d times, %d rounds, order rotated (load average at start: %s)\n", split ? "2" : "",
+	       split ? "CPUs 0 and 1 (every switch to or from the idle task)" : "CPU 0", f_trips,
+	       rounds, load);
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < F_CONFS; i++) {
 			int conf = (i + r) % F_CONFS;
@@ -887,12 +924,13 @@ static int part_f(int rounds)
 			       median(other[c], rounds));
 		printf("\n");
 	}
+	f_split = 0;
 	return 0;
 }
 
 /* ---- (h): what the recorder pays per switch, parked or in a poll --------------- */
 
-#define H_CONFS 6
+#define H_CONFS 7
 
 static int h_mode; /* 0 bare, 1 parked across each wait, 2 inside a poll across it */
 
@@ -961,7 +999,8 @@ static int part_h(int rounds)
 	static const char *names[H_CONFS] = {
 		"not recording", "hooks only (no sampling), parked",
 		"full recording, parked across the wait", "full recording, in a poll across it",
-		"full, OFFCPU_STACKS=all, parked", "sampling, OFFCPU_STACKS=off, parked" };
+		"full, OFFCPU_STACKS=all, parked", "sampling, OFFCPU_STACKS=off, parked",
+		"full, SWITCH_SOURCE=events, parked" };
 	double us[H_CONFS][50];
 	f_trips = 20000;
 	char load[128], tmpl[] = "/tmp/bench-sampling-h-XXXXXX", meta[2][4096] = { "", "" };
@@ -987,6 +1026,11 @@ static int part_h(int rounds)
 					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_ALL;
 				if (conf == 5)
 					cfg.offcpu_stacks = STALLSCOPE_OFFCPU_OFF;
+				/* the switch records of the events, not the sched_switch program */
+				if (conf == 6)
+					setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
+				else
+					unsetenv("STALLSCOPE_SWITCH_SOURCE");
 				if (stallscope_start(&cfg) != 0) {
 					fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
 					return -1;
@@ -1009,6 +1053,7 @@ static int part_h(int rounds)
 			us[conf][r] = (double)(c1 - c0) / 1e3 / (2.0 * f_trips);
 		}
 	}
+	unsetenv("STALLSCOPE_SWITCH_SOURCE");
 	char cmd[800];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
 	if (system(cmd) != 0)
@@ -1026,12 +1071,28 @@ static int part_h(int rounds)
 	printf("  a parked switch-out: %.2f us with the in-poll filter, %.2f us without it "
 	       "(filtered / all %.3f), %.2f us with no off-CPU stacks\n", parked - base, all - base,
 	       all - base > 0 ? (parked - base) / (all - base) : 0.0, median(us[5], rounds) - base);
+	double ev = median(us[6], rounds);
+	printf("  switches: %s; a parked switch %.2f us, %.2f us from the events' switch records "
+	       "(program / records %.3f)\n", strstr(meta[0], "sched_switch (raw tracepoint)")
+	       ? "from the sched_switch program" : "the events' switch records (program refused)",
+	       parked - base, ev - base, ev - base > 0 ? (parked - base) / (ev - base) : 0.0);
 	return 0;
 }
 
 /* ---- (g): what another process pays ---------------------------------------- */
 
 #define G_CONFS 4
+
+/* (f)'s futex pair, f_trips hand-overs, on the calling process's CPU 0. */
+static void f_pair(void)
+{
+	atomic_store(&f_turn, 0);
+	pthread_t th[2];
+	for (int k = 0; k < 2; k++)
+		pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+}
 
 /* The futex pair of (f) in a child process; its CPU per switch, -1 on failure. */
 static double g_bystander(void)
@@ -1040,12 +1101,7 @@ static double g_bystander(void)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		atomic_store(&f_turn, 0);
-		pthread_t th[2];
-		for (int k = 0; k < 2; k++)
-			pthread_create(&th[k], NULL, f_player, (void *)(intptr_t)k);
-		for (int k = 0; k < 2; k++)
-			pthread_join(th[k], NULL);
+		f_pair();
 		_exit(0);
 	}
 	return (double)pid;
@@ -1125,6 +1181,124 @@ static int part_g(int rounds)
 	return 0;
 }
 
+/* ---- (i): what the default recording costs another process ----------------- */
+
+#define I_CONFS 3
+
+/* A child that does a fixed CPU-bound work (2 threads of hash steps, one a CPU)
+ * or (f)'s futex pair; its CPU (user + system) in ns, -1 on failure. */
+static double i_child(int pair, uint64_t iters)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (pair)
+			f_pair();
+		else
+			sink_v += hash_work(iters, 7);
+		_exit(0);
+	}
+	int st = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof ru);
+	if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -1;
+	return (double)ru.ru_utime.tv_sec * 1e9 + (double)ru.ru_utime.tv_usec * 1e3 +
+	       (double)ru.ru_stime.tv_sec * 1e9 + (double)ru.ru_stime.tv_usec * 1e3;
+}
+
+/* This process parked in a worker (the recorder follows it) while a child works:
+ * the child's CPU with this process not recording, recording with the default
+ * settings (as root: the cpu-clock once per CPU for every process, other
+ * processes' samples dropped in the kernel, and the sched_switch program), and
+ * with STALLSCOPE_SAMPLER=perf (the process's own inherited events). */
+static _Atomic int i_stop;
+
+static void *i_parked_worker(void *arg)
+{
+	(void)arg;
+	stallscope_worker_begin("bench-i", 0);
+	stallscope_park();
+	while (!atomic_load(&i_stop)) {
+		struct timespec ts = { 0, 5000000L };
+		nanosleep(&ts, NULL);
+	}
+	stallscope_unpark();
+	stallscope_worker_end();
+	return NULL;
+}
+
+static int part_i(uint64_t iters, int rounds)
+{
+	static const char *names[I_CONFS] = { "not recording", "recording, default settings",
+					      "recording, STALLSCOPE_SAMPLER=perf" };
+	double cpu[2][I_CONFS][50];
+	f_trips = 20000;
+	char load[128], tmpl[] = "/tmp/bench-sampling-i-XXXXXX", meta[4096] = "";
+	read_load(load, sizeof load);
+	if (!mkdtemp(tmpl)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	printf("(i) what another process pays while this one records: a child doing %llu hash steps "
+	       "(CPU-bound) and a child running (f)'s futex pair (%d hand-offs), its CPU, %d rounds, "
+	       "order rotated (load average at start: %s)\n", (unsigned long long)iters, f_trips,
+	       rounds, load);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < I_CONFS; i++) {
+			int conf = (i + r) % I_CONFS;
+			char dir[128];
+			snprintf(dir, sizeof dir, "%s/%d-%d", tmpl, r, conf);
+			pthread_t th;
+			if (conf) {
+				struct stallscope_config cfg;
+				stallscope_config_init(&cfg);
+				cfg.output_dir = dir;
+				if (conf == 2)
+					cfg.sampler = STALLSCOPE_SAMPLER_PERF;
+				if (stallscope_start(&cfg) != 0) {
+					fprintf(stderr, "bench_sampling: %s\n", stallscope_last_error());
+					return -1;
+				}
+				atomic_store(&i_stop, 0);
+				pthread_create(&th, NULL, i_parked_worker, NULL);
+				/* followed by the writer's next cycles */
+				struct timespec ts = { 0, 100000000L };
+				nanosleep(&ts, NULL);
+			}
+			cpu[0][conf][r] = i_child(0, iters);
+			cpu[1][conf][r] = i_child(1, 0);
+			if (conf) {
+				atomic_store(&i_stop, 1);
+				pthread_join(th, NULL);
+				stallscope_stop();
+				if (r == 0 && conf == 1)
+					h_sampler_meta(dir, meta, sizeof meta);
+			}
+			if (cpu[0][conf][r] < 0 || cpu[1][conf][r] < 0) {
+				fprintf(stderr, "bench_sampling: (i) child failed\n");
+				return -1;
+			}
+		}
+	}
+	char cmd[800];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_sampling: could not remove %s\n", tmpl);
+	double b0 = median(cpu[0][0], rounds), b1 = median(cpu[1][0], rounds);
+	for (int c = 0; c < I_CONFS; c++) {
+		double m0 = median(cpu[0][c], rounds), m1 = median(cpu[1][c], rounds);
+		printf("  %-38s CPU-bound child %8.1f ms (%+6.2f%%), futex pair %5.2f us CPU per switch "
+		       "(%+5.2f)\n", names[c], m0 / 1e6, 100 * (m0 / b0 - 1), m1 / 1e3 / (2.0 * f_trips),
+		       (m1 - b1) / 1e3 / (2.0 * f_trips));
+	}
+	printf("  default settings here: %s\n", strstr(meta, "cpu-clock per CPU for every process")
+	       ? "the cpu-clock once per CPU for every process (its timer interrupts every CPU)"
+	       : "the process's own events (this process's threads only)");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1141,13 +1315,18 @@ int main(int argc, char **argv)
 	const uint64_t polls = 1200;
 	printf("bench_sampling: %.2f ns per hash step, %llu steps per poll (~0.5 ms)\n", ns_per_iter,
 	       (unsigned long long)iters);
+	if (seconds < -4.5)
+		return part_f(rounds, 1) != 0;
+	if (seconds < -3.5)
+		return part_i(iters * 2400, rounds) != 0;
 	if (seconds < -2.5)
 		return part_h(rounds) != 0;
 	if (seconds < -1.5)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;
 	if (seconds < 0)
-		return part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
-		       part_h(rounds) != 0;
+		return part_e(iters, rounds) != 0 || part_f(rounds, 0) != 0 || part_f(rounds, 1) != 0 ||
+		       part_g(rounds) != 0 ||
+		       part_h(rounds) != 0 || part_i(iters * 2400, rounds) != 0;
 
 	printf("(a)+(b) overhead: 2 workers x %llu CPU-bound polls, sampling off vs on (999 Hz), "
 	       "%d rounds, ABBA order\n", (unsigned long long)polls, rounds);
@@ -1194,8 +1373,9 @@ int main(int argc, char **argv)
 	       mr_off, mr_on, (unsigned long long)samples_total, rounds,
 	       (double)samples_total / rounds, mode, median(ns_per_sample, rounds));
 
-	if (part_e(iters, rounds) != 0 || part_f(rounds) != 0 || part_g(rounds) != 0 ||
-	    part_h(rounds) != 0)
+	if (part_e(iters, rounds) != 0 || part_f(rounds, 0) != 0 || part_f(rounds, 1) != 0 ||
+	    part_g(rounds) != 0 ||
+	    part_h(rounds) != 0 || part_i(iters * 2400, rounds) != 0)
 		return 1;
 	if (seconds <= 0)
 		return argc > 3 && part_d(argv[3], argc > 4 ? argv[4] : NULL, rounds) != 0;

@@ -15,7 +15,11 @@
  *   symbols   a test binary's frames get function, file:line and the inline chain,
  *             also through --debug-dir with split debug info; a build-id mismatch
  *             is reported, never used;
- *   sql       typical questions answered by plain SQL over the schema.
+ *   sql       typical questions answered by plain SQL over the schema;
+ *   parks     with META "switches" saying a worker's switches inside its parks are
+ *             not recorded, its CPU state is unknown from each PARK to its UNPARK
+ *             (on a CPU until the one, again from the other, a SWITCH inside
+ *             ignored); without it the same records give the switches' rows.
  *
  * Usage: test_import DEMO_DIR STALLSCOPE_CLI SYMTEST OBJCOPY
  */
@@ -732,6 +736,75 @@ static void test_pipeline(void)
 	free(r1), free(r2), free(p), free(one), free(two);
 }
 
+/* A SWITCH record of thread 1 (tid 101): out (blocked unless preempted) or in. */
+static void switch_rec(struct sb *b, uint64_t ts, int out, int preempted)
+{
+	uint8_t body[40];
+	size_t k = 0;
+	put_v(body, &k, 1);
+	put_v(body, &k, 101);
+	put_v(body, &k, ts);
+	put_v(body, &k, 1); /* cpu 0 */
+	put_v(body, &k, (out ? SS_SWITCH_F_OUT : 0) | (preempted ? SS_SWITCH_F_PREEMPT : 0));
+	sb_ext(b, SS_REC_SWITCH, body, k);
+}
+
+/* One worker's switches around a park, with and without META "switches" saying
+ * that parks are not switched (the sched_switch program's recordings). */
+static char *parks_rows(uint64_t session, int unswitched)
+{
+	struct sb_header h = { .session_id = session, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	if (unswitched)
+		sb_meta(&b, SS_META_SWITCHES, SS_SWITCHES_NOT_PARKED ": a BPF program on sched_switch");
+	else
+		sb_meta(&b, SS_META_SWITCHES, "events: the perf events' switch records");
+	thread_def_open(&b, 1, 0, 0, 0);
+	switch_rec(&b, 1000, 0, 0);
+	sb_thread(&b, 1, 2000);
+	sb_event(&b, SS_REC_PARK, 2000, 0);
+	switch_rec(&b, 2100, 1, 0); /* inside the park: an edge's leftover when unswitched */
+	switch_rec(&b, 2900, 0, 0);
+	sb_event(&b, SS_REC_UNPARK, 3000, 0);
+	switch_rec(&b, 4000, 1, 0);
+	switch_rec(&b, 5000, 0, 0);
+	switch_rec(&b, 5500, 1, 1);
+	sb_event(&b, SS_REC_POLL_BEGIN, 6000, 2, (uint64_t)9, (uint64_t)2);
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char name[64], dbn[64];
+	snprintf(name, sizeof name, "parks%d.0.bin", unswitched);
+	snprintf(dbn, sizeof dbn, "parks%d.db", unswitched);
+	char *p = path_in_tmp(name), *db = path_in_tmp(dbn);
+	spit(p, b.buf, b.len);
+	sb_free(&b);
+	struct ss_import_result res;
+	CHECK(import(db, &res, NULL, 0, 1, p) == SS_IMPORT_OK, "parks: import");
+	sqlite3 *d = opendb(db);
+	char *rows = qs(d, "SELECT group_concat(ts || '+' || dur || ' ' || state, ', ') FROM "
+			   "(SELECT * FROM cpu_intervals ORDER BY ts)");
+	sqlite3_close(d);
+	free(p), free(db);
+	return rows ? rows : strdup("");
+}
+
+static void test_parks_unswitched(void)
+{
+	char *un = parks_rows(83, 1), *sw = parks_rows(84, 0);
+	const char *want_un = "1000+1000 on-cpu, 3000+1000 on-cpu, 4000+1000 blocked, 5000+500 on-cpu";
+	const char *want_sw = "1000+1100 on-cpu, 2100+800 blocked, 2900+1100 on-cpu, 4000+1000 blocked, "
+			      "5000+500 on-cpu";
+	CHECK(strcmp(un, want_un) == 0, "parks unswitched: cpu_intervals %s, want %s", un, want_un);
+	CHECK(strcmp(sw, want_sw) == 0, "parks switched: cpu_intervals %s, want %s", sw, want_sw);
+	printf("parks: unswitched, on a CPU until a PARK and again from the UNPARK, nothing between; "
+	       "switched, every SWITCH gives its row\n");
+	free(un), free(sw);
+}
+
 /* Task numbers used again and again: number 7 ends and is spawned again 300
  * times on thread 1 (and every tenth time spawned again without an end, the
  * old task's end not being in the data), while thread 2 spawns and polls a
@@ -1312,6 +1385,7 @@ int main(int argc, char **argv)
 	test_stitch();
 	test_cross_thread_order();
 	test_floors();
+	test_parks_unswitched();
 	test_pipeline();
 	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);

@@ -27,63 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "park_poll.h"
 #include "trace_check.h"
-#include "writer_cycles.h"
 
-#define ROUNDS 12
-#define SLEEP_NS 5000000L
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-struct window {
-	uint64_t b, e;
-};
-
-struct run {
-	uint32_t tid;
-	struct window park[ROUNDS], poll[ROUNDS];
-};
-
-static void sleep_5ms(void)
-{
-	struct timespec ts = { 0, SLEEP_NS };
-	nanosleep(&ts, NULL);
-}
-
-static void *worker(void *arg)
-{
-	struct run *r = arg;
-	r->tid = (uint32_t)gettid();
-	stallscope_worker_begin("offcpu-filter-test", 0);
-	uint32_t loc = STALLSCOPE_LOCATION();
-	/* The writer follows a worker in the cycle that drains its first events: wait
-	 * for it, parked (a park before the cell exists is not what (a) tests). A
-	 * cycle counted as begun after the park drains it, and it has ended once
-	 * the next one is counted: two cycles, however late a loaded machine runs
-	 * them (a fixed 150 ms was not always enough). */
-	stallscope_park();
-	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
-	stallscope_unpark();
-	for (int i = 0; i < ROUNDS; i++) {
-		stallscope_park();
-		r->park[i].b = now_ns();
-		sleep_5ms();
-		r->park[i].e = now_ns();
-		stallscope_unpark();
-		stallscope_poll_begin(1000 + (uint64_t)i, loc);
-		r->poll[i].b = now_ns();
-		sleep_5ms();
-		r->poll[i].e = now_ns();
-		stallscope_poll_end();
-	}
-	stallscope_worker_end();
-	return NULL;
-}
+#define ROUNDS PP_ROUNDS
 
 struct result {
 	char sampler[1024];
@@ -93,7 +40,7 @@ struct result {
 	size_t in_parks;         /* off-CPU samples inside parks */
 };
 
-static size_t hits(const struct tc_trace *t, uint32_t tid, const struct window *w,
+static size_t hits(const struct tc_trace *t, uint32_t tid, const struct pp_window *w,
 		   size_t *total)
 {
 	size_t n = 0;
@@ -113,22 +60,10 @@ static size_t hits(const struct tc_trace *t, uint32_t tid, const struct window *
 static void record(struct result *res, const char *tag, int offcpu_stacks)
 {
 	memset(res, 0, sizeof *res);
-	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	char *dir = tc_tmpdir(tag);
-	cfg.output_dir = dir;
-	cfg.offcpu_stacks = offcpu_stacks;
-	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
-	struct run r;
-	memset(&r, 0, sizeof r);
-	pthread_t th;
-	CHECK(pthread_create(&th, NULL, worker, &r) == 0, "pthread_create");
-	pthread_join(th, NULL);
-	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
-
+	struct pp_run r;
 	struct tc_trace t;
-	CHECK(tc_load_dir(&t, dir, "stallscope", true) == 0, "load %s", dir);
-	CHECK(t.corrupt_segments == 0 && t.truncated_segments == 0, "segments damaged");
+	char *dir;
+	pp_record(&r, "offcpu-filter-test", tag, offcpu_stacks, &t, &dir);
 	const char *m = tc_meta(&t, "sampler");
 	CHECK(m, "no META \"sampler\" record");
 	snprintf(res->sampler, sizeof res->sampler, "%s", m);

@@ -13,6 +13,16 @@
  * per-CPU events and says why. Where the off-CPU filter is loaded (root), a
  * sleeping worker whose in-poll cell says "outside a poll" gives no off-CPU
  * sample and one "inside" gives one per sleep, in each of the three modes.
+ * As root the process's per-CPU events take their switches and off-CPU stacks
+ * from the sched_switch program (sampler_swtp.c, no context-switches event):
+ * a worker whose cell says parked gives no switch record at all, one preempted
+ * inside a poll no off-CPU stack (a blocked one does), and a thread
+ * on a CPU when the records are drained has its switch-in among them (its on-CPU
+ * time is not cut at its last switch-out); the events' own switch records,
+ * forced by config and by STALLSCOPE_SWITCH_SOURCE=events, give the same sleeps,
+ * stacks and filtering. AUTO as root takes the cpu-clock events once per CPU
+ * for every process beside the program: the same parts, and another process's
+ * records never reach the sink.
  *
  * Perf parts print SKIP when perf is refused; exit 77 only if everything skipped.
  */
@@ -38,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "recorder-private.h" /* SS_INPOLL_PARKED */
 #include "sampler.h"
 #include "trace_check.h" /* CHECK */
 
@@ -324,7 +335,7 @@ static void col_reset(void)
 
 /* ---- sampled threads: the writer adds them by tid, like the real writer ---- */
 
-enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE };
+enum work { W_SPIN, W_SLEEP, W_CORRUPT, W_SHORT, W_DLOPEN, W_MIGRATE, W_SLEEP_SPIN, W_CPU0_SPIN };
 
 struct worker {
 	pthread_t th;
@@ -336,6 +347,9 @@ struct worker {
 	uint64_t t0, t1; /* the work's window */
 	uint64_t followed_from, followed_to; /* thread_add .. thread_remove (run_worker) */
 	uint64_t cpu;    /* CPU time the thread spent in it: the machine is shared */
+	/* W_SLEEP_SPIN: when its spin began (wall, thread CPU), and the stop */
+	_Atomic uint64_t spin_t0, spin_cpu0;
+	_Atomic int stop;
 };
 
 static void *worker_main(void *p)
@@ -397,6 +411,26 @@ static void *worker_main(void *p)
 			sleep_ms(1);
 		}
 		break;
+	case W_SLEEP_SPIN:
+		/* A few sleeps (switch records of its own), then on a CPU until told. */
+		for (int i = 0; i < 3; i++)
+			sleep_ms(2);
+		atomic_store(&w->spin_cpu0, thread_cpu_ns());
+		atomic_store(&w->spin_t0, now_ns());
+		while (!atomic_load(&w->stop))
+			sink_v += spin_leaf(2000);
+		break;
+	case W_CPU0_SPIN: {
+		/* On CPU 0 beside another spinner there: preempted, never blocked. */
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(0, &set);
+		sched_setaffinity(0, sizeof set, &set); /* (a move: blocked until done) */
+		atomic_store(&w->spin_t0, now_ns());
+		while (!atomic_load(&w->stop))
+			sink_v += spin_leaf(2000);
+		break;
+	}
 	case W_DLOPEN:
 		/* A library this program does not link: its code is mapped by this
 		 * (sampled) thread, so an MMAP2 record must come out. */
@@ -555,12 +589,14 @@ static char status[512];
  * how off-CPU stacks are taken (0 = a stack copy walked by the sampler). */
 static int force_per_thread;
 static uint32_t offcpu_copy;
+static int force_switch_events; /* the events' switch records, not the sched_switch program */
 
 static int start_mode(enum ss_sampler_mode m, uint32_t hz, uint32_t pages, uint32_t tring)
 {
 	struct ss_sampler_config c = cfg_of(m, hz, pages, tring);
 	c.per_thread = force_per_thread;
 	c.offcpu_copy = offcpu_copy;
+	c.switch_events = force_switch_events;
 	ss_sampler_start(&c, status, sizeof status);
 	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
 	col_reset();
@@ -702,6 +738,20 @@ static void part_sleep(void)
 	CHECK(found >= 20, "off-CPU stacks of the sleeps: %zu", found);
 }
 
+/* A worker the sampler follows already: run to its end, drained every 10 ms as
+ * the writer does, then removed and drained a last time. */
+static void run_added(struct worker *w)
+{
+	atomic_store(&w->go, 1);
+	while (!atomic_load(&w->done)) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	pthread_join(w->th, NULL);
+	ss_sampler_thread_remove(w->tid);
+	ss_sampler_drain(&SINK);
+}
+
 /* The off-CPU filter as the writer drives it: a sleeping worker given its in-poll
  * cell, set to "outside a poll" (none of its 20 blocked switch-outs may come
  * out: they are dropped before the kernel builds them) and then to "inside"
@@ -725,14 +775,7 @@ static void part_inpoll(const char *label)
 		}
 		CHECK(cell && atomic_load(cell) == (in_poll ? 2u : 1u), "cell for a %s worker",
 		      in_poll ? "polling" : "parked");
-		atomic_store(&w.go, 1);
-		while (!atomic_load(&w.done)) {
-			sleep_ms(10);
-			ss_sampler_drain(&SINK);
-		}
-		pthread_join(w.th, NULL);
-		ss_sampler_thread_remove(w.tid);
-		ss_sampler_drain(&SINK);
+		run_added(&w);
 		size_t off = 0, outs = 0;
 		for (size_t i = 0; i < C.ns; i++)
 			off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU &&
@@ -748,6 +791,161 @@ static void part_inpoll(const char *label)
 		else
 			CHECK(off == 0, "outside a poll: %zu off-CPU samples", off);
 	}
+}
+
+/* The sched_switch program (where it writes the switches) leaves a parked
+ * worker out: with its cell saying parked, none of its 20 sleeps gives a switch
+ * record or an off-CPU sample (part_inpoll's "outside a poll" gives at least 20
+ * switch-outs: between polls a worker's switches are written). */
+static void part_parked(const char *label)
+{
+	if (ss_sampler_switch_program() != 2) {
+		printf("  SKIP parked workers (%s): switches not from the sched_switch program "
+		       "leaving parks out: %s\n", label, ss_sampler_status());
+		return;
+	}
+	struct worker w;
+	n_sleeps = 0;
+	worker_spawn(&w, W_SLEEP, 0);
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 0);
+	CHECK(cell, "no cell for a followed worker (%s)", label);
+	atomic_store(cell, SS_INPOLL_PARKED);
+	run_added(&w);
+	size_t sw = 0, off = 0;
+	for (size_t i = 0; i < C.nsw; i++)
+		sw += C.sw[i].tid == w.tid && C.sw[i].ts >= w.t0 && C.sw[i].ts <= w.t1;
+	for (size_t i = 0; i < C.ns; i++)
+		off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU;
+	printf("  parked worker (%s): %zu switch records and %zu off-CPU samples in 20 sleeps\n",
+	       label, sw, off);
+	CHECK(sw == 0 && off == 0, "parked: %zu switch records, %zu off-CPU samples", sw, off);
+}
+
+/* The sched_switch program takes a stack at a blocked switch-out inside a poll,
+ * not at a preemption (where the thread was is what its CPU samples show): a
+ * worker inside a poll sharing CPU 0 with another spinner for 200 ms is
+ * preempted again and again, and has no off-CPU sample. */
+static void part_preempted(const char *label)
+{
+	if (ss_sampler_switch_program() != 2 || !ss_sampler_offcpu_in_polls()) {
+		printf("  SKIP preemptions in a poll (%s): no stacks from the sched_switch program\n", label);
+		return;
+	}
+	struct worker w, other;
+	worker_spawn(&w, W_CPU0_SPIN, 0);
+	worker_spawn(&other, W_CPU0_SPIN, 0);
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 1);
+	CHECK(cell, "no cell for a followed worker (%s)", label);
+	atomic_store(&w.go, 1);
+	atomic_store(&other.go, 1);
+	for (int i = 0; i < 20; i++) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	uint64_t t_stop = now_ns(); /* (its exit is a blocked switch-out, after it) */
+	atomic_store(&w.stop, 1);
+	atomic_store(&other.stop, 1);
+	pthread_join(w.th, NULL);
+	pthread_join(other.th, NULL);
+	ss_sampler_thread_remove(w.tid);
+	ss_sampler_drain(&SINK);
+	size_t pre = 0, off = 0;
+	CHECK(atomic_load(&w.spin_t0), "the spinner never spun");
+	for (size_t i = 0; i < C.nsw; i++)
+		pre += C.sw[i].tid == w.tid && C.sw[i].out && C.sw[i].preempted;
+	for (size_t i = 0; i < C.ns; i++)
+		off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU && C.s[i].ts < t_stop &&
+		       C.s[i].ts > atomic_load(&w.spin_t0);
+	if (getenv("SAMPLER_DEBUG"))
+		for (size_t i = 0; i < C.ns; i++)
+			if (C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU)
+				printf("    off-CPU at %+.3f ms of the stop: %u frames, %#llx %#llx %#llx\n",
+				       ((double)C.s[i].ts - (double)t_stop) / 1e6, C.s[i].nframes,
+				       (unsigned long long)C.s[i].f[0], (unsigned long long)C.s[i].f[1],
+				       (unsigned long long)C.s[i].f[2]);
+	printf("  preempted in a poll (%s): %zu preempted switch-outs, %zu off-CPU samples\n", label, pre, off);
+	CHECK(pre >= 3, "%s: %zu preemptions in 200 ms beside another spinner on CPU 0", label, pre);
+	CHECK(off == 0, "%s: %zu off-CPU samples at preemptions", label, off);
+}
+
+/* How long the writer may sleep (ss_sampler_max_sleep_ns): the tick before the
+ * first drain; after a spinning worker's drains, a quarter of the fastest ring
+ * at its rate: long for the default rings (a 999 Hz thread fills 4 MiB slowly),
+ * short for a tiny one at 20 kHz. */
+static void part_pace(const char *label, int tiny)
+{
+	uint64_t first = ss_sampler_max_sleep_ns();
+	struct worker w;
+	worker_spawn(&w, W_SPIN, 200000000);
+	run_worker(&w, 10);
+	uint64_t after = ss_sampler_max_sleep_ns();
+	printf("  %s: the writer may sleep %.1f ms before a drain, %.1f ms after a spinning worker's\n", label,
+	       (double)first / 1e6, after == UINT64_MAX ? -1.0 : (double)after / 1e6);
+	CHECK(first == SS_SAMPLER_TICK_NS, "%s: before any rate, not the tick: %llu", label,
+	      (unsigned long long)first);
+	if (tiny)
+		CHECK(after < 3 * SS_SAMPLER_TICK_NS, "%s: a 16-page ring at 20 kHz may wait %llu ns", label,
+		      (unsigned long long)after);
+	else
+		CHECK(after != UINT64_MAX && after >= 5 * SS_SAMPLER_TICK_NS, "%s: 4 MiB rings at 999 Hz may wait "
+		      "only %llu ns", label, (unsigned long long)after);
+}
+
+/* A thread on a CPU when the records are drained is on a CPU in them: its last
+ * switch-in is there, so its on-CPU time from the switch records (the last
+ * switch-in counting up to the drain) covers most of the CPU time it used. A
+ * source that wrote a switch-in only with the switch-out after it would show a
+ * thread spinning since its last sleep as off the CPU for all of it. */
+static void part_oncpu(const char *label)
+{
+	struct worker w;
+	worker_spawn(&w, W_SLEEP_SPIN, 0);
+	w.followed_from = now_ns();
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	clockid_t clk;
+	CHECK(pthread_getcpuclockid(w.th, &clk) == 0, "pthread_getcpuclockid");
+	atomic_store(&w.go, 1);
+	/* 150 ms of spinning, drained as the writer does, and a last drain */
+	uint64_t t0;
+	while (!(t0 = atomic_load(&w.spin_t0)))
+		sleep_ms(1);
+	while (now_ns() - t0 < 150000000ull) {
+		sleep_ms(10);
+		ss_sampler_drain(&SINK);
+	}
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - atomic_load(&w.spin_cpu0);
+	uint64_t t_end = now_ns();
+	ss_sampler_drain(&SINK);
+	atomic_store(&w.stop, 1);
+	pthread_join(w.th, NULL);
+	ss_sampler_thread_remove(w.tid);
+	uint64_t on = 0, since = 0;
+	int state = 0; /* 1 on a CPU since `since` */
+	size_t n = 0;
+	for (size_t i = 0; i < C.nsw; i++) {
+		const struct ss_switch *s = &C.sw[i];
+		if (s->tid != w.tid || s->ts > t_end)
+			continue;
+		n++;
+		uint64_t at = s->ts > t0 ? s->ts : t0;
+		if (state && s->out && at > since)
+			on += at - since;
+		state = !s->out;
+		since = at;
+	}
+	if (state && t_end > since)
+		on += t_end - since;
+	printf("  on a CPU at the drain (%s): %zu switch records; on CPU %.1f ms by them of %.1f ms "
+	       "of CPU used in the spin; last record a switch-%s\n", label, n, (double)on / 1e6,
+	       (double)cpu / 1e6, state ? "in" : "out");
+	CHECK(n >= 6, "%s: %zu switch records of 3 sleeps", label, n);
+	CHECK(on * 2 >= cpu, "%s: the switch records show %.1f ms on CPU of %.1f ms used", label,
+	      (double)on / 1e6, (double)cpu / 1e6);
+	ss_sampler_drain(&SINK);
 }
 
 /* With per-CPU rings a thread's records come from as many rings as the CPUs it
@@ -1044,6 +1242,59 @@ static void part_cpu_wide(int no_bpf)
 	ss_sampler_stop();
 }
 
+/* AUTO where the sched_switch program loads (root): the cpu-clock events once
+ * per CPU for every process, other processes' samples dropped in the kernel,
+ * no switch records of anyone (the program writes this process's); the parts
+ * that do not depend on how events are opened, with another process busy
+ * beside them, none of whose records may reach the sink. */
+static void part_auto_wide(void)
+{
+	printf("auto mode\n");
+	struct ss_sampler_config c = cfg_of(SS_SAMPLER_AUTO, 0, 0, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	printf("  status [%s]: %s\n", ss_sampler_mode_name(ss_sampler_mode()), status);
+	col_reset();
+	if (!ss_sampler_switch_program()) {
+		CHECK(geteuid() != 0 || strstr(status, "not in the initial pid namespace"),
+		      "root, yet no sched_switch program in AUTO: %s", status);
+		printf("  SKIP auto mode as root: no sched_switch program (%s)\n", status);
+		ss_sampler_stop();
+		return;
+	}
+	CHECK(ss_sampler_per_cpu() == 2 && strstr(status, "cpu-clock per CPU for every process, this one's kept") &&
+	      strstr(status, "other processes' samples dropped in the kernel"),
+	      "AUTO with the program: not the cpu-clock of every CPU: %s", status);
+	pid_t by = bystander_start();
+	part_stacks("auto");
+	part_sleep();
+	part_inpoll("auto");
+	part_parked("auto");
+	part_preempted("auto");
+	part_oncpu("auto");
+	part_migrate();
+	part_enable("auto");
+	ss_sampler_drain(&SINK);
+	bystander_stop(by);
+	size_t leaked = 0;
+	for (size_t i = 0; i < C.ns; i++)
+		leaked += C.s[i].tid == (uint32_t)by;
+	for (size_t i = 0; i < C.nsw; i++)
+		leaked += C.sw[i].tid == (uint32_t)by;
+	printf("  auto: %zu of the bystander's records handed on\n", leaked);
+	CHECK(leaked == 0, "another process's records reached the sink");
+	ss_sampler_stop();
+	c = cfg_of(SS_SAMPLER_AUTO, 20000, 1, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	col_reset();
+	part_tiny(1);
+	ss_sampler_stop();
+	c = cfg_of(SS_SAMPLER_AUTO, 0, 0, 0);
+	ss_sampler_start(&c, status, sizeof status);
+	col_reset();
+	part_many("auto", many_threads());
+	ss_sampler_stop();
+}
+
 /* Forced cpu mode where it is refused (as nobody, perf_event_paranoid >= 1): the
  * process's own per-CPU events take over and the status says why. In a child:
  * the uid cannot be taken back. */
@@ -1122,6 +1373,9 @@ int main(void)
 		part_stacks("perf");
 		part_sleep();
 		part_inpoll("per-CPU events");
+		part_parked("per-CPU events");
+		part_preempted("per-CPU events");
+		part_oncpu("per-CPU events");
 		part_migrate();
 		part_enable("perf");
 		part_dlopen();
@@ -1132,6 +1386,12 @@ int main(void)
 		ss_sampler_stop();
 		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
 		part_many("perf", many_threads());
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		part_pace("perf, default rings", 0);
+		ss_sampler_stop();
+		start_mode(SS_SAMPLER_PERF, 20000, 1, 0);
+		part_pace("perf, tiny rings at 20 kHz", 1);
 		ss_sampler_stop();
 	} else {
 		printf("SKIP perf parts: %s\n", status);
@@ -1160,7 +1420,42 @@ int main(void)
 			      "per-CPU rings with off-CPU stacks as root not 4 MiB: %s",
 			      ss_sampler_status());
 		}
+		/* Root in the initial pid namespace: the switches (and the off-CPU
+		 * stacks) come from the sched_switch program, with no context-switches
+		 * event; the parts above ran with it. */
+		int tp = ss_sampler_switch_program() != 0;
+		printf("  switches from the sched_switch program: %s\n", tp ? "yes" : "no");
+		if (geteuid() == 0 && ss_sampler_per_cpu() &&
+		    !strstr(ss_sampler_status(), "not in the initial pid namespace")) {
+			CHECK(tp && strstr(ss_sampler_status(), "switches from a BPF program on sched_switch"),
+			      "root: switches not from the sched_switch program: %s", ss_sampler_status());
+			CHECK(!ss_sampler_offcpu_stacks() ||
+			      strstr(ss_sampler_status(), "no context-switches event"),
+			      "root: off-CPU stacks not from the program: %s", ss_sampler_status());
+		}
 		ss_sampler_stop();
+
+		/* The events' switch records forced, by config and by the environment:
+		 * the same switches, stacks and in-poll filtering. */
+		printf("perf mode, the events' switch records (forced)\n");
+		force_switch_events = 1;
+		CHECK(start_mode(SS_SAMPLER_PERF, 0, 0, 0), "perf, switch records: %s", status);
+		CHECK(strstr(ss_sampler_status(), "switches: the events' switch records (asked)") &&
+		      !ss_sampler_switch_program(), "switch records not forced: %s", ss_sampler_status());
+		part_sleep();
+		part_inpoll("switch records forced");
+		part_oncpu("switch records forced");
+		part_migrate();
+		ss_sampler_stop();
+		force_switch_events = 0;
+		setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
+		start_mode(SS_SAMPLER_PERF, 0, 0, 0);
+		CHECK(strstr(ss_sampler_status(), "switches: the events' switch records (asked)") &&
+		      !ss_sampler_switch_program(),
+		      "STALLSCOPE_SWITCH_SOURCE=events not honoured: %s", ss_sampler_status());
+		part_sleep();
+		ss_sampler_stop();
+		unsetenv("STALLSCOPE_SWITCH_SOURCE");
 
 		printf("perf mode, events per thread (forced)\n");
 		force_per_thread = 1;
@@ -1191,11 +1486,15 @@ int main(void)
 		part_cpu_wide(0);
 		part_cpu_wide(1);
 		part_cpu_refused();
+		part_auto_wide();
 	}
 
 	printf("timer mode\n");
 	if (start_mode(SS_SAMPLER_TIMER, 0, 0, 0)) {
 		ran++;
+		/* small rings filled at the threads' pace: the tick, always */
+		CHECK(ss_sampler_max_sleep_ns() == SS_SAMPLER_TICK_NS, "timer: the writer may sleep %llu ns",
+		      (unsigned long long)ss_sampler_max_sleep_ns());
 		part_stacks("timer");
 		part_corrupt();
 		part_enable("timer");
@@ -1222,6 +1521,7 @@ int main(void)
 
 	/* OFF and stop twice are harmless. */
 	start_mode(SS_SAMPLER_OFF, 0, 0, 0);
+	CHECK(ss_sampler_max_sleep_ns() == UINT64_MAX, "OFF bounds the writer's sleep");
 	CHECK(ss_sampler_thread_add((uint32_t)gettid(), 0, 0) == -1, "OFF accepted a thread");
 	ss_sampler_stop();
 	ss_sampler_stop();

@@ -8,6 +8,7 @@
  */
 #include "fixture.h"
 #include "poll_chunks.h"
+#include "segment_format.h" /* META "switches" */
 #include "summary_levels.h"
 
 #include <sqlite3.h>
@@ -406,7 +407,7 @@ int fixture_build_synthetic(const char *db_path, const char *schema_path, uint64
 	return finish(&x, index_part, wids);
 }
 
-int fixture_build_light(const char *db_path, const char *schema_path)
+static int build_light(const char *db_path, const char *schema_path, bool unswitched)
 {
 	struct fx x = { 0 };
 	char *index_part;
@@ -438,8 +439,23 @@ int fixture_build_light(const char *db_path, const char *schema_path)
 			poll(&x, w, w + 1, w + 1, (int64_t)w * 100000 + c, 1, t, dur);
 			cpu(&x, w, w + 1, t, dur, "on-cpu");
 			park(&x, w, w + 1, w + 1, t + dur, cycle - dur);
-			cpu(&x, w, w + 1, t + dur, cycle - dur, "blocked");
+			if (!unswitched)
+				cpu(&x, w, w + 1, t + dur, cycle - dur, "blocked");
 		}
 	}
+	if (unswitched &&
+	    exec(x.db, "INSERT INTO metadata VALUES (1, '" SS_META_SWITCHES "', '" SS_SWITCHES_NOT_PARKED
+		       ": none of a worker from its park to its unpark')"))
+		return -1;
 	return finish(&x, index_part, wids);
+}
+
+int fixture_build_light(const char *db_path, const char *schema_path)
+{
+	return build_light(db_path, schema_path, false);
+}
+
+int fixture_build_light_unswitched(const char *db_path, const char *schema_path)
+{
+	return build_light(db_path, schema_path, true);
 }

@@ -38,5 +38,8 @@ int fixture_build_synthetic(const char *db_path, const char *schema_path, uint64
  * once every 2 ms for 1%, 3%, 10% and 30% of the time (w0..w3), parked in
  * between. Returns 0, or -1 with a message on stderr. */
 int fixture_build_light(const char *db_path, const char *schema_path);
+/* The same with the parks' CPU state not recorded (META "switches" saying so,
+ * no cpu_intervals row inside a park), as the sched_switch program records. */
+int fixture_build_light_unswitched(const char *db_path, const char *schema_path);
 
 #endif /* STALLSCOPE_TEST_FIXTURE_H */

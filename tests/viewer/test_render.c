@@ -6,6 +6,7 @@
  * usage: test_render SCHEMA.sql OUTDIR
  */
 #include <cairo.h>
+#include <sqlite3.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,62 @@ static void check_light(const char *schema, const char *outdir)
 	tl_db_close(db);
 }
 
+/* The light trace recorded by the sched_switch program (no CPU state inside
+ * parks, META "switches" says so) zoomed out as above: a column that is a park
+ * but for a 1% poll has no CPU strip (what it lacks of off-CPU time is
+ * unknown, not on a CPU), one 30% busy is on a CPU; without the META line the
+ * same rows draw the 1% lane's columns on a CPU, as before. */
+static void check_light_unswitched(const char *schema, const char *outdir)
+{
+	char dbp[4096], png[4096], err[512];
+	snprintf(dbp, sizeof dbp, "%s/light-unswitched.db", outdir);
+	if (fixture_build_light_unswitched(dbp, schema) != 0) {
+		CHECK(false, "the unswitched light fixture was built");
+		return;
+	}
+	struct tl_theme th;
+	tl_theme_init(&th, false);
+	for (int meta = 1; meta >= 0; meta--) {
+		if (!meta) {
+			sqlite3 *d;
+			CHECK(sqlite3_open(dbp, &d) == SQLITE_OK &&
+			      sqlite3_exec(d, "DELETE FROM metadata", NULL, NULL, NULL) == SQLITE_OK, "META removed");
+			sqlite3_close(d);
+		}
+		struct tl_db *db = tl_db_open(dbp, err, sizeof err);
+		CHECK(db && db->n_lanes == 4, "the unswitched light trace opened (%s)", db ? "" : err);
+		if (!db || db->n_lanes != 4) {
+			tl_db_close(db);
+			return;
+		}
+		CHECK(db->lanes[0].parks_unswitched == meta, "lane 0 parks unswitched: %d", db->lanes[0].parks_unswitched);
+		struct tl_png_options o = { .width = 1200, .height = 400 };
+		snprintf(png, sizeof png, "%s/light-12s-unswitched%s.png", outdir, meta ? "" : "-nometa");
+		struct pic p = render(db, &o, png);
+		int empty = 0, green = 0, busy_green = 0, cols = 0;
+		for (double ms = 100; ms < 11900; ms += 97, cols++) {
+			int rgb[3], x = x_of(&p, ms) + 1;
+			/* on a CPU: the on-CPU green over the background, as pale as
+			 * the column's busy share makes it */
+			pixel(&p, x, lane_y(&p, 0) + TL_CPU_Y + 2, rgb);
+			empty += near(rgb, th.bg, 3);
+			green += rgb[1] > rgb[0] + 16 && rgb[1] > rgb[2] + 8;
+			pixel(&p, x, lane_y(&p, 3) + TL_CPU_Y + 2, rgb);
+			busy_green += rgb[1] > rgb[0] + 16 && rgb[1] > rgb[2] + 8;
+		}
+		printf("light 12 s trace, parks unswitched%s: 1%% lane's CPU strip empty in %d of %d columns, on a CPU in "
+		       "%d; 30%% lane on a CPU in %d\n", meta ? "" : " but no META", empty, cols, green, busy_green);
+		if (meta) /* (a sampled column may fall on a grid line) */
+			CHECK(green == 0 && empty >= cols - 3, "1%% lane, parks unswitched: %d of %d columns empty, %d "
+			      "on a CPU", empty, cols, green);
+		else
+			CHECK(green == cols, "1%% lane without the META: %d of %d columns on a CPU", green, cols);
+		CHECK(busy_green == cols, "30%% lane: on a CPU in %d of %d columns", busy_green, cols);
+		pic_free(&p);
+		tl_db_close(db);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -301,6 +358,7 @@ int main(int argc, char **argv)
 	check_pictures(db, TL_RASTER_NODES, "nodes", argv[2]);
 	check_pictures(db, TL_RASTER_CANVAS, "canvas", argv[2]);
 	check_light(argv[1], argv[2]);
+	check_light_unswitched(argv[1], argv[2]);
 
 	tl_db_close(db);
 	if (failures) {

@@ -54,7 +54,10 @@ void ss_check_cpu_starvation(struct ss_analysis *a)
 		size_t ids_len = 0;
 		for (size_t i = 0; i < s->n_workers; i++) {
 			const struct ss_scan_worker *w = &s->workers[i];
-			uint64_t known = w->on_cpu + w->blocked + w->preempted;
+			/* A park whose switches were not recorded still is time the
+			 * thread did not want a CPU, as a recorded one is blocked. */
+			uint64_t known = w->on_cpu + w->blocked + w->preempted +
+					 (w->parks_unswitched ? w->parked : 0);
 			if (w->recording_id != recs[r] || !w->has_cpu || !known)
 				continue;
 			double share = 100.0 * (double)w->preempted / (double)known;

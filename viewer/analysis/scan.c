@@ -109,6 +109,7 @@ static int load_workers(sqlite3 *db, const struct ss_scope *scope, struct ss_sca
 			.id = sqlite3_column_int64(st, 0),
 			.recording_id = sqlite3_column_int64(st, 1),
 			.thread_id = sqlite3_column_int64(st, 2),
+			.parks_unswitched = sqlite3_column_int(st, 3) != 0,
 		};
 	}
 	int rc = sqlite3_finalize(st);

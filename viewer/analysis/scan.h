@@ -25,8 +25,9 @@
 struct ss_scan_worker {
 	int64_t id, recording_id, thread_id;
 	uint64_t polls, busy, parked, longest;
-	/* The worker thread's time by CPU state (cpu_intervals), in the window. */
-	bool has_cpu;
+	/* The worker thread's time by CPU state (cpu_intervals), in the window;
+	 * with parks_unswitched, none inside its parks (FORMAT.md, SWITCH). */
+	bool has_cpu, parks_unswitched;
 	uint64_t on_cpu, blocked, preempted;
 	uint64_t preempted_n;  /* preempted intervals overlapping the window */
 };

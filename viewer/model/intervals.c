@@ -207,12 +207,16 @@ int mdl_hook_event(struct ss_model *m, const struct ss_event *e)
 	case SS_EV_PARK:
 		if (t->parked && mdl_close_park(m, t, ts, true, -1, -1) != 0)
 			return -1;
+		if (mdl_cpu_park(m, t, ts, true) != 0)
+			return -1;
 		t->parked = true;
 		t->park_ts = ts;
 		t->park_cpu_known = (e->u.park.flags & SS_PARK_F_CPU) != 0;
 		t->park_cpu = e->u.park.cpu_ns;
 		return 0;
 	case SS_EV_UNPARK:
+		if (mdl_cpu_park(m, t, ts, false) != 0)
+			return -1;
 		return t->parked ? mdl_close_park(m, t, ts, false,
 						  e->u.unpark.flags & SS_PARK_F_CPU ? (int64_t)(e->u.unpark.cpu_ns & INT64_MAX) : -1,
 						  e->u.unpark.flags & SS_PARK_F_SCHED

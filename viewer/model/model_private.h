@@ -171,6 +171,9 @@ struct mdl_recording {
 	size_t n_maps, cap_maps;
 	uint64_t first_ts, last_ts;
 	char arch[16];           /* the recording machine's, "" until a unit says */
+	/* META "switches" says a worker's switches from its park to its unpark are
+	 * not recorded: its CPU state is unknown over each park (stacks.c). */
+	bool parks_unswitched;
 };
 
 struct ss_model {
@@ -294,6 +297,9 @@ int mdl_loss(struct ss_model *m, int64_t thread_id, uint64_t ts, uint64_t span, 
 
 /* stacks.c */
 int mdl_sampler_event(struct ss_model *m, const struct ss_event *e);
+/* A worker's park began (parked) or ended at ts: where parks are unswitched,
+ * its CPU state becomes unknown, or on-cpu (the thread runs its unpark). */
+int mdl_cpu_park(struct ss_model *m, struct mdl_thread *t, uint64_t ts, bool parked);
 int mdl_add_map(struct ss_model *m, int64_t id, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
 		size_t path_len, const uint8_t *bid, size_t bid_len);
 void mdl_free_maps(struct mdl_recording *rc);

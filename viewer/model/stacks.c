@@ -315,26 +315,49 @@ static int sample(struct ss_model *m, const struct ss_event *e)
 
 static const char *const cpu_state_name[4] = { NULL, "on-cpu", "blocked", "preempted" };
 
+/* The thread's CPU state since cpu_since ends at ts: its row. */
+static int cpu_row_end(struct ss_model *m, struct mdl_thread *t, uint64_t ts)
+{
+	uint64_t dur = ts > t->cpu_since ? ts - t->cpu_since : 0;
+	struct ss_cpu_row r = { t->id, (int64_t)t->cpu_since, (int64_t)dur, cpu_state_name[t->cpu_state],
+				t->cpu_num ? t->cpu_num - 1 : -1 };
+	if (MDL_SINK(m, cpu, &r) != 0)
+		return -1;
+	if (t->cpu_state != 1 && t->worker_id &&
+	    (!mdl_summ(t) || ss_summary_add(&m->summ, t->summ, t->worker_id, SS_SUM_OFFCPU, t->cpu_since, dur) != 0))
+		return mdl_fail(m);
+	return 0;
+}
+
 static int switch_ev(struct ss_model *m, const struct ss_event *e)
 {
 	struct mdl_thread *t = mdl_sampler_thread(m, e->thread, e->tid);
 	if (!t)
 		return m->failed ? -1 : 0; /* past the thread limit: left out */
+	/* Unswitched parks: a record inside one is a leftover of its edges (the
+	 * hooks' stamp and their store into the in-poll cell are two steps). */
+	if (t->parked && m->rec->parks_unswitched)
+		return 0;
 	bool out = e->u.switch_ev.flags & SS_SWITCH_F_OUT;
 	int next = out ? (e->u.switch_ev.flags & SS_SWITCH_F_PREEMPT ? 3 : 2) : 1;
-	if (t->cpu_state && (t->cpu_state == 1) == out) {
-		uint64_t dur = e->ts > t->cpu_since ? e->ts - t->cpu_since : 0;
-		struct ss_cpu_row r = { t->id, (int64_t)t->cpu_since, (int64_t)dur, cpu_state_name[t->cpu_state],
-					t->cpu_num ? t->cpu_num - 1 : -1 };
-		if (MDL_SINK(m, cpu, &r) != 0)
-			return -1;
-		if (t->cpu_state != 1 && t->worker_id &&
-		    (!mdl_summ(t) || ss_summary_add(&m->summ, t->summ, t->worker_id, SS_SUM_OFFCPU, t->cpu_since, dur) != 0))
-			return mdl_fail(m);
-	}
+	if (t->cpu_state && (t->cpu_state == 1) == out && cpu_row_end(m, t, e->ts) != 0)
+		return -1;
 	t->cpu_state = next;
 	t->cpu_since = e->ts;
 	t->cpu_num = (int64_t)e->u.switch_ev.cpu1;
+	return 0;
+}
+
+int mdl_cpu_park(struct ss_model *m, struct mdl_thread *t, uint64_t ts, bool parked)
+{
+	if (!m->rec->parks_unswitched)
+		return 0;
+	if (t->cpu_state && cpu_row_end(m, t, ts) != 0)
+		return -1;
+	/* Parking, it was on a CPU until now; unparking, it is on one again. */
+	t->cpu_state = parked ? 0 : 1;
+	t->cpu_since = ts;
+	t->cpu_num = 0;
 	return 0;
 }
 
@@ -367,6 +390,9 @@ int ss_model_meta(struct ss_model *m, const char *key, size_t key_len, const cha
 {
 	if (m->failed || !m->rec)
 		return -1;
+	if (key_len == strlen(SS_META_SWITCHES) && !memcmp(key, SS_META_SWITCHES, key_len))
+		m->rec->parks_unswitched = value_len >= strlen(SS_SWITCHES_NOT_PARKED) &&
+					   !memcmp(value, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
 	/* The architecture names the system calls of stall captures. */
 	if (key_len == 4 && !memcmp(key, "arch", 4) && value_len < sizeof m->rec->arch &&
 	    strncmp(m->rec->arch, value, value_len) != 0) {

@@ -134,6 +134,7 @@ static int load_lanes(struct tl_db *d)
 		l->detail = xstrdup(label);
 		l->has_cpu = sqlite3_column_int(s, 8);
 		l->has_samples = sqlite3_column_int(s, 9);
+		l->parks_unswitched = sqlite3_column_int(s, 11);
 	}
 	sqlite3_finalize(s);
 

@@ -36,6 +36,7 @@ struct tl_lane {
 	char *label;            /* "w0 ex-w0" */
 	char *detail;           /* "tid 12227" */
 	bool has_cpu;           /* cpu_intervals rows exist for the thread */
+	bool parks_unswitched;  /* its CPU state is not recorded inside its parks */
 	bool has_samples;
 };
 

@@ -487,6 +487,11 @@ static void draw_columns(struct rc *r, const struct tl_lane_scene *ls, const str
 		/* Off CPU inside polls (tl_col.offpoll, an estimate) past a
 		 * twentieth of the column: loud; off CPU while parked: quiet. */
 		float in_poll = fminf(col->busy, col->offpoll);
+		/* Mostly a park whose CPU state was not recorded (the off-CPU
+		 * time it lacks is unknown, not on a CPU): nothing, as the rows
+		 * draw it closer in. */
+		if (lane->parks_unswitched && col->parked > 0.5f && col->busy <= 0.02f && in_poll <= 0.05f)
+			continue;
 		if (in_poll > 0.05f) {
 			GdkRGBA cc = over_bg(r, r->th.blocked, 0.45f + 0.55f * fminf(1, in_poll / fmaxf(col->busy, 0.01f)));
 			lrect(r, &cc, x, y + TL_CPU_Y - TL_BLOCKED_RISE, cw, TL_CPU_H + TL_BLOCKED_RISE);

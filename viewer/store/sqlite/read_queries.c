@@ -6,6 +6,7 @@
  * instants.
  */
 #include "read_queries.h"
+#include "segment_format.h" /* META "switches" */
 
 #include <stddef.h>
 
@@ -31,8 +32,10 @@
 static const char *const sql[SS_Q_COUNT] = {
 	[SS_Q_SCOPE_SPAN] = "SELECT count(*), min(first_ts), max(last_ts) FROM recordings WHERE " REC_OF("id"),
 
-	[SS_Q_SCAN_WORKERS] = "SELECT id, recording_id, thread_id FROM workers WHERE " REC_OF("recording_id")
-			      " ORDER BY id",
+	[SS_Q_SCAN_WORKERS] = "SELECT id, recording_id, thread_id,"
+			      " EXISTS (SELECT 1 FROM metadata m WHERE m.recording_id = workers.recording_id"
+			      "   AND m.key = '" SS_META_SWITCHES "' AND instr(m.value, '" SS_SWITCHES_NOT_PARKED "') = 1)"
+			      " FROM workers WHERE " REC_OF("recording_id") " ORDER BY id",
 	[SS_Q_SCAN_CPU] = "SELECT thread_id, state, ts, dur FROM cpu_intervals WHERE ts < ?3 AND ts + dur >= ?2"
 			  " AND thread_id IN (SELECT thread_id FROM workers WHERE " REC_OF("recording_id") ")",
 	/* Every task of the recordings: the scan counts spawns and ends in the

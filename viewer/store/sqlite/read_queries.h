@@ -16,7 +16,8 @@ enum ss_read_query {
 	/* count of recordings, min(first_ts), max(last_ts) of ?1 (0: all) */
 	SS_Q_SCOPE_SPAN,
 	/* the one-pass scans (viewer/analysis/scan.c), of a scope */
-	SS_Q_SCAN_WORKERS,     /* id, recording_id, thread_id; by id */
+	SS_Q_SCAN_WORKERS,     /* id, recording_id, thread_id, parks unswitched (META
+	                        * "switches": no CPU state inside its parks); by id */
 	SS_Q_SCAN_CPU,         /* thread_id, state, ts, dur of the workers' threads */
 	SS_Q_SCAN_TASKS,       /* id, spawn_ts, end_ts of the tasks */
 	SS_Q_SCAN_TASK_SPAWNS, /* the same, then recording_id, location_id */

@@ -5,6 +5,7 @@
  * rest look rows up by rowid or by stall_id.
  */
 #include "view_queries.h"
+#include "segment_format.h" /* META "switches" */
 
 #include <stddef.h>
 
@@ -85,7 +86,9 @@ static const char *const sql[SS_V_COUNT] = {
 		"   AND coalesce(w2.runtime, '?') = coalesce(w.runtime, '?')),"
 		" EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = w.thread_id),"
 		" EXISTS (SELECT 1 FROM samples x WHERE x.thread_id = w.thread_id),"
-		" (SELECT count(*) FROM recordings)"
+		" (SELECT count(*) FROM recordings),"
+		" EXISTS (SELECT 1 FROM metadata m WHERE m.recording_id = w.recording_id"
+		"   AND m.key = '" SS_META_SWITCHES "' AND instr(m.value, '" SS_SWITCHES_NOT_PARKED "') = 1)"
 		" FROM workers w JOIN threads t ON t.id = w.thread_id"
 		" ORDER BY w.recording_id, coalesce(w.runtime, '?'), w.idx, w.id",
 	/* EXISTS on the (thread_id, ts) indexes: no scan. */

@@ -33,7 +33,8 @@ enum ss_view_query {
 	SS_V_HAS_SUMMARIES,     /* 1 when worker_summaries has a row */
 	SS_V_HAS_LEVEL,         /* ?1 bucket ns: 1 when that summary level exists */
 	SS_V_WORKER_LANES,      /* id, thread_id, recording_id, runtime, idx, thread name, tid,
-	                         * workers of its runtime, has CPU, has samples, recordings */
+	                         * workers of its runtime, has CPU, has samples, recordings,
+	                         * parks unswitched (META "switches": no CPU state in parks) */
 	SS_V_THREAD_LANES,      /* non-worker threads: id, recording_id, name, tid, has CPU, has samples */
 	SS_V_STALLS,            /* id, ts, dur or -1, poll, task, worker, thread, location, detected, kind */
 	SS_V_LOCATIONS,         /* id, function, file, line; at most 100000 */

@@ -1,0 +1,179 @@
+/*
+ * sampler_btf.c - where `pid` and `tgid` lie in the running kernel's struct
+ * task_struct, from its BTF (/sys/kernel/btf/vmlinux), for the sched_switch
+ * program (sampler_swtp.c), which reads them from the task switched in.
+ *
+ * The layout differs between kernels and builds (configuration, randomized
+ * structures), and BTF describes the one running. The file (5 MB here) is mapped
+ * read-only where the kernel allows it (6.16 and later), read otherwise, and
+ * scanned once per process: only a STRUCT named task_struct is looked at
+ * closely. Any surprise (no BTF, an unknown type kind, no such members, a
+ * member that is a bitfield) is an answer of -1 with the reason, never a guess:
+ * the caller then keeps the perf events' switch records. Writer thread only.
+ */
+#include "sampler-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BTF_PATH "/sys/kernel/btf/vmlinux"
+#define BTF_MAGIC 0xeB9F
+#define KIND_STRUCT 4
+
+struct btf_hdr {
+	uint16_t magic;
+	uint8_t version, flags;
+	uint32_t hdr_len, type_off, type_len, str_off, str_len;
+};
+
+/* Bytes that follow a type's 12-byte head, by kind (include/uapi/linux/btf.h):
+ * -1 for a kind this code does not know, whose size it cannot skip. */
+static long extra_bytes(uint32_t kind, uint32_t vlen)
+{
+	switch (kind) {
+	case 1: return 4;                  /* INT */
+	case 3: return 12;                 /* ARRAY */
+	case 4: case 5: return 12l * vlen; /* STRUCT, UNION: members */
+	case 6: return 8l * vlen;          /* ENUM */
+	case 13: return 8l * vlen;         /* FUNC_PROTO: params */
+	case 14: return 4;                 /* VAR */
+	case 15: return 12l * vlen;        /* DATASEC */
+	case 17: return 4;                 /* DECL_TAG */
+	case 19: return 12l * vlen;        /* ENUM64 */
+	case 2: case 7: case 8: case 9: case 10: case 11: case 12: case 16: case 18:
+		return 0;                  /* PTR, FWD, TYPEDEF, modifiers, FUNC, FLOAT, TYPE_TAG */
+	}
+	return -1;
+}
+
+/* The members' byte offsets in the STRUCT at t (vlen members), -1 when absent
+ * or a bitfield. */
+static void members(const unsigned char *t, uint32_t info, const char *str, uint32_t str_len,
+		    long *pid, long *tgid)
+{
+	uint32_t vlen = info & 0xffff;
+	for (uint32_t i = 0; i < vlen; i++) {
+		const unsigned char *m = t + 12 + 12 * (size_t)i;
+		uint32_t name, off;
+		memcpy(&name, m, 4);
+		memcpy(&off, m + 8, 4);
+		if (info >> 31) { /* kind_flag: a bitfield's size in the top byte */
+			if (off >> 24)
+				continue;
+			off &= 0xffffff;
+		}
+		if (name >= str_len || off % 8)
+			continue;
+		const char *s = str + name;
+		size_t room = str_len - name;
+		if (strnlen(s, room) == room)
+			continue;
+		if (!strcmp(s, "pid"))
+			*pid = off / 8;
+		else if (!strcmp(s, "tgid"))
+			*tgid = off / 8;
+	}
+}
+
+static int scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why, size_t len)
+{
+	struct btf_hdr h;
+	if (n < sizeof h) {
+		snprintf(why, len, BTF_PATH ": %zu bytes, not BTF", n);
+		return -EINVAL;
+	}
+	memcpy(&h, b, sizeof h);
+	if (h.magic != BTF_MAGIC || h.hdr_len < sizeof h ||
+	    (uint64_t)h.hdr_len + h.type_off + h.type_len > n ||
+	    (uint64_t)h.hdr_len + h.str_off + h.str_len > n) {
+		snprintf(why, len, BTF_PATH ": not BTF of this byte order");
+		return -EINVAL;
+	}
+	const unsigned char *t = b + h.hdr_len + h.type_off, *end = t + h.type_len;
+	const char *str = (const char *)b + h.hdr_len + h.str_off;
+	while (end - t >= 12) {
+		uint32_t name, info;
+		memcpy(&name, t, 4);
+		memcpy(&info, t + 4, 4);
+		uint32_t kind = (info >> 24) & 0x1f, vlen = info & 0xffff;
+		long extra = extra_bytes(kind, vlen);
+		if (extra < 0 || end - t - 12 < extra) {
+			snprintf(why, len, BTF_PATH ": type kind %u not understood", kind);
+			return -EINVAL;
+		}
+		/* task_struct has hundreds of members: a cheap test before the name's */
+		if (kind == KIND_STRUCT && vlen >= 8 && name < h.str_len &&
+		    h.str_len - name >= sizeof "task_struct" &&
+		    memcmp(str + name, "task_struct", sizeof "task_struct") == 0) {
+			*pid = *tgid = -1;
+			members(t, info, str, h.str_len, pid, tgid);
+			if (*pid < 0 || *tgid < 0) {
+				snprintf(why, len, BTF_PATH ": struct task_struct without byte-aligned "
+					 "pid and tgid");
+				return -ENOENT;
+			}
+			return 0;
+		}
+		t += 12 + extra;
+	}
+	snprintf(why, len, BTF_PATH ": no struct task_struct");
+	return -ENOENT;
+}
+
+/* Once per process: the kernel does not change under it. */
+static int looked, rc_saved;
+static long pid_saved = -1, tgid_saved = -1;
+static char why_saved[160];
+
+static void look(void)
+{
+	looked = 1;
+	int fd = open(BTF_PATH, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		rc_saved = -errno;
+		snprintf(why_saved, sizeof why_saved, BTF_PATH ": %s", ss_errno_name(-rc_saved));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	size_t n = (size_t)st.st_size;
+	void *map = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	unsigned char *buf = NULL;
+	if (map == MAP_FAILED && n) {
+		/* Kernels before 6.16 do not map it: read it whole. */
+		buf = malloc(n);
+		size_t got = 0;
+		for (ssize_t r = 1; buf && got < n && r > 0; got += r > 0 ? (size_t)r : 0)
+			r = pread(fd, buf + got, n - got, (off_t)got);
+		n = buf ? got : 0;
+	}
+	close(fd);
+	const unsigned char *b = map != MAP_FAILED ? map : buf;
+	if (!b) {
+		rc_saved = -ENOMEM;
+		snprintf(why_saved, sizeof why_saved, BTF_PATH ": out of memory");
+	} else {
+		rc_saved = scan(b, n, &pid_saved, &tgid_saved, why_saved, sizeof why_saved);
+	}
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	free(buf);
+}
+
+SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t len)
+{
+	if (!looked)
+		look();
+	*pid_off = pid_saved;
+	*tgid_off = tgid_saved;
+	if (rc_saved)
+		snprintf(why, len, "%s", why_saved);
+	return rc_saved;
+}

@@ -1,0 +1,125 @@
+/*
+ * test_parked_switches.c - where the sched_switch program writes the switches
+ * (sampler_swtp.c: root or CAP_BPF + CAP_PERFMON, the process's per-CPU events),
+ * a parked worker's switches are left out and the segments say so; public API
+ * only.
+ *
+ * A worker alternates ROUNDS times: parked (stallscope_park) for a 5 ms sleep,
+ * then inside a poll for a 5 ms sleep. From the decoded segments:
+ *   (a) defaults: META "switches" begins with SS_SWITCHES_NOT_PARKED, no SWITCH
+ *       of the worker lies inside a park (its sleep switches it out and in), and
+ *       every poll's sleep has a blocked switch-out with an off-CPU sample;
+ *   (b) STALLSCOPE_SWITCH_SOURCE=events: META says the events' switch records,
+ *       and the parks' sleeps have their blocked switch-outs again (so (a) would
+ *       fail if parks were not left out);
+ *   (c) STALLSCOPE_OFFCPU_ALL: a stack at every switch-out asked for, parks
+ *       included: the program writes a parked worker's switches too, and META
+ *       does not say they are left out.
+ * Where the program is not used (not root, another pid namespace) there is
+ * nothing to check: SKIP (77) with the META line.
+ */
+#include <stallscope/stallscope.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "park_poll.h"
+#include "trace_check.h"
+
+#define ROUNDS PP_ROUNDS
+
+struct result {
+	char switches[1024];
+	size_t in_parks;          /* SWITCH records of the worker inside parks */
+	size_t parks_out;         /* parks with a blocked switch-out of the worker */
+	size_t polls_out;         /* polls with a blocked switch-out ... */
+	size_t polls_stack;       /* ... and with an off-CPU sample */
+};
+
+static void record(struct result *res, const char *tag, int offcpu_stacks)
+{
+	memset(res, 0, sizeof *res);
+	struct pp_run r;
+	struct tc_trace t;
+	char *dir;
+	pp_record(&r, "parked-switches-test", tag, offcpu_stacks, &t, &dir);
+	const char *m = tc_meta(&t, SS_META_SWITCHES);
+	snprintf(res->switches, sizeof res->switches, "%s", m ? m : "(none)");
+	for (int i = 0; i < ROUNDS; i++) {
+		int park_out = 0, poll_out = 0, poll_stack = 0;
+		for (size_t k = 0; k < t.nswitches; k++) {
+			const struct tc_switch *s = &t.switches[k];
+			if (s->tid != r.tid)
+				continue;
+			int blocked_out = (s->flags & SS_SWITCH_F_OUT) && !(s->flags & SS_SWITCH_F_PREEMPT);
+			if (pp_inside(&r.park[i], s->ts)) {
+				res->in_parks++;
+				park_out |= blocked_out;
+			}
+			poll_out |= blocked_out && pp_inside(&r.poll[i], s->ts);
+		}
+		for (size_t k = 0; k < t.nsamples; k++)
+			poll_stack |= t.samples[k].tid == r.tid &&
+				      t.samples[k].kind == SS_SAMPLE_KIND_OFFCPU &&
+				      pp_inside(&r.poll[i], t.samples[k].ts);
+		res->parks_out += park_out;
+		res->polls_out += poll_out;
+		res->polls_stack += poll_out && poll_stack;
+	}
+	printf("  %s: META switches: %s\n", tag, res->switches);
+	printf("  %s: %zu switch records inside %d parks (%zu parks with a blocked switch-out); "
+	       "%zu of %d polls with a blocked switch-out, %zu of those with an off-CPU sample\n",
+	       tag, res->in_parks, ROUNDS, res->parks_out, res->polls_out, ROUNDS, res->polls_stack);
+	tc_free(&t);
+	tc_rmrf(dir);
+	free(dir);
+}
+
+static int not_parked(const struct result *r)
+{
+	return !strncmp(r->switches, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct result a, b;
+
+	printf("session 1: defaults\n");
+	record(&a, "parked-switches-auto", STALLSCOPE_OFFCPU_AUTO);
+	if (!not_parked(&a)) {
+		CHECK(geteuid() != 0 || strstr(a.switches, "events:"),
+		      "root, yet neither the program nor the events: %s", a.switches);
+		printf("SKIP: switches not from the sched_switch program here: %s\n", a.switches);
+		return 77;
+	}
+	CHECK(a.in_parks == 0, "program: %zu switch records inside parks", a.in_parks);
+	CHECK(a.polls_out == ROUNDS, "program: blocked switch-outs in %zu of %d polls", a.polls_out,
+	      ROUNDS);
+	CHECK(a.polls_stack == ROUNDS, "program: off-CPU samples in %zu of %d polls", a.polls_stack,
+	      ROUNDS);
+
+	printf("session 2: STALLSCOPE_SWITCH_SOURCE=events\n");
+	setenv("STALLSCOPE_SWITCH_SOURCE", "events", 1);
+	record(&b, "parked-switches-events", STALLSCOPE_OFFCPU_AUTO);
+	unsetenv("STALLSCOPE_SWITCH_SOURCE");
+	CHECK(!strncmp(b.switches, "events:", 7), "events asked for: META %s", b.switches);
+	/* Each park sleeps 5 ms: a blocked switch-out, unless the ring lost it. */
+	CHECK(b.parks_out >= ROUNDS / 2, "events: blocked switch-outs in only %zu of %d parks",
+	      b.parks_out, ROUNDS);
+	CHECK(b.polls_out == ROUNDS, "events: blocked switch-outs in %zu of %d polls", b.polls_out,
+	      ROUNDS);
+
+	printf("session 3: offcpu_stacks = STALLSCOPE_OFFCPU_ALL\n");
+	record(&b, "parked-switches-all", STALLSCOPE_OFFCPU_ALL);
+	CHECK(!not_parked(&b) && !strncmp(b.switches, "sched_switch program:", 21),
+	      "every switch-out's stack asked for: META %s", b.switches);
+	CHECK(b.parks_out >= ROUNDS / 2, "all: blocked switch-outs in only %zu of %d parks",
+	      b.parks_out, ROUNDS);
+	CHECK(b.polls_stack == ROUNDS, "all: off-CPU samples in %zu of %d polls", b.polls_stack,
+	      ROUNDS);
+	printf("ok\n");
+	return 0;
+}
