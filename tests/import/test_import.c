@@ -8,6 +8,9 @@
  *             after it (beyond the merge's window) is imported in time order all
  *             the same: the blocks' floors, read ahead, hold the earlier block's
  *             records back; an .active segment's last block waits for the window;
+ *   growth    an .active segment that grows while it is imported is read as far as
+ *             its floors were read (whole, or up to the damage they ended at), so
+ *             nothing comes late; the next import reads the rest;
  *   again     re-importing adds nothing; a grown .active segment adds only its new
  *             blocks and ends equal to a fresh import;
  *   damage    a truncated copy imports its prefix and records the damage; a flipped
@@ -31,10 +34,13 @@
 #include <unistd.h>
 
 #include "import.h"
+#include "model.h"
 #include "schema_sql.h"
 #include "segment_builder.h"
 #include "segment_reader.h"
+#include "segment_source.h"
 #include "soft_check.h"
+#include "sqlite_store.h"
 
 static char tmp[] = "/tmp/stallscope-test-import-XXXXXX";
 
@@ -522,6 +528,142 @@ static void test_floors(void)
 		free(p), free(db);
 	}
 	printf("floors: records beyond the window, in a later block than records after them, are in time order\n");
+}
+
+/* ---- a segment that grows while it is imported ---------------------------------- */
+
+/* What block_done appends to the file after block 0 is read (the floors were
+ * read ahead before that block's release). */
+struct grow {
+	const char *path;
+	const uint8_t *rest;
+	size_t rest_len;
+	bool done;
+};
+
+static void grow_block_done(void *ctx, const struct ss_block_info *b, bool skipped)
+{
+	(void)skipped;
+	struct grow *g = ctx;
+	if (!g || b->index != 0 || g->done)
+		return;
+	int fd = open(g->path, O_WRONLY | O_APPEND);
+	CHECK(fd >= 0 && write(fd, g->rest, g->rest_len) == (ssize_t)g->rest_len, "growth: append");
+	if (fd >= 0)
+		close(fd);
+	g->done = true;
+}
+
+/* One ss_segment_source_run of path into m, the first skip blocks' events left
+ * out as an incremental import leaves them; the reader's damage and blocks. */
+static struct ss_segment_run grow_run(struct ss_model *m, const char *path, uint64_t skip, struct grow *g,
+				      struct ss_damage *dmg, uint64_t *blocks)
+{
+	struct ss_segment_run run = { 0 };
+	struct ss_reader *rd;
+	char err[256];
+	if (ss_reader_open_file(&rd, path, NULL, NULL, err, sizeof err) != 0) {
+		CHECK(false, "growth: open %s: %s", path, err);
+		return run;
+	}
+	const struct ss_segment_header *h = ss_reader_header(rd);
+	struct ss_recording_info info = { h->session_id, h->pid, h->exe, strlen(h->exe), h->hostname, h->boot_id,
+					  0, 0 };
+	CHECK(ss_model_recording(m, &info) == 0, "growth: recording");
+	CHECK(ss_segment_source_run(m, rd, NULL, skip, &run, grow_block_done, g) == 0, "growth: run");
+	*dmg = *ss_reader_damage(rd);
+	*blocks = ss_reader_stats(rd)->blocks;
+	ss_reader_close(rd);
+	return run;
+}
+
+/* An .active segment that grows while it is imported: blocks of polls at 1.0,
+ * 1.5 and 1.6 s, and a block the writer appends while block 0 is read, with a
+ * poll at 1.2 s (threads' rings are drained one after another, so a later
+ * block can hold earlier times). The floors were read from the three blocks
+ * only, so the import reads those three and leaves the fourth to the next
+ * import: no record comes late. Whole, or half written when the floors are
+ * read (then the import ends where they ended: at that damage). Read on one
+ * thread and with the pipeline. A read that went on into the new block
+ * released 1.5 s before it and counted its two records late. */
+static void test_growth_during_import(void)
+{
+	const uint64_t s = 1000000000ull;
+	struct sb_header h = { .session_id = 95, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	for (uint64_t th = 1; th <= 3; th++)
+		thread_def_open(&b, th, 0, 0, 0);
+	const uint64_t at[4] = { 1 * s, 1500000000ull, 1600000000ull, 1200000000ull };
+	const uint64_t on[4] = { 1, 2, 1, 3 };
+	size_t prefix = 0;
+	for (int k = 0; k < 4; k++) {
+		if (k)
+			sb_begin_block(&b);
+		sb_thread(&b, on[k], at[k]);
+		sb_event(&b, SS_REC_POLL_BEGIN, at[k], 2, (uint64_t)(7 + k), (uint64_t)2);
+		sb_event(&b, SS_REC_POLL_END, at[k] + 100, 0);
+		sb_end_block(&b, false);
+		if (k == 2)
+			prefix = b.len;
+	}
+	char *p = path_in_tmp("grow.0.bin.active");
+	for (int half = 0; half < 2; half++) {
+		for (int pipe = 0; pipe < 2; pipe++) {
+			/* What is there when the floors are read: three blocks, and
+			 * half of the fourth or none of it. */
+			size_t there = prefix + (half ? (b.len - prefix) / 2 : 0);
+			spit(p, b.buf, there);
+			struct grow g = { p, b.buf + there, b.len - there, false };
+			setenv("STALLSCOPE_IMPORT_PIPELINE", pipe ? "1" : "0", 1);
+			char err[600];
+			struct ss_sqlite_store *st = ss_sqlite_open(":memory:", false, err, sizeof err);
+			CHECK(st != NULL, "growth: store: %s", err);
+			if (!st)
+				break;
+			struct ss_sink sink;
+			ss_sqlite_sink(st, &sink);
+			struct ss_model_options mo = { .quiet = true };
+			struct ss_model *m = ss_model_new(&mo, &sink, err, sizeof err);
+			CHECK(m != NULL, "growth: model: %s", err);
+			if (!m) {
+				ss_sqlite_close(st);
+				break;
+			}
+			struct ss_damage dmg;
+			uint64_t blocks;
+			struct ss_segment_run r1 = grow_run(m, p, 0, &g, &dmg, &blocks);
+			const char *how = half ? (pipe ? "half a block, pipeline" : "half a block")
+					       : (pipe ? "a block, pipeline" : "a block");
+			CHECK(g.done, "growth (%s): the file did not grow", how);
+			CHECK(ss_model_late(m) == 0, "growth (%s): %llu records late", how,
+			      (unsigned long long)ss_model_late(m));
+			CHECK(r1.events == 6 && blocks == 3, "growth (%s): %llu events of %llu blocks read, want the"
+			      " 6 of the 3 blocks the floors were read from", how, (unsigned long long)r1.events,
+			      (unsigned long long)blocks);
+			CHECK(dmg.kind == (half ? SS_DAMAGE_TRUNCATED : SS_DAMAGE_NONE) && (!half || dmg.block == 3),
+			      "growth (%s): damage %s at block %llu, want %s", how, ss_damage_kind_name(dmg.kind),
+			      (unsigned long long)dmg.block, half ? "truncated at 3 (as the floors saw it)" : "none");
+			/* The next import: the block written since. */
+			struct ss_segment_run r2 = grow_run(m, p, blocks, NULL, &dmg, &blocks);
+			CHECK(r2.events == 2 && blocks == 4 && dmg.kind == SS_DAMAGE_NONE && ss_model_late(m) == 0,
+			      "growth (%s): the next import read %llu events, %llu blocks, %llu late", how,
+			      (unsigned long long)r2.events, (unsigned long long)blocks,
+			      (unsigned long long)ss_model_late(m));
+			ss_model_recording_end(m);
+			ss_model_free(m);
+			ss_sqlite_close(st);
+		}
+	}
+	unsetenv("STALLSCOPE_IMPORT_PIPELINE");
+	unlink(p);
+	free(p);
+	sb_free(&b);
+	printf("growth: an .active segment that grows while it is imported gives the blocks the floors were"
+	       " read from, in time order; the next import the rest\n");
 }
 
 static void test_cross_thread_order(void)
@@ -1312,6 +1454,7 @@ int main(int argc, char **argv)
 	test_stitch();
 	test_cross_thread_order();
 	test_floors();
+	test_growth_during_import();
 	test_pipeline();
 	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);
