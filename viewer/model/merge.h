@@ -73,8 +73,8 @@ struct ss_merge {
 	size_t arena_len, arena_cap;
 	uint64_t late;          /* records that arrived after later ones were released */
 	struct ss_hmap declared; /* threads the unit has defined (ss_merge_declare) */
+	struct ss_hmap pinned;   /* thread -> its first pinned stream + 1 (merge.c) */
 	uint32_t unit;          /* units begun (ss_merge_drain), for the streams' checks */
-	size_t n_pinned;        /* streams of a thread not defined yet (merge.c) */
 	uint64_t cached_key;    /* the last stream looked up */
 	uint32_t cached_idx;
 	struct ss_merge_entry **pool; /* chunks no stream uses (merge.c) */
@@ -105,7 +105,8 @@ int ss_merge_release_to(struct ss_merge *m, uint64_t floor);
 
 /* The unit defined thread (its THREAD_DEF was read), or the source knows it
  * from before: its events no longer hold the floor. Thread 0 needs no
- * definition. */
+ * definition. Costs O(1) plus the streams of that thread, however many
+ * threads wait. */
 void ss_merge_declare(struct ss_merge *m, uint64_t thread);
 
 /* Releases everything, in order, and forgets the times seen: what is pushed
