@@ -11,6 +11,9 @@
  *   growth    an .active segment that grows while it is imported is read as far as
  *             its floors were read (whole, or up to the damage they ended at), so
  *             nothing comes late; the next import reads the rest;
+ *   known     a thread of an earlier segment whose definition in the next one
+ *             comes after its sampler's records there gets it before they are
+ *             delivered (its name, its worker lane);
  *   again     re-importing adds nothing; a grown .active segment adds only its new
  *             blocks and ends equal to a fresh import;
  *   damage    a truncated copy imports its prefix and records the damage; a flipped
@@ -664,6 +667,90 @@ static void test_growth_during_import(void)
 	sb_free(&b);
 	printf("growth: an .active segment that grows while it is imported gives the blocks the floors were"
 	       " read from, in time order; the next import the rest\n");
+}
+
+/* A thread of an earlier segment whose THREAD_DEF in the next one comes in a
+ * later block than its sampler's records there: a rename (COMM) at 2.1 s and
+ * a CPU sample at 2.2 s in block 0 of segment 1, the definition that makes
+ * it a worker in block 1 (2.5 s). As with the window alone, the definition is
+ * read before those records are delivered: the name is the COMM's (the later
+ * fact), and the sample is the worker's. Delivered by the floor before the
+ * definition, the name was the definition's and the sample had no worker. */
+static void test_known_thread_defined_later(void)
+{
+	const uint64_t s = 1000000000ull;
+	struct sb_header h = { .session_id = 96, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb s0, s1;
+	h.segment_seq = 0;
+	sb_init(&s0, &h);
+	sb_begin_block(&s0);
+	defs(&s0);
+	sb_thread_def(&s0, 1, 101, "first", 0, 0, 0);
+	sb_thread(&s0, 1, 1 * s);
+	sb_event(&s0, SS_REC_MARK, 1 * s, 2, (uint64_t)1, (uint64_t)5);
+	sb_end_block(&s0, false);
+	sb_footer(&s0, SS_SEALED_WRITER, 0);
+	h.segment_seq = 1;
+	h.start_ts = 2 * s;
+	sb_init(&s1, &h);
+	sb_begin_block(&s1);
+	defs(&s1);
+	thread_def_open(&s1, 2, 0, 0, 0);
+	sb_thread(&s1, 2, 2 * s);
+	sb_event(&s1, SS_REC_POLL_BEGIN, 2 * s, 2, (uint64_t)7, (uint64_t)2);
+	sb_event(&s1, SS_REC_POLL_END, 2 * s + 100, 0);
+	uint8_t comm[32];
+	size_t n = 0;
+	n += ss_put_varint(comm + n, 1);
+	n += ss_put_varint(comm + n, 101);
+	n += ss_put_varint(comm + n, 2 * s + s / 10);
+	n += ss_put_varint(comm + n, 7);
+	memcpy(comm + n, "renamed", 7);
+	n += 7;
+	sb_ext(&s1, SS_REC_COMM, comm, n);
+	sb_cpu_sample(&s1, 1, 101, 2 * s + s / 5, 0);
+	sb_end_block(&s1, false);
+	sb_begin_block(&s1);
+	sb_thread_def(&s1, 1, 101, "first", 1, 0, SS_THREAD_F_WORKER);
+	sb_thread(&s1, 1, 2 * s + s / 2);
+	sb_event(&s1, SS_REC_MARK, 2 * s + s / 2, 2, (uint64_t)1, (uint64_t)6);
+	sb_end_block(&s1, false);
+	sb_footer(&s1, SS_SEALED_WRITER, 0);
+	char *p0 = path_in_tmp("known.0.bin"), *p1 = path_in_tmp("known.1.bin");
+	spit(p0, s0.buf, s0.len);
+	spit(p1, s1.buf, s1.len);
+	sb_free(&s0);
+	sb_free(&s1);
+	for (int two = 0; two < 2; two++) {
+		for (int pipe = 0; pipe < 2; pipe++) {
+			char name[32];
+			snprintf(name, sizeof name, "known-%d-%d.db", two, pipe);
+			char *db = path_in_tmp(name);
+			struct ss_import_result res;
+			setenv("STALLSCOPE_IMPORT_PIPELINE", pipe ? "1" : "0", 1);
+			if (two) {
+				CHECK(import(db, &res, NULL, 0, 1, p0) == SS_IMPORT_OK, "known: first import");
+				CHECK(import(db, &res, NULL, 0, 1, p1) == SS_IMPORT_OK, "known: second import");
+			} else {
+				CHECK(import(db, &res, NULL, 0, 2, p0, p1) == SS_IMPORT_OK, "known: import");
+			}
+			const char *how = two ? (pipe ? "two imports, pipeline" : "two imports")
+					      : (pipe ? "one import, pipeline" : "one import");
+			sqlite3 *d = opendb(db);
+			char *nm = qs(d, "SELECT name FROM threads WHERE thread = 1");
+			CHECK(nm && strcmp(nm, "renamed") == 0, "known (%s): thread 1 is called '%s', want the"
+			      " COMM's 'renamed'", how, nm ? nm : "(null)");
+			free(nm);
+			CHECK(q1(d, "SELECT count(*) FROM samples WHERE worker_id IS NOT NULL") == 1,
+			      "known (%s): the sample after the thread became a worker has no worker", how);
+			sqlite3_close(d);
+			free(db);
+		}
+	}
+	unsetenv("STALLSCOPE_IMPORT_PIPELINE");
+	free(p0), free(p1);
+	printf("known thread: its definition in a later segment is read before its sampler's records there\n");
 }
 
 static void test_cross_thread_order(void)
@@ -1455,6 +1542,7 @@ int main(int argc, char **argv)
 	test_cross_thread_order();
 	test_floors();
 	test_growth_during_import();
+	test_known_thread_defined_later();
 	test_pipeline();
 	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);

@@ -12,8 +12,9 @@
  *     nothing after it, even what the window would have let go; an event of a
  *     thread not declared in the unit waits for the window as well, with all
  *     after it, until its thread is declared; a drain begins a unit in which
- *     nothing is declared; thread 0 needs no declaring; a declaration costs
- *     the streams of its thread only (32000 threads: about what pushing their
+ *     nothing is declared; thread 0 needs no declaring; once the unit says
+ *     which threads it defines, only those wait; a declaration costs the
+ *     streams of its thread only (32000 threads: about what pushing their
  *     records costs);
  *   - every record type comes back with all its fields, strings included (a
  *     park's CPU clock, an explicit waker, a span's id, parent, fields and
@@ -237,6 +238,47 @@ static void test_floor(void)
 	ss_merge_declare(&m, 3);
 	ss_merge_release_to(&m, 5 * s1);
 	CHECK(n_out == 1, "declared in the new unit: %zu released", n_out);
+	ss_merge_drain(&m);
+	ss_merge_free(&m);
+}
+
+/* The threads a unit defines (ss_merge_unit_defines): until it says, every
+ * thread not declared holds the floor; then only those it defines do, until
+ * their declaration; a drain forgets what it said. */
+static void test_unit_defines(void)
+{
+	struct ss_merge m;
+	ss_merge_init(&m, collect, NULL);
+	n_out = 0;
+	const uint64_t s1 = 1000000000ull;
+	ss_merge_declare(&m, 1);
+	struct ss_event sw5 = ev(SS_EV_SWITCH, 5, 1 * s1, 0), p1 = ev(SS_EV_PARK, 1, 2 * s1, 0);
+	sw5.tid = 55;
+	ss_merge_push(&m, &sw5);
+	ss_merge_push(&m, &p1);
+	ss_merge_release_to(&m, 3 * s1);
+	CHECK(n_out == 0, "thread 5 (not declared, the unit not said) held nothing back: %zu released", n_out);
+	const uint64_t defined[] = { 6 };
+	ss_merge_unit_defines(&m, defined, 1);
+	ss_merge_release_to(&m, 3 * s1);
+	CHECK(n_out == 2 && out[0].thread == 5, "the unit does not define thread 5: %zu released", n_out);
+	struct ss_event sw6 = ev(SS_EV_SWITCH, 6, 3 * s1 + s1 / 2, 0), p2 = ev(SS_EV_PARK, 1, 4 * s1, 0);
+	struct ss_event sw7 = ev(SS_EV_SWITCH, 7, 4 * s1 + s1 / 2, 0);
+	sw6.tid = 66;
+	sw7.tid = 77;
+	ss_merge_push(&m, &sw6);
+	ss_merge_push(&m, &p2);
+	ss_merge_push(&m, &sw7);
+	ss_merge_release_to(&m, 5 * s1);
+	CHECK(n_out == 2, "thread 6, which the unit defines, holds the floor: %zu released", n_out);
+	ss_merge_declare(&m, 6);
+	ss_merge_release_to(&m, 5 * s1);
+	CHECK(n_out == 5 && out[2].thread == 6 && out[4].thread == 7, "declared, it goes: %zu released", n_out);
+	ss_merge_drain(&m);
+	n_out = 0;
+	ss_merge_push(&m, &sw5);
+	ss_merge_release_to(&m, 5 * s1);
+	CHECK(n_out == 0, "a drain forgets what the unit defined: %zu released", n_out);
 	ss_merge_drain(&m);
 	ss_merge_free(&m);
 }
@@ -537,6 +579,7 @@ int main(void)
 	test_backwards_and_stalls();
 	test_window_late_cap();
 	test_floor();
+	test_unit_defines();
 	test_declare_many();
 	test_fields();
 	test_error();

@@ -10,7 +10,8 @@
  * thread of its own while the first block is read), and after each block the
  * merge releases every event up to the least floor of the blocks after it: no
  * event still to come is earlier (merge.h). The read goes no further than the
- * blocks walked (floors_ahead.h).
+ * blocks walked (floors_ahead.h), and only the threads those blocks define
+ * hold their events back until their definition is read.
  */
 #include "segment_source.h"
 
@@ -241,7 +242,7 @@ static bool stopped(const struct sink_to *to)
 	return to->p ? ss_model_pipe_stopped(to->p) : ss_model_failed(to->m);
 }
 
-static void floors_after(struct run *u);
+static void floors_after(struct run *u, const struct sink_to *to);
 
 /* Every block of the unit, its records in file order. */
 static int read_unit(struct run *u, const struct sink_to *to)
@@ -271,7 +272,7 @@ static int read_unit(struct run *u, const struct sink_to *to)
 			}
 		}
 		if (!u->floors_in)
-			floors_after(u); /* before the first release */
+			floors_after(u, to); /* before the first release */
 		if (!stopped(to)) {
 			/* The last block walked has no floor after it (an .active
 			 * segment's read ends there; the segment's end drains the rest),
@@ -311,11 +312,18 @@ static bool pipeline_wanted(void)
 	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
-/* Before the first release: the floors read ahead, after each block. */
-static void floors_after(struct run *u)
+/* Before the first release: the floors read ahead, after each block, and the
+ * threads the unit defines (only their events wait for a definition). */
+static void floors_after(struct run *u, const struct sink_to *to)
 {
 	u->floors_in = true;
 	ss_floors_ahead_end(&u->ahead, u->rd, u->skip_blocks, &u->fl);
+	if (!u->fl.n || !to)
+		return;
+	if (to->p)
+		ss_model_pipe_unit_defines(to->p, u->fl.threads, u->fl.n_threads);
+	else
+		ss_model_unit_defines(u->m, u->fl.threads, u->fl.n_threads);
 }
 
 int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
@@ -337,7 +345,7 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		read_unit(&u, &to);
 	}
 	if (!u.floors_in)
-		floors_after(&u); /* no block was read: the thread still ends */
+		floors_after(&u, NULL); /* no block was read: the thread still ends */
 	ss_floors_after_free(&u.fl);
 	return ss_model_segment_end(m);
 }

@@ -137,6 +137,7 @@ void ss_merge_free(struct ss_merge *m)
 	free(m->arena);
 	ss_hmap_free(&m->ids);
 	ss_hmap_free(&m->declared);
+	ss_hmap_free(&m->defines);
 	ss_hmap_free(&m->pinned);
 	int (*deliver)(void *, const struct ss_event *) = m->deliver;
 	void *ctx = m->ctx;
@@ -533,7 +534,8 @@ static void check_pinned(struct ss_merge *m, struct ss_merge_stream *s, uint32_t
 {
 	uint64_t v, first = 0;
 	s->checked_unit = m->unit;
-	s->pinned = s->thread && !ss_hmap_get(&m->declared, s->thread, 0, &v);
+	s->pinned = s->thread && !ss_hmap_get(&m->declared, s->thread, 0, &v) &&
+		    (!m->defines_known || ss_hmap_get(&m->defines, s->thread, 0, &v));
 	if (!s->pinned)
 		return;
 	ss_hmap_get(&m->pinned, s->thread, 0, &first);
@@ -653,6 +655,42 @@ void ss_merge_declare(struct ss_merge *m, uint64_t thread)
 	unpin(m, thread);
 }
 
+struct undefined {
+	const struct ss_merge *m;
+	uint64_t *threads;
+	size_t n;
+};
+
+static void undefined_cb(void *ctx, uint64_t thread, uint64_t b, uint64_t first)
+{
+	(void)b, (void)first;
+	struct undefined *u = ctx;
+	uint64_t v;
+	if (!ss_hmap_get(&u->m->defines, thread, 0, &v))
+		u->threads[u->n++] = thread;
+}
+
+void ss_merge_unit_defines(struct ss_merge *m, const uint64_t *threads, size_t n)
+{
+	ss_hmap_clear(&m->defines);
+	for (size_t i = 0; i < n; i++)
+		if (ss_hmap_put(&m->defines, threads[i], 0, 1) != 0) {
+			/* Every thread not declared stays one the unit may define. */
+			ss_hmap_clear(&m->defines);
+			return;
+		}
+	m->defines_known = true;
+	/* The streams pinned before the unit said, of a thread it does not
+	 * define (the map cannot change while it is walked). */
+	struct undefined u = { m, malloc((m->pinned.len ? m->pinned.len : 1) * sizeof *u.threads), 0 };
+	if (!u.threads)
+		return; /* they wait for the window: the order stays right */
+	ss_hmap_foreach(&m->pinned, undefined_cb, &u);
+	for (size_t i = 0; i < u.n; i++)
+		unpin(m, u.threads[i]);
+	free(u.threads);
+}
+
 int ss_merge_drain(struct ss_merge *m)
 {
 	while (m->n_heap) {
@@ -672,6 +710,8 @@ int ss_merge_drain(struct ss_merge *m)
 	m->unit++;
 	ss_hmap_clear(&m->declared);
 	ss_hmap_clear(&m->pinned);
+	ss_hmap_clear(&m->defines);
+	m->defines_known = false;
 	return 0;
 }
 
