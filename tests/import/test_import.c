@@ -14,6 +14,8 @@
  *   known     a thread of an earlier segment whose definition in the next one
  *             comes after its sampler's records there gets it before they are
  *             delivered (its name, its worker lane);
+ *   late      records beyond what the merge holds are counted, and the warning
+ *             says what it holds;
  *   again     re-importing adds nothing; a grown .active segment adds only its new
  *             blocks and ends equal to a fresh import;
  *   damage    a truncated copy imports its prefix and records the damage; a flipped
@@ -751,6 +753,57 @@ static void test_known_thread_defined_later(void)
 	unsetenv("STALLSCOPE_IMPORT_PIPELINE");
 	free(p0), free(p1);
 	printf("known thread: its definition in a later segment is read before its sampler's records there\n");
+}
+
+/* Records late beyond what the merge holds are counted and the import says
+ * so, and why: a segment that defines a string twice (as the recorder does
+ * after a block failed to reach the disk) has no floors, so the window
+ * decides, and block 1's poll at 2 s comes after block 0's at 3 s was passed
+ * on (stream time 7 s). */
+static void test_late_warning(void)
+{
+	const uint64_t s = 1000000000ull;
+	struct sb_header h = { .session_id = 97, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	struct sb b;
+	sb_init(&b, &h);
+	sb_begin_block(&b);
+	defs(&b);
+	for (uint64_t th = 1; th <= 3; th++)
+		thread_def_open(&b, th, 0, 0, 0);
+	sb_thread(&b, 2, 3 * s);
+	sb_event(&b, SS_REC_POLL_BEGIN, 3 * s, 2, (uint64_t)7, (uint64_t)2);
+	sb_event(&b, SS_REC_POLL_END, 3 * s + 100, 0);
+	sb_thread(&b, 1, 7 * s);
+	sb_event(&b, SS_REC_MARK, 7 * s, 2, (uint64_t)1, (uint64_t)0);
+	sb_end_block(&b, false);
+	sb_begin_block(&b);
+	sb_string(&b, 1, "rt"); /* again */
+	sb_thread(&b, 3, 2 * s);
+	sb_event(&b, SS_REC_POLL_BEGIN, 2 * s, 2, (uint64_t)8, (uint64_t)2);
+	sb_event(&b, SS_REC_POLL_END, 2 * s + 100, 0);
+	sb_end_block(&b, false);
+	sb_footer(&b, SS_SEALED_WRITER, 0);
+	char *p = path_in_tmp("late-warning.0.bin"), *db = path_in_tmp("late-warning.db");
+	spit(p, b.buf, b.len);
+	sb_free(&b);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *log = open_memstream(&text, &len);
+	struct ss_import_options o = { .db_path = db, .log = log };
+	const char *paths[] = { p };
+	struct ss_import_result res;
+	CHECK(ss_import_paths(&o, paths, 1, &res) == SS_IMPORT_OK, "late warning: import");
+	fclose(log);
+	CHECK(res.late == 2, "late warning: %llu records late, want the 2 of the poll at 2 s",
+	      (unsigned long long)res.late);
+	CHECK(text && strstr(text, "warning: 2 records came after later ones of other threads had been passed on"
+			     " (the merge holds up to 1048576 records, and 2.0 s of trace time where"
+			     " blocks' time floors are not known"),
+	      "late warning: the import said: %s", text ? text : "(nothing)");
+	free(text);
+	free(p), free(db);
+	printf("late: records beyond what the merge holds are counted, and the warning says what it holds\n");
 }
 
 static void test_cross_thread_order(void)
@@ -1543,6 +1596,7 @@ int main(int argc, char **argv)
 	test_floors();
 	test_growth_during_import();
 	test_known_thread_defined_later();
+	test_late_warning();
 	test_pipeline();
 	test_task_reuse();
 	test_growth_and_damage(argv[1], argv[2]);
