@@ -401,15 +401,44 @@ static void defs(struct sb *b)
 	sb_location(b, 2, 3, 42, 4);
 }
 
+/* A segment begun, its first block open with the definitions of defs(). */
+static void segment_begun(struct sb *b, const struct sb_header *h)
+{
+	sb_init(b, h);
+	sb_begin_block(b);
+	defs(b);
+}
+
+/* Seals b, writes it to name in the test directory and frees it; the path. */
+static char *seal_to(struct sb *b, const char *name)
+{
+	sb_footer(b, SS_SEALED_WRITER, 0);
+	char *p = path_in_tmp(name);
+	spit(p, b->buf, b->len);
+	sb_free(b);
+	return p;
+}
+
+/* Two segments into db: in one import, or in two (the second one resumes
+ * from what the first stored). */
+static void import_two(const char *db, bool two, const char *p0, const char *p1, const char *what)
+{
+	struct ss_import_result res;
+	if (two) {
+		CHECK(import(db, &res, NULL, 0, 1, p0) == SS_IMPORT_OK, "%s: first import", what);
+		CHECK(import(db, &res, NULL, 0, 1, p1) == SS_IMPORT_OK, "%s: second import", what);
+	} else {
+		CHECK(import(db, &res, NULL, 0, 2, p0, p1) == SS_IMPORT_OK, "%s: import", what);
+	}
+}
+
 static void test_stitch(void)
 {
 	struct sb_header h = { .session_id = 77, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
 			       .start_ts = 1000 };
 	struct sb s0, s1;
 	h.segment_seq = 0;
-	sb_init(&s0, &h);
-	sb_begin_block(&s0);
-	defs(&s0);
+	segment_begun(&s0, &h);
 	thread_def_open(&s0, 1, 0, 0, 0);
 	sb_thread_def(&s0, 2, 202, "waker", 0, 0, 0);
 	sb_thread(&s0, 2, 1500);
@@ -421,9 +450,7 @@ static void test_stitch(void)
 
 	h.segment_seq = 1;
 	h.start_ts = 3000;
-	sb_init(&s1, &h);
-	sb_begin_block(&s1);
-	defs(&s1);
+	segment_begun(&s1, &h);
 	thread_def_open(&s1, 1, 7, 2000, 0);
 	sb_thread(&s1, 1, 5000);
 	sb_event(&s1, SS_REC_POLL_END, 5000, 0);
@@ -466,18 +493,50 @@ static void two_threads(struct sb *b, struct sb_header *h, uint64_t session)
 {
 	*h = (struct sb_header){ .session_id = session, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
 				 .start_ts = 1000 };
-	sb_init(b, h);
-	sb_begin_block(b);
-	defs(b);
+	segment_begun(b, h);
 	thread_def_open(b, 1, 0, 0, 0);
 	thread_def_open(b, 2, 0, 0, 0);
 }
 
+/* A poll of task on thread from ts to ts + 100. */
+static void poll_at(struct sb *b, uint64_t thread, uint64_t ts, uint64_t task)
+{
+	sb_thread(b, thread, ts);
+	sb_event(b, SS_REC_POLL_BEGIN, ts, 2, task, (uint64_t)2);
+	sb_event(b, SS_REC_POLL_END, ts + 100, 0);
+}
+
+/* A segment begun, its first block open: the definitions and workers 1 to 3. */
+static void three_workers(struct sb *b, const struct sb_header *h)
+{
+	segment_begun(b, h);
+	for (uint64_t th = 1; th <= 3; th++)
+		thread_def_open(b, th, 0, 0, 0);
+}
+
 /* Worker 2 polls at 3 s and thread 1 marks at 7 s in block 0; worker 3's poll
- * at 2 s is in block 1, more than the merge's 2 s window after the mark. The
- * window alone releases the 3 s poll before block 1 is read and the 2 s one
- * comes late (its poll id above the later poll's); with the blocks' floors read
- * ahead, block 0 waits for block 1's 2 s, and ids grow with the polls' starts. */
+ * at 2 s is in block 1 (which first defines string 1 again where
+ * define_again), more than the merge's 2 s window after the mark. The segment
+ * is left after block 1. */
+static void poll_behind_window(struct sb *b, const struct sb_header *h, bool define_again, bool zstd)
+{
+	const uint64_t s = 1000000000ull;
+	three_workers(b, h);
+	poll_at(b, 2, 3 * s, 7);
+	sb_thread(b, 1, 7 * s);
+	sb_event(b, SS_REC_MARK, 7 * s, 2, (uint64_t)1, (uint64_t)0);
+	sb_end_block(b, false);
+	sb_begin_block(b);
+	if (define_again)
+		sb_string(b, 1, "rt");
+	poll_at(b, 3, 2 * s, 8);
+	sb_end_block(b, zstd);
+}
+
+/* poll_behind_window: the window alone releases the 3 s poll before block 1
+ * is read and the 2 s one comes late (its poll id above the later poll's);
+ * with the blocks' floors read ahead, block 0 waits for block 1's 2 s, and ids
+ * grow with the polls' starts. */
 static void test_floors(void)
 {
 	struct sb_header h = { .session_id = 90, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
@@ -486,32 +545,14 @@ static void test_floors(void)
 	for (int sealed = 1; sealed >= 0; sealed--) {
 		struct sb b;
 		h.session_id = 90 + (uint64_t)sealed;
-		sb_init(&b, &h);
-		sb_begin_block(&b);
-		defs(&b);
-		for (uint64_t th = 1; th <= 3; th++)
-			thread_def_open(&b, th, 0, 0, 0);
-		sb_thread(&b, 2, 3 * s);
-		sb_event(&b, SS_REC_POLL_BEGIN, 3 * s, 2, (uint64_t)7, (uint64_t)2);
-		sb_event(&b, SS_REC_POLL_END, 3 * s + 100, 0);
-		sb_thread(&b, 1, 7 * s);
-		sb_event(&b, SS_REC_MARK, 7 * s, 2, (uint64_t)1, (uint64_t)0);
-		sb_end_block(&b, false);
-		sb_begin_block(&b);
-		sb_thread(&b, 3, 2 * s);
-		sb_event(&b, SS_REC_POLL_BEGIN, 2 * s, 2, (uint64_t)8, (uint64_t)2);
-		sb_event(&b, SS_REC_POLL_END, 2 * s + 100, 0);
-		sb_end_block(&b, true);
+		poll_behind_window(&b, &h, false, true);
 		if (sealed) {
 			sb_footer(&b, SS_SEALED_WRITER, 0);
 		} else {
-			/* An .active segment: its last block read ahead may not be
-			 * the last by the time it is read, so it has no floor after
-			 * it; the window decides there. */
+			/* An .active segment: its last block read ahead has no
+			 * floor after it; the window decides there. */
 			sb_begin_block(&b);
-			sb_thread(&b, 2, 8 * s);
-			sb_event(&b, SS_REC_POLL_BEGIN, 8 * s, 2, (uint64_t)9, (uint64_t)2);
-			sb_event(&b, SS_REC_POLL_END, 8 * s + 100, 0);
+			poll_at(&b, 2, 8 * s, 9);
 			sb_end_block(&b, false);
 		}
 		char *p = path_in_tmp(sealed ? "floors.0.bin" : "floors.0.bin.active");
@@ -597,20 +638,14 @@ static void test_growth_during_import(void)
 	struct sb_header h = { .session_id = 95, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
 			       .start_ts = 1000 };
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
-	for (uint64_t th = 1; th <= 3; th++)
-		thread_def_open(&b, th, 0, 0, 0);
+	three_workers(&b, &h);
 	const uint64_t at[4] = { 1 * s, 1500000000ull, 1600000000ull, 1200000000ull };
 	const uint64_t on[4] = { 1, 2, 1, 3 };
 	size_t prefix = 0;
 	for (int k = 0; k < 4; k++) {
 		if (k)
 			sb_begin_block(&b);
-		sb_thread(&b, on[k], at[k]);
-		sb_event(&b, SS_REC_POLL_BEGIN, at[k], 2, (uint64_t)(7 + k), (uint64_t)2);
-		sb_event(&b, SS_REC_POLL_END, at[k] + 100, 0);
+		poll_at(&b, on[k], at[k], (uint64_t)(7 + k));
 		sb_end_block(&b, false);
 		if (k == 2)
 			prefix = b.len;
@@ -685,23 +720,17 @@ static void test_known_thread_defined_later(void)
 			       .start_ts = 1000 };
 	struct sb s0, s1;
 	h.segment_seq = 0;
-	sb_init(&s0, &h);
-	sb_begin_block(&s0);
-	defs(&s0);
+	segment_begun(&s0, &h);
 	sb_thread_def(&s0, 1, 101, "first", 0, 0, 0);
 	sb_thread(&s0, 1, 1 * s);
 	sb_event(&s0, SS_REC_MARK, 1 * s, 2, (uint64_t)1, (uint64_t)5);
 	sb_end_block(&s0, false);
-	sb_footer(&s0, SS_SEALED_WRITER, 0);
+	char *p0 = seal_to(&s0, "known.0.bin");
 	h.segment_seq = 1;
 	h.start_ts = 2 * s;
-	sb_init(&s1, &h);
-	sb_begin_block(&s1);
-	defs(&s1);
+	segment_begun(&s1, &h);
 	thread_def_open(&s1, 2, 0, 0, 0);
-	sb_thread(&s1, 2, 2 * s);
-	sb_event(&s1, SS_REC_POLL_BEGIN, 2 * s, 2, (uint64_t)7, (uint64_t)2);
-	sb_event(&s1, SS_REC_POLL_END, 2 * s + 100, 0);
+	poll_at(&s1, 2, 2 * s, 7);
 	uint8_t comm[32];
 	size_t n = 0;
 	n += ss_put_varint(comm + n, 1);
@@ -718,25 +747,14 @@ static void test_known_thread_defined_later(void)
 	sb_thread(&s1, 1, 2 * s + s / 2);
 	sb_event(&s1, SS_REC_MARK, 2 * s + s / 2, 2, (uint64_t)1, (uint64_t)6);
 	sb_end_block(&s1, false);
-	sb_footer(&s1, SS_SEALED_WRITER, 0);
-	char *p0 = path_in_tmp("known.0.bin"), *p1 = path_in_tmp("known.1.bin");
-	spit(p0, s0.buf, s0.len);
-	spit(p1, s1.buf, s1.len);
-	sb_free(&s0);
-	sb_free(&s1);
+	char *p1 = seal_to(&s1, "known.1.bin");
 	for (int two = 0; two < 2; two++) {
 		for (int pipe = 0; pipe < 2; pipe++) {
 			char name[32];
 			snprintf(name, sizeof name, "known-%d-%d.db", two, pipe);
 			char *db = path_in_tmp(name);
-			struct ss_import_result res;
 			setenv("STALLSCOPE_IMPORT_PIPELINE", pipe ? "1" : "0", 1);
-			if (two) {
-				CHECK(import(db, &res, NULL, 0, 1, p0) == SS_IMPORT_OK, "known: first import");
-				CHECK(import(db, &res, NULL, 0, 1, p1) == SS_IMPORT_OK, "known: second import");
-			} else {
-				CHECK(import(db, &res, NULL, 0, 2, p0, p1) == SS_IMPORT_OK, "known: import");
-			}
+			import_two(db, two, p0, p1, "known");
 			const char *how = two ? (pipe ? "two imports, pipeline" : "two imports")
 					      : (pipe ? "one import, pipeline" : "one import");
 			sqlite3 *d = opendb(db);
@@ -756,33 +774,16 @@ static void test_known_thread_defined_later(void)
 }
 
 /* Records late beyond what the merge holds are counted and the import says
- * so, and why: a segment that defines a string twice (as the recorder does
- * after a block failed to reach the disk) has no floors, so the window
- * decides, and block 1's poll at 2 s comes after block 0's at 3 s was passed
- * on (stream time 7 s). */
+ * so, and why: poll_behind_window in a segment that defines a string twice
+ * (as the recorder does after a block failed to reach the disk) has no
+ * floors, so the window decides, and block 1's poll at 2 s comes after block
+ * 0's at 3 s was passed on (stream time 7 s). */
 static void test_late_warning(void)
 {
-	const uint64_t s = 1000000000ull;
 	struct sb_header h = { .session_id = 97, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
 			       .start_ts = 1000 };
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
-	for (uint64_t th = 1; th <= 3; th++)
-		thread_def_open(&b, th, 0, 0, 0);
-	sb_thread(&b, 2, 3 * s);
-	sb_event(&b, SS_REC_POLL_BEGIN, 3 * s, 2, (uint64_t)7, (uint64_t)2);
-	sb_event(&b, SS_REC_POLL_END, 3 * s + 100, 0);
-	sb_thread(&b, 1, 7 * s);
-	sb_event(&b, SS_REC_MARK, 7 * s, 2, (uint64_t)1, (uint64_t)0);
-	sb_end_block(&b, false);
-	sb_begin_block(&b);
-	sb_string(&b, 1, "rt"); /* again */
-	sb_thread(&b, 3, 2 * s);
-	sb_event(&b, SS_REC_POLL_BEGIN, 2 * s, 2, (uint64_t)8, (uint64_t)2);
-	sb_event(&b, SS_REC_POLL_END, 2 * s + 100, 0);
-	sb_end_block(&b, false);
+	poll_behind_window(&b, &h, true, false);
 	sb_footer(&b, SS_SEALED_WRITER, 0);
 	char *p = path_in_tmp("late-warning.0.bin"), *db = path_in_tmp("late-warning.db");
 	spit(p, b.buf, b.len);
@@ -846,19 +847,15 @@ static void test_cross_thread_order(void)
 	struct sb s0, s1;
 	h.session_id = 79;
 	h.segment_seq = 0;
-	sb_init(&s0, &h);
-	sb_begin_block(&s0);
-	defs(&s0);
+	segment_begun(&s0, &h);
 	thread_def_open(&s0, 1, 0, 0, 0);
 	sb_thread(&s0, 1, 1500);
 	sb_event(&s0, SS_REC_SPAWN, 1500, 2, (uint64_t)9, (uint64_t)2);
 	sb_event(&s0, SS_REC_TERMINATE, 4000, 1, (uint64_t)9);
 	sb_end_block(&s0, false);
-	sb_footer(&s0, SS_SEALED_WRITER, 0);
+	char *q0 = seal_to(&s0, "late.0.bin");
 	h.segment_seq = 1;
-	sb_init(&s1, &h);
-	sb_begin_block(&s1);
-	defs(&s1);
+	segment_begun(&s1, &h);
 	thread_def_open(&s1, 2, 0, 0, 0);
 	sb_thread(&s1, 2, 3000);
 	sb_event(&s1, SS_REC_POLL_BEGIN, 3000, 2, (uint64_t)9, (uint64_t)2);
@@ -866,20 +863,10 @@ static void test_cross_thread_order(void)
 	sb_event(&s1, SS_REC_POLL_BEGIN, 5000, 2, (uint64_t)9, (uint64_t)2); /* after its end: another task */
 	sb_event(&s1, SS_REC_POLL_END, 5100, 0);
 	sb_end_block(&s1, false);
-	sb_footer(&s1, SS_SEALED_WRITER, 0);
-	char *q0 = path_in_tmp("late.0.bin"), *q1p = path_in_tmp("late.1.bin");
-	spit(q0, s0.buf, s0.len);
-	spit(q1p, s1.buf, s1.len);
-	sb_free(&s0);
-	sb_free(&s1);
+	char *q1p = seal_to(&s1, "late.1.bin");
 	for (int two = 0; two < 2; two++) {
 		char *ldb = path_in_tmp(two ? "late-two.db" : "late-one.db");
-		if (two) {
-			CHECK(import(ldb, &res, NULL, 0, 1, q0) == SS_IMPORT_OK, "late: first import");
-			CHECK(import(ldb, &res, NULL, 0, 1, q1p) == SS_IMPORT_OK, "late: second import");
-		} else {
-			CHECK(import(ldb, &res, NULL, 0, 2, q0, q1p) == SS_IMPORT_OK, "late: import");
-		}
+		import_two(ldb, two, q0, q1p, "late");
 		d = opendb(ldb);
 		CHECK(q1(d, "SELECT count(*) FROM polls p JOIN tasks t ON t.id = p.task_id"
 			    " WHERE p.ts = 3000 AND t.spawn_ts = 1500 AND t.end_ts = 4000") == 1,
@@ -1081,9 +1068,7 @@ static void test_limits(void)
 	struct sb_header h = { .session_id = 91, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
 			       .start_ts = 1000 };
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
+	segment_begun(&b, &h);
 	uint64_t ts = 2000;
 	for (uint64_t th = 1; th <= 50; th++) {
 		thread_def_open(&b, th, 0, 0, 0);
@@ -1381,9 +1366,7 @@ static void seg_with_stack_k(const char *file, const struct symrun *s, const cha
 	struct sb_header h = { .session_id = 99, .pid = 1, .exe = map_path, .hostname = "h", .boot_id = "x",
 			       .start_ts = 1000 };
 	struct sb b;
-	sb_init(&b, &h);
-	sb_begin_block(&b);
-	defs(&b);
+	segment_begun(&b, &h);
 	sb_mapping(&b, s->lo, s->hi, s->off, bid, bid_len, map_path);
 	uint64_t pcs[5] = { 0xffffffff81000100ull, 0xffffffff81000200ull, s->pc[0], s->pc[1], s->pc[2] };
 	if (kernel)
