@@ -9,7 +9,8 @@
  *
  * The floors read ahead (ss_reader_floors) are checked against a full read:
  * one for every block the reader delivers, none above the earliest time of the
- * block's records that an importer orders by time (abort otherwise).
+ * block's records that an importer orders by time, and the threads they say
+ * are defined those of the THREAD_DEFs read, in order (abort otherwise).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,26 +41,34 @@ static void check_floors(const uint8_t *data, size_t size, const struct ss_reade
 {
 	struct ss_reader *r;
 	char err[256];
-	uint64_t *f;
-	bool redefined;
+	struct ss_floors f;
 	if (ss_reader_open_buffer(&r, data, size, o, NULL, err, sizeof err) != 0)
 		return;
-	ssize_t n = ss_reader_floors(r, &f, &redefined);
-	if (n < 0) {
+	if (ss_reader_floors(r, &f) != 0) {
 		ss_reader_close(r);
 		return; /* out of memory */
 	}
+	/* The same reader kept to the blocks walked reads them all. */
+	ss_reader_end_at(r, f.n, &f.damage);
 	struct ss_block_info b;
 	struct ss_record rec;
-	ssize_t k = 0;
+	size_t k = 0, defs = 0;
 	for (; ss_reader_next_block(r, &b); k++) {
-		if (k >= n)
+		if (k >= f.n)
 			abort(); /* a block delivered that had no floor */
-		while (ss_reader_next_record(r, &rec))
-			if (timed(rec.type) && rec.ts < f[k])
+		while (ss_reader_next_record(r, &rec)) {
+			if (timed(rec.type) && rec.ts < f.floor[k])
 				abort(); /* a record earlier than its block's floor */
+			if (rec.type == SS_REC_THREAD_DEF && !f.redefined &&
+			    (defs >= f.n_threads || f.threads[defs++] != rec.u.thread_def.thread))
+				abort(); /* a thread defined that the walk did not tell */
+		}
 	}
-	free(f);
+	/* Every thread told is defined in a block the read delivered, unless the
+	 * read stopped short of them (at a CRC the walk does not check). */
+	if (!f.redefined && k == f.n && !f.cut_short && defs != f.n_threads)
+		abort();
+	ss_floors_free(&f);
 	ss_reader_close(r);
 }
 

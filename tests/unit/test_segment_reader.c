@@ -7,8 +7,9 @@
  * agreeing with the buffer API; the floors read ahead (ss_reader_floors) never
  * above a block's earliest record (samples, switches and the watchdog's
  * records, which carry their own times, included), one per block the reader
- * would deliver at every cut, redefined ids told, and what is read after them
- * unchanged.
+ * would deliver at every cut and ending as its read ends, the threads defined
+ * and redefined ids told, and what is read after them unchanged; a reader kept
+ * to the blocks walked (ss_reader_end_at) reads what the walk saw.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -582,20 +583,23 @@ static void test_floors(bool zstd)
 	sb_end_block(&b, zstd);
 	sb_footer(&b, SS_SEALED_WRITER, 3);
 
-	uint64_t want[8], *f;
-	bool redefined;
+	uint64_t want[8];
+	struct ss_floors f;
 	size_t nm = block_minima(b.buf, b.len, want, 8);
 	CHECK(nm == 4 && want[1] == T0 + 300 && want[2] == UINT64_MAX);
 	struct ss_reader *r;
 	char err[256];
 	CHECK(ss_reader_open_buffer(&r, b.buf, b.len, NULL, NULL, err, sizeof err) == 0);
-	ssize_t n = ss_reader_floors(r, &f, &redefined);
-	CHECK(n == 4 && !redefined);
+	CHECK(ss_reader_floors(r, &f) == 0);
+	CHECK(f.n == 4 && !f.redefined && f.sealed && !f.cut_short && f.damage.kind == SS_DAMAGE_NONE);
+	/* the threads the blocks define */
+	CHECK(f.n_threads == 1 && f.threads[0] == 3);
 	/* exact where a block's first run starts with its earliest record */
-	CHECK(n == 4 && f[0] == T0 + 105 && f[1] == T0 + 300 && f[2] == UINT64_MAX && f[3] == UINT64_MAX);
-	for (ssize_t i = 0; i < n && (size_t)i < nm; i++)
-		CHECK(f[i] <= want[i]);
-	free(f);
+	CHECK(f.n == 4 && f.floor[0] == T0 + 105 && f.floor[1] == T0 + 300 && f.floor[2] == UINT64_MAX &&
+	      f.floor[3] == UINT64_MAX);
+	for (size_t i = 0; i < f.n && i < nm; i++)
+		CHECK(f.floor[i] <= want[i]);
+	ss_floors_free(&f);
 	/* The reader delivers what it would have without them. */
 	struct readout o, plain;
 	memset(&o, 0, sizeof o);
@@ -615,9 +619,9 @@ static void test_floors(bool zstd)
 	CHECK(ss_reader_next_block(r, &first) && first.index == 0);
 	struct ss_reader *d = ss_reader_dup(r);
 	CHECK(d != NULL);
-	n = d ? ss_reader_floors(d, &f, &redefined) : -1;
-	CHECK(n == 3 && f[0] == T0 + 300 && f[2] == UINT64_MAX);
-	free(f);
+	CHECK(d && ss_reader_floors(d, &f) == 0);
+	CHECK(f.n == 3 && f.floor[0] == T0 + 300 && f.floor[2] == UINT64_MAX && f.sealed && f.n_threads == 0);
+	ss_floors_free(&f);
 	ss_reader_close(d);
 	unlink(path);
 	memset(&o, 0, sizeof o);
@@ -625,17 +629,34 @@ static void test_floors(bool zstd)
 	CHECK(o.blocks == 3 && o.stats.blocks == 4 && o.damage.kind == SS_DAMAGE_NONE);
 	ss_reader_close(r);
 
-	/* Cut anywhere: a floor for each block a reader delivers, none above its records. */
+	/* Cut anywhere: a floor for each block a reader delivers, none above its
+	 * records; the walk ends where and as the read ends (sealed only with the
+	 * footer), and a reader of the whole file kept to the blocks walked
+	 * (ss_reader_end_at) reads what the cut copy reads, damage included. */
 	for (size_t cut = 0; cut <= b.len; cut++) {
 		uint8_t *copy = malloc(cut ? cut : 1);
 		memcpy(copy, b.buf, cut);
 		nm = block_minima(copy, cut, want, 8);
+		struct readout cutread, kept;
+		read_buf(copy, cut, &cutread);
 		if (ss_reader_open_buffer(&r, copy, cut, NULL, NULL, err, sizeof err) == 0) {
-			n = ss_reader_floors(r, &f, &redefined);
-			CHECK(n >= 0 && (size_t)n == nm);
-			for (ssize_t i = 0; i < n && (size_t)i < nm; i++)
-				CHECK(f[i] <= want[i]);
-			free(f);
+			CHECK(ss_reader_floors(r, &f) == 0);
+			CHECK(f.n == nm && f.sealed == (cut == b.len) && !f.cut_short);
+			CHECK(f.damage.kind == cutread.damage.kind && f.damage.offset == cutread.damage.offset &&
+			      f.damage.block == cutread.damage.block &&
+			      strcmp(f.damage.reason, cutread.damage.reason) == 0);
+			for (size_t i = 0; i < f.n && i < nm; i++)
+				CHECK(f.floor[i] <= want[i]);
+			ss_reader_close(r);
+			CHECK(ss_reader_open_buffer(&r, b.buf, b.len, NULL, NULL, err, sizeof err) == 0);
+			ss_reader_end_at(r, f.n, &f.damage);
+			memset(&kept, 0, sizeof kept);
+			read_all(r, &kept);
+			CHECK(kept.blocks == cutread.blocks && strcmp(kept.text, cutread.text) == 0);
+			CHECK(kept.damage.kind == cutread.damage.kind && kept.damage.offset == cutread.damage.offset &&
+			      strcmp(kept.damage.reason, cutread.damage.reason) == 0);
+			CHECK(kept.stats.blocks == cutread.stats.blocks && kept.stats.sealed == cutread.stats.sealed);
+			ss_floors_free(&f);
 			ss_reader_close(r);
 		}
 		free(copy);
@@ -657,9 +678,9 @@ static void test_floors(bool zstd)
 		}
 		sb_footer(&b, SS_SEALED_WRITER, 0);
 		CHECK(ss_reader_open_buffer(&r, b.buf, b.len, NULL, NULL, err, sizeof err) == 0);
-		n = ss_reader_floors(r, &f, &redefined);
-		CHECK(n == 3 && redefined == (kind < 2));
-		free(f);
+		CHECK(ss_reader_floors(r, &f) == 0);
+		CHECK(f.n == 3 && f.redefined == (kind < 2));
+		ss_floors_free(&f);
 		ss_reader_close(r);
 		sb_free(&b);
 	}

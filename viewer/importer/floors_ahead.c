@@ -12,7 +12,7 @@
 static void *ahead_main(void *arg)
 {
 	struct ss_floors_ahead *a = arg;
-	a->n = ss_reader_floors(a->rd, &a->floors, &a->redefined);
+	a->rc = ss_reader_floors(a->rd, &a->f);
 	return NULL;
 }
 
@@ -25,31 +25,45 @@ void ss_floors_ahead_start(struct ss_floors_ahead *a, struct ss_reader *rd)
 		return;
 	ss_reader_close(a->rd);
 	a->rd = NULL;
-	a->n = ss_reader_floors(rd, &a->floors, &a->redefined);
+	a->rc = ss_reader_floors(rd, &a->f);
 }
 
-size_t ss_floors_ahead_end(struct ss_floors_ahead *a, uint64_t skip_blocks, uint64_t **after, uint64_t *first)
+void ss_floors_ahead_end(struct ss_floors_ahead *a, struct ss_reader *rd, uint64_t skip_blocks,
+			 struct ss_floors_after *out)
 {
 	if (a->rd) {
 		pthread_join(a->thread, NULL);
 		ss_reader_close(a->rd);
 		a->rd = NULL;
 	}
-	uint64_t *f = a->floors;
-	a->floors = NULL;
-	*after = NULL;
-	*first = a->first;
-	if (a->n <= 0 || a->redefined) {
-		free(f);
-		return 0;
+	memset(out, 0, sizeof *out);
+	out->first = a->first;
+	struct ss_floors *f = &a->f;
+	if (a->rc != 0 || f->n == 0 || f->redefined || f->cut_short) {
+		ss_floors_free(f);
+		return;
 	}
+	/* The blocks walked are all this import reads: a block written since
+	 * may hold records earlier than the floors the merge goes by. */
+	if (!f->sealed)
+		ss_reader_end_at(rd, a->first + f->n, &f->damage);
 	uint64_t least = UINT64_MAX;
-	for (ssize_t i = a->n - 1; i >= 0; i--) {
-		uint64_t own = f[i];
-		f[i] = least;
-		if (a->first + (uint64_t)i >= skip_blocks && own < least)
+	for (size_t i = f->n; i-- > 0;) {
+		uint64_t own = f->floor[i];
+		f->floor[i] = least;
+		if (a->first + i >= skip_blocks && own < least)
 			least = own;
 	}
-	*after = f;
-	return (size_t)a->n;
+	out->after = f->floor;
+	out->n = f->n;
+	out->threads = f->threads;
+	out->n_threads = f->n_threads;
+	memset(f, 0, sizeof *f);
+}
+
+void ss_floors_after_free(struct ss_floors_after *f)
+{
+	free(f->after);
+	free(f->threads);
+	memset(f, 0, sizeof *f);
 }

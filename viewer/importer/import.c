@@ -523,11 +523,15 @@ static void report(struct imp *im, struct ss_progress *pg, int rc)
 				(unsigned long long)im->kept[i].count);
 		fprintf(im->log, "\n");
 	}
+	/* With the blocks' floors a record comes late only past what the merge
+	 * holds; without them (merge.h), past the window too. */
 	if (res->late)
-		fprintf(im->log, "stallscope import: warning: %llu records came more than %.1f s (or %u records)"
-			" after later ones of other threads: they were taken in file order, and links between"
-			" threads near them (wakes, task ends) may be off\n", (unsigned long long)res->late,
-			(double)SS_MERGE_WINDOW_NS / 1e9, SS_MERGE_MAX_BUFFERED);
+		fprintf(im->log, "stallscope import: warning: %llu records came after later ones of other threads"
+			" had been passed on (the merge holds up to %u records, and %.1f s of trace time where"
+			" blocks' time floors are not known: dial9 traces, segments that define an id twice):"
+			" they were taken in file order, and links between threads near them (wakes, task"
+			" ends) may be off\n",
+			(unsigned long long)res->late, SS_MERGE_MAX_BUFFERED, (double)SS_MERGE_WINDOW_NS / 1e9);
 	fprintf(im->log, "stallscope import: %llu segment%s imported, %llu unchanged, %llu damaged, "
 		"%llu unreadable; %llu events in %.2f s (%.2fM events/s) -> %s\n",
 		(unsigned long long)res->imported, res->imported == 1 ? "" : "s",

@@ -58,7 +58,7 @@ struct ss_import_result {
 	uint64_t unreadable;       /* files with no usable header */
 	uint64_t events;           /* event records imported */
 	uint64_t late;             /* records put in order by file position, not time:
-				    * they came after the merge window (merge.h) */
+				    * they came after what the merge holds (merge.h) */
 	uint64_t bytes;            /* bytes of segment files read */
 	double seconds;
 };

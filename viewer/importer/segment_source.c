@@ -9,7 +9,9 @@
  * Time order: the blocks' floors are read ahead (ss_reader_floors, on a
  * thread of its own while the first block is read), and after each block the
  * merge releases every event up to the least floor of the blocks after it: no
- * event still to come is earlier (merge.h).
+ * event still to come is earlier (merge.h). The read goes no further than the
+ * blocks walked (floors_ahead.h), and only the threads those blocks define
+ * hold their events back until their definition is read.
  */
 #include "segment_source.h"
 
@@ -226,12 +228,10 @@ struct run {
 	struct ss_reader *rd;
 	uint64_t skip_blocks;
 	struct ss_floors_ahead ahead;
-	bool floors_in;       /* ahead's floors are in after[] (floors_after) */
-	/* after[i]: no event of the blocks after block first + i is earlier
-	 * (the least floor of those, ss_reader_floors); i < n_after */
-	uint64_t *after;
-	uint64_t first;
-	size_t n_after;
+	bool floors_in;       /* ahead's floors are in fl (floors_after) */
+	/* fl.after[i]: no event of the blocks after block fl.first + i is
+	 * earlier (the least floor of those); i < fl.n */
+	struct ss_floors_after fl;
 	struct ss_segment_run *out;
 	void (*block_done)(void *ctx, const struct ss_block_info *b, bool skipped);
 	void *ctx;
@@ -242,7 +242,7 @@ static bool stopped(const struct sink_to *to)
 	return to->p ? ss_model_pipe_stopped(to->p) : ss_model_failed(to->m);
 }
 
-static void floors_after(struct run *u);
+static void floors_after(struct run *u, const struct sink_to *to);
 
 /* Every block of the unit, its records in file order. */
 static int read_unit(struct run *u, const struct sink_to *to)
@@ -272,16 +272,17 @@ static int read_unit(struct run *u, const struct sink_to *to)
 			}
 		}
 		if (!u->floors_in)
-			floors_after(u); /* before the first release */
+			floors_after(u, to); /* before the first release */
 		if (!stopped(to)) {
-			/* The last block read ahead has no floor after it: the file may
-			 * have grown since (an .active segment), so the window decides. */
-			uint64_t i = b.index - u->first;
-			bool known = b.index >= u->first && i + 1 < u->n_after;
+			/* The last block walked has no floor after it (an .active
+			 * segment's read ends there; the segment's end drains the rest),
+			 * nor has a block where no floor is trusted: the window decides. */
+			uint64_t i = b.index - u->fl.first;
+			bool known = b.index >= u->fl.first && i + 1 < u->fl.n;
 			if (to->p)
-				known ? ss_model_pipe_release_to(to->p, u->after[i]) : ss_model_pipe_release(to->p);
+				known ? ss_model_pipe_release_to(to->p, u->fl.after[i]) : ss_model_pipe_release(to->p);
 			else
-				known ? ss_model_release_to(u->m, u->after[i]) : ss_model_release(u->m);
+				known ? ss_model_release_to(u->m, u->fl.after[i]) : ss_model_release(u->m);
 		}
 		if (u->block_done)
 			u->block_done(u->ctx, &b, skip);
@@ -311,11 +312,18 @@ static bool pipeline_wanted(void)
 	return sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 3;
 }
 
-/* Before the first release: the floors read ahead, after each block. */
-static void floors_after(struct run *u)
+/* Before the first release: the floors read ahead, after each block, and the
+ * threads the unit defines (only their events wait for a definition). */
+static void floors_after(struct run *u, const struct sink_to *to)
 {
 	u->floors_in = true;
-	u->n_after = ss_floors_ahead_end(&u->ahead, u->skip_blocks, &u->after, &u->first);
+	ss_floors_ahead_end(&u->ahead, u->rd, u->skip_blocks, &u->fl);
+	if (!u->fl.n || !to)
+		return;
+	if (to->p)
+		ss_model_pipe_unit_defines(to->p, u->fl.threads, u->fl.n_threads);
+	else
+		ss_model_unit_defines(u->m, u->fl.threads, u->fl.n_threads);
 }
 
 int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct ss_symtab *symtab,
@@ -337,7 +345,7 @@ int ss_segment_source_run(struct ss_model *m, struct ss_reader *rd, const struct
 		read_unit(&u, &to);
 	}
 	if (!u.floors_in)
-		floors_after(&u); /* no block was read: the thread still ends */
-	free(u.after);
+		floors_after(&u, NULL); /* no block was read: the thread still ends */
+	ss_floors_after_free(&u.fl);
 	return ss_model_segment_end(m);
 }

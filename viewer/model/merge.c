@@ -48,9 +48,12 @@ struct ss_merge_stream {
 	uint64_t head_key;
 	uint32_t head_seq;
 	/* Its thread is not declared in the unit (ss_merge_declare), as of
-	 * unit checked_unit: its events hold the floor (ss_merge_release_to). */
+	 * unit checked_unit: its events hold the floor (ss_merge_release_to).
+	 * The pinned streams of a thread are a list (m->pinned: thread -> first
+	 * + 1, next_pinned: the next + 1), so a declaration visits only them. */
 	bool pinned;
 	uint32_t checked_unit;
+	uint32_t next_pinned;
 };
 
 /* The k-th entry of a stream (0: its head). */
@@ -134,6 +137,8 @@ void ss_merge_free(struct ss_merge *m)
 	free(m->arena);
 	ss_hmap_free(&m->ids);
 	ss_hmap_free(&m->declared);
+	ss_hmap_free(&m->defines);
+	ss_hmap_free(&m->pinned);
 	int (*deliver)(void *, const struct ss_event *) = m->deliver;
 	void *ctx = m->ctx;
 	ss_merge_init(m, deliver, ctx);
@@ -522,6 +527,25 @@ static int release_one(struct ss_merge *m)
 	return rc;
 }
 
+/* Once per stream and unit: whether its thread's definition is still to
+ * come. Without memory for the list, the stream is not pinned: its events go
+ * by the floor as a declared thread's do (an order the file could have had). */
+static void check_pinned(struct ss_merge *m, struct ss_merge_stream *s, uint32_t si)
+{
+	uint64_t v, first = 0;
+	s->checked_unit = m->unit;
+	s->pinned = s->thread && !ss_hmap_get(&m->declared, s->thread, 0, &v) &&
+		    (!m->defines_known || ss_hmap_get(&m->defines, s->thread, 0, &v));
+	if (!s->pinned)
+		return;
+	ss_hmap_get(&m->pinned, s->thread, 0, &first);
+	if (ss_hmap_put(&m->pinned, s->thread, 0, si + 1) != 0) {
+		s->pinned = false;
+		return;
+	}
+	s->next_pinned = (uint32_t)first;
+}
+
 int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 {
 	struct ss_merge_entry e;
@@ -531,15 +555,8 @@ int ss_merge_push(struct ss_merge *m, const struct ss_event *ev)
 	    stream_of(m, cls, ev->thread, cls == CLASS_HOOKS ? 0 : ev->tid, &si) != 0)
 		return -1;
 	struct ss_merge_stream *s = &m->streams[si];
-	if (s->checked_unit != m->unit) {
-		/* once per stream and unit: whether its thread is defined yet */
-		uint64_t v;
-		bool pin = s->thread && !ss_hmap_get(&m->declared, s->thread, 0, &v);
-		if (pin != s->pinned)
-			m->n_pinned += pin ? 1 : (size_t)-1;
-		s->pinned = pin;
-		s->checked_unit = m->unit;
-	}
+	if (s->checked_unit != m->unit)
+		check_pinned(m, s, si);
 	size_t at = s->n;
 	if (cls == CLASS_STALLS) {
 		/* The watchdog and the task-dump collector write in the order they
@@ -615,6 +632,17 @@ int ss_merge_release_to(struct ss_merge *m, uint64_t floor)
 	return release_upto(m, floor);
 }
 
+/* Its streams no longer hold the floor. */
+static void unpin(struct ss_merge *m, uint64_t thread)
+{
+	uint64_t first;
+	if (!ss_hmap_get(&m->pinned, thread, 0, &first))
+		return;
+	for (uint32_t i = (uint32_t)first; i; i = m->streams[i - 1].next_pinned)
+		m->streams[i - 1].pinned = false;
+	ss_hmap_del(&m->pinned, thread, 0);
+}
+
 void ss_merge_declare(struct ss_merge *m, uint64_t thread)
 {
 	uint64_t v;
@@ -624,14 +652,43 @@ void ss_merge_declare(struct ss_merge *m, uint64_t thread)
 	 * window: the order stays right. */
 	if (ss_hmap_put(&m->declared, thread, 0, 1) != 0)
 		return;
-	for (size_t i = 0; m->n_pinned && i < m->n_streams; i++) {
-		struct ss_merge_stream *s = &m->streams[i];
-		if (s->thread != thread || s->checked_unit != m->unit)
-			continue;
-		if (s->pinned)
-			m->n_pinned--;
-		s->pinned = false;
-	}
+	unpin(m, thread);
+}
+
+struct undefined {
+	const struct ss_merge *m;
+	uint64_t *threads;
+	size_t n;
+};
+
+static void undefined_cb(void *ctx, uint64_t thread, uint64_t b, uint64_t first)
+{
+	(void)b, (void)first;
+	struct undefined *u = ctx;
+	uint64_t v;
+	if (!ss_hmap_get(&u->m->defines, thread, 0, &v))
+		u->threads[u->n++] = thread;
+}
+
+void ss_merge_unit_defines(struct ss_merge *m, const uint64_t *threads, size_t n)
+{
+	ss_hmap_clear(&m->defines);
+	for (size_t i = 0; i < n; i++)
+		if (ss_hmap_put(&m->defines, threads[i], 0, 1) != 0) {
+			/* Every thread not declared stays one the unit may define. */
+			ss_hmap_clear(&m->defines);
+			return;
+		}
+	m->defines_known = true;
+	/* The streams pinned before the unit said, of a thread it does not
+	 * define (the map cannot change while it is walked). */
+	struct undefined u = { m, malloc((m->pinned.len ? m->pinned.len : 1) * sizeof *u.threads), 0 };
+	if (!u.threads)
+		return; /* they wait for the window: the order stays right */
+	ss_hmap_foreach(&m->pinned, undefined_cb, &u);
+	for (size_t i = 0; i < u.n; i++)
+		unpin(m, u.threads[i]);
+	free(u.threads);
 }
 
 int ss_merge_drain(struct ss_merge *m)
@@ -650,9 +707,11 @@ int ss_merge_drain(struct ss_merge *m)
 		m->streams[i].max_key = 0;
 		m->streams[i].pinned = false;
 	}
-	m->n_pinned = 0;
 	m->unit++;
 	ss_hmap_clear(&m->declared);
+	ss_hmap_clear(&m->pinned);
+	ss_hmap_clear(&m->defines);
+	m->defines_known = false;
 	return 0;
 }
 

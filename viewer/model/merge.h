@@ -24,12 +24,15 @@
  * up to it goes at once and nothing after it, so the buffer holds the records
  * between the file's drains, not 2 s of them, and a record that comes more
  * than the window late is still in order when the floors announced it (up to
- * max_buffered records). One exception: an event of a thread not declared in
- * the unit (ss_merge_declare: its THREAD_DEF read, or the thread known from
- * before; the sampler can see a new thread before the writer's THREAD_DEF of
- * it) waits, with all that follows it, until the window would have released
- * it too, so that the definition is read before the event is delivered
- * whenever the window would have let it be.
+ * max_buffered records). One exception: an event of a thread that the unit
+ * defines (ss_merge_unit_defines: its THREAD_DEF is in the blocks to read) and
+ * has not declared yet (ss_merge_declare: its THREAD_DEF read) waits, with
+ * all that follows it, until the window would have released it too, so that
+ * the definition (a name, a worker lane) is read before the event is
+ * delivered whenever the window would have let it be: the sampler can see a
+ * thread before the writer's THREAD_DEF of it, also in a later segment. Until
+ * the unit says what it defines, every thread not declared is taken to be
+ * one it defines.
  *
  * Events are copied in: what an event points to (a thread name, a stall's
  * reason) is kept by the merge until it is empty again. What events refer to
@@ -73,8 +76,10 @@ struct ss_merge {
 	size_t arena_len, arena_cap;
 	uint64_t late;          /* records that arrived after later ones were released */
 	struct ss_hmap declared; /* threads the unit has defined (ss_merge_declare) */
+	struct ss_hmap defines;  /* threads the unit will define (ss_merge_unit_defines) */
+	bool defines_known;      /* ss_merge_unit_defines was told, this unit */
+	struct ss_hmap pinned;   /* thread -> its first pinned stream + 1 (merge.c) */
 	uint32_t unit;          /* units begun (ss_merge_drain), for the streams' checks */
-	size_t n_pinned;        /* streams of a thread not defined yet (merge.c) */
 	uint64_t cached_key;    /* the last stream looked up */
 	uint32_t cached_idx;
 	struct ss_merge_entry **pool; /* chunks no stream uses (merge.c) */
@@ -103,10 +108,14 @@ int ss_merge_release(struct ss_merge *m);
  * moved past it as well; what follows it waits for it. */
 int ss_merge_release_to(struct ss_merge *m, uint64_t floor);
 
-/* The unit defined thread (its THREAD_DEF was read), or the source knows it
- * from before: its events no longer hold the floor. Thread 0 needs no
- * definition. */
+/* The unit defined thread (its THREAD_DEF was read): its events no longer
+ * hold the floor. Thread 0 needs no definition. Costs O(1) plus the streams
+ * of that thread, however many threads wait. */
 void ss_merge_declare(struct ss_merge *m, uint64_t thread);
+
+/* The threads the unit defines, all of them (a THREAD_DEF of any other will
+ * not come): the events of the others need not wait for one. */
+void ss_merge_unit_defines(struct ss_merge *m, const uint64_t *threads, size_t n);
 
 /* Releases everything, in order, and forgets the times seen: what is pushed
  * next (the next segment) may be earlier; no thread is declared in it yet. */

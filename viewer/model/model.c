@@ -266,12 +266,6 @@ int ss_model_recording_end(struct ss_model *m)
 
 /* ---- units ------------------------------------------------------------------------ */
 
-static void declare_cb(void *ctx, uint64_t thread, uint64_t b, uint64_t val)
-{
-	(void)b, (void)val;
-	ss_merge_declare(ctx, thread);
-}
-
 int ss_model_segment_begin(struct ss_model *m, const struct ss_source *src, const struct ss_symtab *symtab)
 {
 	if (m->failed || !m->rec)
@@ -283,10 +277,6 @@ int ss_model_segment_begin(struct ss_model *m, const struct ss_source *src, cons
 		if (rc != 0 || m->failed)
 			return mdl_fail(m);
 	}
-	/* The threads of units before (or of the store) need no definition in
-	 * this one for their events to go by the floor: what it would bring (a
-	 * name) the sampler's events do not read. */
-	ss_hmap_foreach(&m->rec->threads, declare_cb, &m->merge);
 	m->src = *src;
 	m->symtab = symtab;
 	m->seg_serial++;
@@ -346,6 +336,11 @@ int ss_model_release(struct ss_model *m)
 		return -1;
 	ss_merge_release(&m->merge);
 	return m->failed ? -1 : 0;
+}
+
+void ss_model_unit_defines(struct ss_model *m, const uint64_t *threads, size_t n)
+{
+	ss_merge_unit_defines(&m->merge, threads, n);
 }
 
 int ss_model_release_to(struct ss_model *m, uint64_t floor)

@@ -21,6 +21,7 @@
  *         ss_model_other(m, ...)                   // events it does not interpret
  *         ss_model_release(m)                      // now and then (after a block)
  *         ss_model_release_to(m, floor)            // or this, where the source knows
+ *                                                  // (after ss_model_unit_defines)
  *     ss_model_segment_end(m);                     // everything of the unit delivered
  *     ...
  *     ss_model_recording_end(m);                   // open things written, state kept
@@ -132,6 +133,9 @@ int ss_model_release(struct ss_model *m);
  * in this unit is earlier (merge.h, ss_merge_release_to). A thread definition
  * (ss_model_thread_def) lets its thread's events go this way. */
 int ss_model_release_to(struct ss_model *m, uint64_t floor);
+/* Every thread the unit defines (THREAD_DEF) in what it gives: the events of
+ * the others go by the floor at once (merge.h, ss_merge_unit_defines). */
+void ss_model_unit_defines(struct ss_model *m, const uint64_t *threads, size_t n);
 /* An event the model does not interpret (a format's event type it has no
  * tracker for), stored as it is so nothing is dropped: the source's thread
  * (0: none), its time when it has one, a name and its fields as a JSON object. */

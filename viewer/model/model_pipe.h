@@ -41,11 +41,12 @@ int ss_model_pipe_run(struct ss_model *m, int (*produce)(void *ctx, struct ss_mo
 
 /* ---- the producer's side (only from produce's thread) ------------------------- */
 
-/* Like ss_model_event, ss_model_release, ss_model_skip_events and the
- * definitions of model.h. */
+/* Like ss_model_event, ss_model_release, ss_model_unit_defines,
+ * ss_model_skip_events and the definitions of model.h. */
 int ss_model_pipe_event(struct ss_model_pipe *p, const struct ss_event *ev);
 int ss_model_pipe_release(struct ss_model_pipe *p);
 int ss_model_pipe_release_to(struct ss_model_pipe *p, uint64_t floor);
+void ss_model_pipe_unit_defines(struct ss_model_pipe *p, const uint64_t *threads, size_t n);
 void ss_model_pipe_skip_events(struct ss_model_pipe *p, bool skip);
 int ss_model_pipe_location(struct ss_model_pipe *p, uint64_t id, const char *file, size_t file_len, uint64_t line,
 			   const char *function, size_t function_len);

@@ -240,6 +240,11 @@ int ss_model_pipe_release_to(struct ss_model_pipe *p, uint64_t floor)
 	return ss_merge_release_to(&p->m->merge, floor);
 }
 
+void ss_model_pipe_unit_defines(struct ss_model_pipe *p, const uint64_t *threads, size_t n)
+{
+	ss_merge_unit_defines(&p->m->merge, threads, n);
+}
+
 void ss_model_pipe_skip_events(struct ss_model_pipe *p, bool skip)
 {
 	p->skip = skip;

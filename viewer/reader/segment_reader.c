@@ -88,6 +88,14 @@ struct ss_reader {
 	uint64_t cur_floor;
 	struct def_ids *def_ids;
 	bool redefined;
+	uint64_t *def_threads;  /* the THREAD_DEFs' threads, each once */
+	size_t n_def_threads, cap_def_threads;
+	/* memory ran out (damage that a later read need not meet) */
+	bool no_memory;
+	/* ss_reader_end_at: reading ends before block end_index, with end_damage */
+	bool end_set;
+	uint64_t end_index;
+	struct ss_damage end_damage;
 #ifdef STALLSCOPE_HAVE_ZSTD
 	ZSTD_DCtx *zctx;
 #endif
@@ -464,6 +472,19 @@ static void note_def(void *ctx, uint8_t type, uint64_t id)
 	s->type[i] = type;
 	s->id[i] = id;
 	s->len++;
+	if (type != SS_REC_THREAD_DEF)
+		return;
+	if (r->n_def_threads == r->cap_def_threads) {
+		size_t nc = r->cap_def_threads ? r->cap_def_threads * 2 : 64;
+		uint64_t *nv = realloc(r->def_threads, nc * sizeof *nv);
+		if (!nv) {
+			r->redefined = true;
+			return;
+		}
+		r->def_threads = nv;
+		r->cap_def_threads = nc;
+	}
+	r->def_threads[r->n_def_threads++] = id;
 }
 
 /* ---- blocks ------------------------------------------------------------------------- */
@@ -483,8 +504,10 @@ static const char *decompress(struct ss_reader *r, const uint8_t *src, size_t le
 #ifdef STALLSCOPE_HAVE_ZSTD
 	if (!r->zctx) {
 		r->zctx = ZSTD_createDCtx();
-		if (!r->zctx)
+		if (!r->zctx) {
+			r->no_memory = true;
 			return "out of memory (zstd context)";
+		}
 	}
 	/* One frame, exactly filling the payload: trailing bytes would be data that no
 	 * CRC-checked length describes. */
@@ -496,8 +519,10 @@ static const char *decompress(struct ss_reader *r, const uint8_t *src, size_t le
 		return "zstd frame size disagrees with the block's raw length";
 	if (r->raw_cap < raw_len || !r->raw_buf) {
 		uint8_t *n = realloc(r->raw_buf, raw_len ? raw_len : 1);
-		if (!n)
+		if (!n) {
+			r->no_memory = true;
 			return "out of memory (decompressed block)";
+		}
 		r->raw_buf = n;
 		r->raw_cap = raw_len ? raw_len : 1;
 	}
@@ -734,6 +759,10 @@ static bool load_block(struct ss_reader *r)
 	uint64_t off = r->pos, size;
 	uint64_t idx = r->next_index;
 
+	if (r->end_set && idx >= r->end_index && r->end_damage.kind == SS_DAMAGE_NONE) {
+		r->done = true; /* where the file ended (ss_reader_end_at) */
+		return false;
+	}
 	if (source_size(r, &size) != 0) {
 		set_damage(r, SS_DAMAGE_IO, off, idx, "cannot stat: %s", strerror(errno));
 		return false;
@@ -826,11 +855,22 @@ static bool load_block(struct ss_reader *r)
 	struct block_counts counts;
 	r->cur_floor = UINT64_MAX;
 	if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && r->floors_only) {
+		size_t threads_before = r->n_def_threads;
 		if (!ss_walk_floor(raw, h.raw_len, &r->cur_floor, note_def, r)) {
+			r->n_def_threads = threads_before; /* the block is not read */
 			set_damage(r, SS_DAMAGE_CORRUPT, off, idx, "a record does not walk");
 			return false;
 		}
 	} else if (h.kind == SS_BLOCK_EVENTS && !b->unreadable && !scan_records(r, &h, raw, h.raw_len, &counts)) {
+		return false;
+	}
+
+	if (r->end_set && idx >= r->end_index) {
+		/* Damaged when the floors were walked, whole now (written since):
+		 * reading ends at the damage they saw (ss_reader_end_at). A block
+		 * that fails here says why itself. */
+		const struct ss_damage *d = &r->end_damage;
+		set_damage(r, d->kind, d->offset, d->block, "%s", d->reason);
 		return false;
 	}
 
@@ -922,23 +962,29 @@ bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out)
 /* A shallow copy of the reader reads ahead with the reader's own buffers and
  * zstd context (they are between blocks: nothing points into them), then hands
  * them back; its definitions, stats and damage are dropped. */
-ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined)
+int ss_reader_floors(struct ss_reader *r, struct ss_floors *out)
 {
-	*out = NULL;
-	*redefined = false;
-	if (r->done)
+	memset(out, 0, sizeof *out);
+	if (r->done) {
+		out->sealed = r->stats.sealed;
+		out->damage = r->damage;
 		return 0;
+	}
 	struct def_ids ids = { 0 };
 	struct ss_reader t = *r;
 	t.floors_only = true;
 	t.def_ids = &ids;
 	t.redefined = false;
+	t.def_threads = NULL;
+	t.n_def_threads = t.cap_def_threads = 0;
+	t.no_memory = false;
 	t.defs = NULL;
 	t.ops = NULL;
 	t.n_ops = t.cap_ops = 0;
 	t.defs_staged = NULL;
 	t.n_defs = t.cap_defs = 0;
 	t.damage.kind = SS_DAMAGE_NONE;
+	t.stats.sealed = false;
 	bool borrowed = !r->have_block;
 	if (!borrowed) {
 		t.payload_buf = t.raw_buf = NULL;
@@ -949,7 +995,7 @@ ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined)
 	}
 	uint64_t *v = NULL;
 	size_t n = 0, cap = 0;
-	ssize_t rc = 0;
+	int rc = 0;
 	while (!t.done && load_block(&t)) {
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -965,7 +1011,6 @@ ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined)
 	}
 	free(ids.id);
 	free(ids.type);
-	*redefined = t.redefined;
 	if (borrowed) {
 		r->payload_buf = t.payload_buf;
 		r->payload_cap = t.payload_cap;
@@ -983,10 +1028,33 @@ ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined)
 	}
 	if (rc != 0) {
 		free(v);
+		free(t.def_threads);
 		return -1;
 	}
-	*out = v;
-	return (ssize_t)n;
+	out->floor = v;
+	out->n = n;
+	out->threads = t.def_threads;
+	out->n_threads = t.n_def_threads;
+	out->redefined = t.redefined;
+	out->sealed = t.stats.sealed;
+	out->cut_short = t.no_memory || t.damage.kind == SS_DAMAGE_IO;
+	out->damage = t.damage;
+	return 0;
+}
+
+void ss_floors_free(struct ss_floors *f)
+{
+	free(f->floor);
+	free(f->threads);
+	f->floor = f->threads = NULL;
+	f->n = f->n_threads = 0;
+}
+
+void ss_reader_end_at(struct ss_reader *r, uint64_t index, const struct ss_damage *d)
+{
+	r->end_set = true;
+	r->end_index = index;
+	r->end_damage = *d;
 }
 
 int ss_reader_run(struct ss_reader *r, const struct ss_visitor *v, void *ctx)

@@ -234,25 +234,53 @@ bool ss_reader_next_block(struct ss_reader *r, struct ss_block_info *out);
 /* Next record of the current block; false when the block has no more. */
 bool ss_reader_next_record(struct ss_reader *r, struct ss_record *out);
 
+/* What ss_reader_floors found from the reader's position on. */
+struct ss_floors {
+	/* floor[i] is a time that no record of block next+i carries an earlier
+	 * one of (malloc'd; NULL when n is 0) */
+	uint64_t *floor;
+	size_t n;
+	/* the threads those blocks define (THREAD_DEF), each once, in file order */
+	uint64_t *threads;
+	size_t n_threads;
+	bool redefined;  /* an id is defined a second time (or memory ran out noting them) */
+	bool sealed;     /* the walk read the footer: no block comes after the last one */
+	/* a read error or memory ended the walk, not the file: a read may get further */
+	bool cut_short;
+	struct ss_damage damage; /* what ended the walk; kind NONE at a clean end */
+};
+
 /* The floor of every intact block from the reader's position on, read ahead
- * without changing what the reader delivers next: (*out)[i] is a time that no
- * record of block next+i carries an earlier one of (events and LOSS, samples,
- * switches, COMM, SAMPLER_LOSS, STALL, STALL_END, TASK_DUMP: what an importer
- * puts in time order), UINT64_MAX for a block with none (the footer, a block
- * this build cannot decompress). A second pass over the file, cheaper than
- * reading it: the blocks' framing and decompression are checked as
+ * without changing what the reader delivers next: (*out).floor[i] is a time
+ * that no record of block next+i carries an earlier one of (events and LOSS,
+ * samples, switches, COMM, SAMPLER_LOSS, STALL, STALL_END, TASK_DUMP: what an
+ * importer puts in time order), UINT64_MAX for a block with none (the footer,
+ * a block this build cannot decompress). A second pass over the file, cheaper
+ * than reading it: the blocks' framing and decompression are checked as
  * ss_reader_next_block checks them, not their CRCs, and their records only
  * walked, not decoded (ss_walk_floor), so a block that would fail the full
  * check can still have a floor (reading stops there: the floors of the blocks
  * read are right, and that one can only lower the floors before it); the list
  * ends where a record does not walk or reading would end at other damage.
- * *redefined says
- * whether those blocks define a STRING, LOCATION, THREAD_DEF (a thread) or
- * STACK id a second time (a writer defines each once a segment; a reader
- * resolves an id when it delivers an event, so delivering earlier than before
- * could name a different definition). Call it between blocks. Returns the
- * number of floors (*out malloc'd, NULL for none), or -1 when memory ran out. */
-ssize_t ss_reader_floors(struct ss_reader *r, uint64_t **out, bool *redefined);
+ * redefined says whether those blocks define a STRING, LOCATION, THREAD_DEF (a
+ * thread) or STACK id a second time (a writer defines each once a segment,
+ * unless a block failed to reach the disk: then it defines everything again;
+ * a reader resolves an id when it delivers an event, so delivering earlier
+ * than before could name a different definition). A file that is still
+ * written (.active) may have more blocks by the time they are read: the
+ * floors hold for the blocks walked only (ss_reader_end_at keeps a read to
+ * them). Call it between blocks. Returns 0, or -1 when memory ran out (*out
+ * then holds nothing); ss_floors_free frees what it holds. */
+int ss_reader_floors(struct ss_reader *r, struct ss_floors *out);
+void ss_floors_free(struct ss_floors *f);
+
+/* Reading ends before block index, as it would have at the moment the floors
+ * were walked, unless it ends earlier by itself: at a clean end where d's kind
+ * is NONE; else at block index with its own damage where that block fails
+ * its checks, or with damage d (copied) where it has been written whole since.
+ * For a file that grows while it is read: what comes after is read by the
+ * next import (the blocks read are counted as usual). */
+void ss_reader_end_at(struct ss_reader *r, uint64_t index, const struct ss_damage *d);
 
 /* Damage that ended reading; kind SS_DAMAGE_NONE when the file read cleanly. */
 const struct ss_damage *ss_reader_damage(const struct ss_reader *r);
