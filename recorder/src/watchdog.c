@@ -669,8 +669,9 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	D.ws = NULL;
 	free(D.cap_msg);
 	D.cap_msg = NULL;
-	pthread_mutex_destroy(&D.smu);
-	/* The queue stays until the writer's final drain (ss_watchdog_free below). */
+	/* The queue stays until the writer's final drain, and the slots' lock
+	 * until the writer has ended: in two-thread mode it may be waiting for
+	 * it in ss_watchdog_slot_released (ss_watchdog_free below). */
 }
 
 SS_INTERNAL void ss_watchdog_free(void)
@@ -680,6 +681,7 @@ SS_INTERNAL void ss_watchdog_free(void)
 	D.q = NULL; /* kept for the next session */
 	free(D.drain_msg);
 	free(D.cap_msg);
+	pthread_mutex_destroy(&D.smu);
 	pthread_mutex_destroy(&D.qmu);
 	memset(&D, 0, sizeof D);
 }
