@@ -356,17 +356,23 @@ static void capture_done(struct ss_slot *s, struct wd_slot *w)
 	enqueue(D.cap_msg);
 	atomic_fetch_add_explicit(&ss_counters.stall_captures, 1, memory_order_relaxed);
 	w->captures++;
-	/* The next power of two of the threshold the poll has not reached yet: a
-	 * first capture that came late (the watchdog was preempted, or looked
-	 * first after a quiet spell) is not followed by a burst for the ages it
-	 * already passed. */
+	/* The next power of two of the threshold the poll has not reached by the
+	 * capture's end: a first capture that came late (the watchdog was
+	 * preempted, or looked first after a quiet spell), or one that waited
+	 * 50 ms for a thread that never answers, is not followed by a burst for
+	 * the ages it passed meanwhile. */
+	uint64_t end = ss_stamp();
 	uint32_t k = w->due_shift + 1;
-	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= w->cap_ts)
+	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= end)
 		k++;
 	w->due_shift = k;
 	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k);
+	/* The thread left during the capture: the writer releases its slot,
+	 * which waited for this, now rather than at its next cycle. */
+	if (atomic_load_explicit(&s->state, memory_order_acquire) == SS_SLOT_RETIRED)
+		ss_writer_kick();
 	/* The capture took time: is the poll still the same? */
-	scan_slot(s, w, ss_stamp());
+	scan_slot(s, w, end);
 	if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < D.look_at)
 		D.look_at = w->next_due;
 }
