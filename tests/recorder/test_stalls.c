@@ -871,10 +871,10 @@ static long long metric_counter(const char *key)
 	return p ? atoll(p + strlen(key)) : -1;
 }
 
-/* The watchdog's looks so far (its wake-ups counter). */
+/* The watchdog's looks so far. */
 static long long watchdog_looks(void)
 {
-	return metric_counter("\nstallscope_recorder_wakeups_total{thread=\"watchdog\"} ");
+	return metric_counter("\nstallscope_watchdog_looks_total ");
 }
 
 /* The captures the watchdog says it took. */
