@@ -88,6 +88,7 @@ struct writer {
 	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */
 	uint64_t seg_start_ts, seg_opened_ns, seg_limit;
 	int seg_vanished;      /* its file was found gone after a write (flush_block) */
+	int seg_checked;       /* ... asked after a block write since the last cycle began */
 	uint64_t retry_at_ns;
 	struct ss_footer foot;
 	uint32_t defs_emitted;

@@ -344,7 +344,13 @@ static uint64_t cycle(int final)
 		wr.sampling_applied = want;
 	}
 
-	/* The last block written found its file gone (flush_block). */
+	/* The last block written found its file gone (flush_block); or, when no
+	 * block was written since the last look (an idle spell), it is gone now:
+	 * the block this cycle writes goes into a new segment, not after it, and
+	 * disk usage and writer_healthy learn of it while nothing is written. */
+	if (wr.seg_seq1 && !wr.seg_checked && ss_segments_lost(wr.sg))
+		wr.seg_vanished = 1;
+	wr.seg_checked = 0;
 	if (wr.seg_seq1 && wr.seg_vanished) {
 		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
 		       (unsigned long long)(wr.seg_seq1 - 1));

@@ -161,6 +161,7 @@ SS_INTERNAL void flush_block(void)
 		 * block's events are lost with the file and counted so. */
 		if (ss_segments_lost(wr.sg))
 			wr.seg_vanished = 1;
+		wr.seg_checked = 1;
 		wr.foot.blocks++;
 		wr.foot.events += wr.block_events;
 		if (wr.block_first_ts && (!wr.foot.first_event_ts || wr.block_first_ts < wr.foot.first_event_ts))
