@@ -96,6 +96,13 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 atomic_load(&ss_counters.segments_evicted_unshipped)},
 		{"stallscope_writer_healthy", "gauge",
 		 "1 when the writer thread ran in the last 5 s and its last write succeeded.", st.writer_healthy},
+		{"stallscope_writer_cycles_total", "counter", "Writer cycles (drains of the rings).",
+		 atomic_load(&ss_counters.writer_cycles)},
+		{"stallscope_watchdog_looks_total", "counter",
+		 "Stall watchdog looks at the workers' polls.", atomic_load(&ss_counters.watchdog_looks)},
+		{"stallscope_stall_capture_steps_total", "counter",
+		 "Later steps of stall captures (a CPU-clock window's end, a look for a signal's answer).",
+		 atomic_load(&ss_counters.capture_steps)},
 	};
 	size_t need = 0;
 	char line[2048];
@@ -149,15 +156,17 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		     "itself used in the last session: stallscope_start and stallscope_stop on the "
 		     "calling thread (with their helpers; the metrics file's last version is written "
 		     "before stop releases the sampler and the unwinder), the writer and the watchdog "
-		     "threads (stored as each ends: 0 while they run; hooks only, both parts of the "
-		     "writer's thread: its cycles, and its looks, captures, sleeps and wake-ups).\n"
+		     "threads (added as each ends; while the writer's thread takes the watchdog's "
+		     "looks (hooks only), both parts are of that thread: its cycles, and its looks, "
+		     "captures, sleeps and wake-ups).\n"
 		     "# TYPE stallscope_recorder_cpu_seconds gauge\n"
 		     "stallscope_recorder_cpu_seconds{part=\"start\"} %.6f\n"
 		     "stallscope_recorder_cpu_seconds{part=\"stop\"} %.6f\n"
 		     "stallscope_recorder_cpu_seconds{part=\"writer\"} %.6f\n"
 		     "stallscope_recorder_cpu_seconds{part=\"watchdog\"} %.6f\n"
-		     "# HELP stallscope_recorder_wakeups_total Writer cycles and watchdog looks (hooks "
-		     "only, they share the writer's thread's wake-ups).\n"
+		     "# HELP stallscope_recorder_wakeups_total Wake-ups of the recorder's threads, by "
+		     "the part they woke for: the writer's cycles, or the watchdog's looks and capture "
+		     "steps (on the writer's thread while hooks only).\n"
 		     "# TYPE stallscope_recorder_wakeups_total counter\n"
 		     "stallscope_recorder_wakeups_total{thread=\"writer\"} %llu\n"
 		     "stallscope_recorder_wakeups_total{thread=\"watchdog\"} %llu\n"

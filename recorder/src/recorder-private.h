@@ -320,10 +320,12 @@ struct ss_counters {
 	_Atomic uint64_t segments_evicted_unshipped; /* deleted for the budget before shipping */
 	/* What the recorder itself costs (stallscope_recorder_cpu_seconds): CPU ns of
 	 * the last (or current) session's start and stop on the calling thread and
-	 * of its writer and watchdog threads (stored as each ends), and their
-	 * wake-ups so far (process totals). */
+	 * of its writer and watchdog parts (added as each thread ends), and
+	 * (process totals) the wake-ups of its threads, by the part they woke
+	 * for, and what they did: writer cycles, watchdog looks, capture steps. */
 	_Atomic uint64_t cpu_start_ns, cpu_stop_ns, cpu_writer_ns, cpu_watchdog_ns;
 	_Atomic uint64_t writer_wakeups, watchdog_wakeups;
+	_Atomic uint64_t writer_cycles, watchdog_looks, capture_steps;
 	/* Stall captures the watchdog took (process total): what its looks found. */
 	_Atomic uint64_t stall_captures;
 };

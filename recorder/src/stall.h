@@ -78,17 +78,31 @@ struct ss_stall_sink {
  * taken). */
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
 				   int own_thread, char *status, size_t len);
-/* Joins its thread, or (hosted) is called by the writer's thread after its last
- * wake-up; captures in flight finish first. Then the last STALL_ENDs are queued. */
+/* Called by the writer's thread after its last wake-up (or by a start that
+ * failed): joins the watchdog's thread, if any; captures in flight finish
+ * first. Then the last STALL_ENDs are queued. */
 SS_INTERNAL void ss_watchdog_stop(void);
 /* Hosted (the writer's thread only): whether the watchdog started without a
  * thread; when it next needs the thread (CLOCK_MONOTONIC ns; UINT64_MAX:
  * never); what is due then (capture steps, a look: never a wait); the timer
- * slack its times allow. */
+ * slack its times allow; its threshold (0: off). */
 SS_INTERNAL int ss_watchdog_hosted(void);
 SS_INTERNAL uint64_t ss_watchdog_next_ns(void);
 SS_INTERNAL void ss_watchdog_run(void);
 SS_INTERNAL uint64_t ss_watchdog_slack_ns(void);
+SS_INTERNAL uint64_t ss_watchdog_threshold_ns(void);
+/* The writer's thread only. own_thread: a hosted watchdog moves to a thread
+ * of its own (the writer is about to do I/O that may take long), 0; -1 when
+ * it cannot (not hosted, stopping, or no thread could be made: it stays
+ * hosted). host: that thread ends after its current step and the writer's
+ * thread takes the looks again, with the captures in flight. ending: stop
+ * has begun; no look begins from now on, and its own thread is told to end;
+ * 1 while captures are still in flight (hosted: the writer keeps taking
+ * their steps, and its cycles) or its own thread has not ended (it kicks
+ * the writer when it has), then 0, and ss_watchdog_stop follows. */
+SS_INTERNAL int ss_watchdog_own_thread(void);
+SS_INTERNAL void ss_watchdog_host(void);
+SS_INTERNAL int ss_watchdog_ending(void);
 /* Writer thread, just before it releases a drained slot of an exited thread: the
  * watchdog reads the slot's last poll boundaries while they are still there.
  * 0 while a capture of the slot is in flight: the slot must stay its thread's

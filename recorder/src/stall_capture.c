@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -79,10 +80,19 @@ static struct {
 	uint64_t code_lo[MAX_CODE_RANGES], code_hi[MAX_CODE_RANGES];
 	uint32_t ncode;
 	uint8_t *scan;
-	/* /proc/self/task/TID/syscall of each cell's thread, kept open while the
-	 * slot keeps its thread: a capture reads it twice, and opening and closing
-	 * it each time were four of a running capture's dozen system calls. */
-	struct { int fd; uint32_t thread; } *sysfd;
+	/* Per cell. fd: /proc/self/task/TID/syscall of the cell's thread, kept
+	 * open while the slot keeps its thread: a capture reads it twice, and
+	 * opening and closing it each time were four of a running capture's dozen
+	 * system calls. A host that closes every descriptor (a daemon's closefrom)
+	 * may have closed it and reused its number: dev and ino (from an fstat at
+	 * the open) say whether the number is still ours, so the host's file is
+	 * never closed. signalled: the thread the cell's last request was sent to
+	 * (cell_of below). */
+	struct cell_of {
+		int fd;
+		uint32_t thread, signalled;
+		uint64_t dev, ino;
+	} *sysfd;
 } C;
 
 /* The cells (2 MB with the default stack copy) outlive their session, for the
@@ -158,12 +168,17 @@ static int is_code(uint64_t a)
 	return 0;
 }
 
+/* Forgets cell i's cached descriptor, closing it only while it is still the
+ * file it opened: one fstat, at a thread's change or a session's end. */
 static void close_sysfd(uint32_t i)
 {
-	if (C.sysfd && C.sysfd[i].fd >= 0)
+	struct stat st;
+	if (!C.sysfd || C.sysfd[i].fd < 0)
+		return;
+	if (fstat(C.sysfd[i].fd, &st) == 0 && (uint64_t)st.st_dev == C.sysfd[i].dev &&
+	    (uint64_t)st.st_ino == C.sysfd[i].ino)
 		close(C.sysfd[i].fd);
-	if (C.sysfd)
-		C.sysfd[i].fd = -1;
+	C.sysfd[i].fd = -1;
 }
 
 SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t session,
@@ -193,7 +208,7 @@ SS_INTERNAL int ss_capture_init(struct ss_slot *slots, uint32_t nslots, uint32_t
 		goto fail;
 	}
 	for (uint32_t i = 0; i < nslots; i++)
-		C.sysfd[i].fd = -1;
+		C.sysfd[i] = (struct cell_of){ .fd = -1 };
 	C.ncells = nslots;
 	C.slots = slots;
 	C.session = session;
@@ -228,29 +243,68 @@ SS_INTERNAL void ss_capture_fini(void)
 	memset(&C, 0, sizeof C);
 }
 
+/* Opens (and caches) /proc/self/task/TID/syscall of slot s's thread for cell
+ * i: the descriptor, or -1 (errno). */
+static int open_sysfd(const struct ss_slot *s, uint32_t i)
+{
+	if (C.sysfd[i].fd >= 0 && C.sysfd[i].thread == s->thread_id)
+		return C.sysfd[i].fd;
+	char path[64];
+	struct stat st;
+	close_sysfd(i);
+	snprintf(path, sizeof path, "/proc/self/task/%u/syscall", (uint32_t)s->tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	C.sysfd[i] = (struct cell_of){ .fd = fd, .thread = s->thread_id,
+				       .signalled = C.sysfd[i].signalled,
+				       .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
+	return fd;
+}
+
+/* What the syscall file says: "running", or "nr a1 .. a6 sp pc" in a system
+ * call, "-1 sp pc" outside one. Anything else was not read from it (a cached
+ * descriptor the host closed and reused). */
+static int looks_like_syscall(const char *buf)
+{
+	return strncmp(buf, "running", 7) == 0 || buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9');
+}
+
 /* /proc/self/task/TID/syscall of slot s (cell i): 1 running; 0 not running, with
  * *nr (-1 when not in a system call), *sp and *pc; -1 unreadable (errno). */
 static int read_syscall(const struct ss_slot *s, uint32_t i, long *nr, uint64_t *sp, uint64_t *pc)
 {
 	char buf[256];
-	if (C.sysfd[i].fd < 0 || C.sysfd[i].thread != s->thread_id) {
-		char path[64];
-		close_sysfd(i);
-		snprintf(path, sizeof path, "/proc/self/task/%u/syscall", (uint32_t)s->tid);
-		C.sysfd[i].fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (C.sysfd[i].fd < 0)
+	ssize_t n = -1;
+	for (int again = 1; again;) {
+		/* A cached descriptor that fails may be one the host closed:
+		 * then the file is opened once more. */
+		again = C.sysfd[i].fd >= 0 && C.sysfd[i].thread == s->thread_id;
+		int fd = open_sysfd(s, i);
+		if (fd < 0)
 			return -1;
-		C.sysfd[i].thread = s->thread_id;
-	}
-	/* At offset 0 the file is generated afresh. */
-	ssize_t n = pread(C.sysfd[i].fd, buf, sizeof buf - 1, 0);
-	if (n <= 0) {
+		/* At offset 0 the file is generated afresh. */
+		n = pread(fd, buf, sizeof buf - 1, 0);
+		if (n > 0) {
+			buf[n] = 0;
+			if (looks_like_syscall(buf))
+				break;
+			n = 0;
+		}
 		int e = n < 0 ? errno : EIO;
-		close_sysfd(i); /* the thread is gone: the next one opens its own */
+		/* The thread is gone (the next one of the slot opens its own), or
+		 * the descriptor is not ours any more. */
+		close_sysfd(i);
 		errno = e;
-		return -1;
 	}
-	buf[n] = 0;
+	if (n <= 0)
+		return -1;
 	if (strncmp(buf, "running", 7) == 0)
 		return 1;
 	/* "nr a1 .. a6 sp pc" in a system call, "-1 sp pc" outside one. */
@@ -468,13 +522,27 @@ static void copy_blocked(const struct ss_slot *s, uint64_t sp, uint64_t pc, stru
 }
 
 /* Sends the signal that asks the handler of slot i's thread for its stack:
- * 0, or -1 when tgkill failed (the thread is gone). */
+ * 0, or -1 when tgkill failed (the thread is gone). A thread that keeps the
+ * signal blocked (a sigwait thread, a poll that blocks it) holds it queued:
+ * one more for each capture would pile up real-time signals, counted against
+ * the user's RLIMIT_SIGPENDING (the host's own sigqueue and timers then fail
+ * with EAGAIN). So while this thread has not answered the last request sent to
+ * it, that request stands for this capture too: the handler answers whatever
+ * request is current when the one queued signal is taken, and nothing else is
+ * queued. */
 static int signal_send(const struct ss_slot *s, uint32_t i, struct ss_capture_run *run)
 {
 	struct cap_cell *c = cell_at(C.cells, i);
 	if (i >= C.used)
 		C.used = i + 1;
+	uint32_t req = atomic_load_explicit(&c->req, memory_order_relaxed);
+	if (C.sysfd[i].signalled == s->thread_id &&
+	    atomic_load_explicit(&c->done, memory_order_acquire) != req) {
+		run->gen = req;
+		return 0;
+	}
 	run->gen = ++C.gen ? C.gen : ++C.gen;
+	C.sysfd[i].signalled = s->thread_id;
 	atomic_store_explicit(&c->req, run->gen, memory_order_release);
 	return syscall(SYS_tgkill, C.pid, s->tid, C.signo) == 0 ? 0 : -1;
 }
@@ -530,7 +598,7 @@ static void finish_blocked(const struct ss_slot *s, struct ss_stall_msg *m, long
 }
 
 /* A running or runnable thread, once the signal's wait is over: w 0 answered,
- * -1 tgkill failed, -2 no answer within ANSWER_NS. */
+ * -1 tgkill failed, -2 no answer within ANSWER_NS, -3 the thread ended first. */
 static void finish_running(const struct ss_capture_run *run, struct ss_stall_msg *m, int w,
 			   uint32_t n)
 {
@@ -541,6 +609,7 @@ static void finish_running(const struct ss_capture_run *run, struct ss_stall_msg
 				      : n > 1 ? "stack by signal" : "stack by signal: pc only "
 				      "(no stack bounds, or no frame pointers)")
 			  : w == -1 ? "no stack: tgkill failed (thread gone)"
+			  : w == -3 ? "no stack: the thread ended before it answered the signal"
 				    : "no stack: the thread did not answer the signal in 50 ms "
 				      "(blocks it, or got no CPU)";
 	snprintf(m->reason, sizeof m->reason, "%s: %.3f ms CPU in a %.3f ms window; %s",
@@ -639,6 +708,12 @@ SS_INTERNAL int ss_capture_step(const struct ss_slot *s, uint32_t i, struct ss_s
 	}
 	if (signal_answer(i, run, m->frames, &n, m)) {
 		finish_running(run, m, 0, n);
+		return 1;
+	}
+	/* The thread left (its slot is kept for the capture): no answer will
+	 * come, and the slot is released once the capture is done. */
+	if (atomic_load_explicit(&s->state, memory_order_acquire) == SS_SLOT_RETIRED) {
+		finish_running(run, m, -3, 0);
 		return 1;
 	}
 	uint64_t now = ss_now();

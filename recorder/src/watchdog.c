@@ -45,7 +45,14 @@
  * cycles at the same wake-ups (writer.c): a thread less to start, and most of
  * the writer's wake-ups, cold after 75 ms asleep, folded into looks. With
  * sampling or task dumps on, the writer's cycles can be long (unwinding), so
- * the watchdog keeps a thread and its looks their times.
+ * the watchdog keeps a thread and its looks their times. A hosted watchdog is
+ * moved to a thread of its own by the writer's thread while it seals a
+ * segment (an fdatasync), and back after a fast one; for the rest of the
+ * session once a write took longer than half the threshold (a slow disk).
+ * Only the writer's thread starts and joins that thread, never a hook, so
+ * the thread's start and join hand the state below from one to the other.
+ * At stop no look begins, and the captures in flight end at their times
+ * while the writer's cycles go on (ss_watchdog_ending).
  *
  * Captures never make this thread wait (stall_capture.c): their 1 ms CPU-clock
  * window and the wait for a signal's answer (up to 50 ms for a thread that
@@ -105,7 +112,14 @@ static struct {
 	_Atomic uint32_t running;
 	_Atomic uint32_t wake_seq;  /* the futex word: stop bumps it and wakes us */
 	_Atomic int started;
-	int hosted;                 /* no thread of its own: the writer's takes the looks */
+	/* Who takes the looks. hosted: the writer's thread (no thread of our
+	 * own); the writer may move them to a thread of their own and back
+	 * (ss_watchdog_own_thread, ss_watchdog_host), only from its thread, so
+	 * a thread's start and join hand D over. handback: that thread is to
+	 * return. ending: stop has begun, no look begins any more; finished: our
+	 * thread has taken its last step (the writer joins it then). */
+	int hosted, thread_made, own_failed;
+	_Atomic uint32_t handback, ending, finished;
 	uint64_t look_at;           /* the next look (a stamp) */
 	uint32_t quiet;             /* looks in a row that found nothing moved and no poll open */
 	uint32_t capturing;         /* captures in flight */
@@ -356,17 +370,23 @@ static void capture_done(struct ss_slot *s, struct wd_slot *w)
 	enqueue(D.cap_msg);
 	atomic_fetch_add_explicit(&ss_counters.stall_captures, 1, memory_order_relaxed);
 	w->captures++;
-	/* The next power of two of the threshold the poll has not reached yet: a
-	 * first capture that came late (the watchdog was preempted, or looked
-	 * first after a quiet spell) is not followed by a burst for the ages it
-	 * already passed. */
+	/* The next power of two of the threshold the poll has not reached by the
+	 * capture's end: a first capture that came late (the watchdog was
+	 * preempted, or looked first after a quiet spell), or one that waited
+	 * 50 ms for a thread that never answers, is not followed by a burst for
+	 * the ages it passed meanwhile. */
+	uint64_t end = ss_stamp();
 	uint32_t k = w->due_shift + 1;
-	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= w->cap_ts)
+	while (k < 40 && w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k) <= end)
 		k++;
 	w->due_shift = k;
 	w->next_due = w->poll_ts + ss_clock_delta_stamps(D.threshold_ns << k);
+	/* The thread left during the capture: the writer releases its slot,
+	 * which waited for this, now rather than at its next cycle. */
+	if (atomic_load_explicit(&s->state, memory_order_acquire) == SS_SLOT_RETIRED)
+		ss_writer_kick();
 	/* The capture took time: is the poll still the same? */
-	scan_slot(s, w, ss_stamp());
+	scan_slot(s, w, end);
 	if (w->open && w->captures < SS_STALL_MAX_CAPTURES && w->next_due < D.look_at)
 		D.look_at = w->next_due;
 }
@@ -395,8 +415,10 @@ static void capture_steps(void)
 		if (!w->capturing)
 			continue;
 		pthread_mutex_lock(&D.smu);
-		if (w->run.at_ns <= now &&
-		    ss_capture_step(&D.pool->slots[i], i, capture_msg(w), &w->run))
+		int due = w->run.at_ns <= now;
+		if (due)
+			atomic_fetch_add_explicit(&ss_counters.capture_steps, 1, memory_order_relaxed);
+		if (due && ss_capture_step(&D.pool->slots[i], i, capture_msg(w), &w->run))
 			capture_done(&D.pool->slots[i], w);
 		if (w->capturing && w->run.at_ns < next)
 			next = w->run.at_ns;
@@ -408,7 +430,7 @@ static void capture_steps(void)
 /* One look at every ring, captures due begun; sets when the next is due. */
 static void look(void)
 {
-	atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ss_counters.watchdog_looks, 1, memory_order_relaxed);
 	uint32_t quiet = D.quiet < QUIET_SHIFT ? D.quiet : QUIET_SHIFT;
 	uint64_t now = ss_stamp(), half = ss_clock_delta_stamps(D.threshold_ns / 2);
 	uint64_t young = UINT64_MAX; /* the earliest due of a poll seen open before T/2 */
@@ -473,8 +495,10 @@ SS_INTERNAL uint64_t ss_watchdog_next_ns(void)
 	if (!atomic_load_explicit(&D.running, memory_order_relaxed))
 		return UINT64_MAX;
 	/* A look due already is due at 0: a time computed from a later clock
-	 * read would look like the future. */
-	uint64_t at = ss_stamp() >= D.look_at ? 0 : stamp_to_ns(D.look_at);
+	 * read would look like the future. None once stop has begun. */
+	uint64_t at = UINT64_MAX;
+	if (!atomic_load_explicit(&D.ending, memory_order_relaxed))
+		at = ss_stamp() >= D.look_at ? 0 : stamp_to_ns(D.look_at);
 	return D.capturing && D.step_at_ns < at ? D.step_at_ns : at;
 }
 
@@ -482,13 +506,18 @@ SS_INTERNAL void ss_watchdog_run(void)
 {
 	if (D.capturing && ss_now() >= D.step_at_ns)
 		capture_steps();
-	if (ss_stamp() >= D.look_at)
+	if (!atomic_load_explicit(&D.ending, memory_order_relaxed) && ss_stamp() >= D.look_at)
 		look();
 }
 
 SS_INTERNAL int ss_watchdog_hosted(void)
 {
 	return D.started && D.hosted;
+}
+
+SS_INTERNAL uint64_t ss_watchdog_threshold_ns(void)
+{
+	return D.started ? D.threshold_ns : 0;
 }
 
 SS_INTERNAL uint64_t ss_watchdog_slack_ns(void)
@@ -519,12 +548,12 @@ static void *watchdog_main(void *arg)
 	ss_shim_internal_thread();
 	prctl(PR_SET_TIMERSLACK, (unsigned long)D.slack_ns, 0, 0, 0);
 
-	while (atomic_load(&D.running)) {
+	while (atomic_load(&D.running) && !atomic_load(&D.handback)) {
 		ss_watchdog_run();
 		/* The word before running: a stop after this load changes it, and the
 		 * wait then returns at once. */
 		uint32_t seq = atomic_load(&D.wake_seq);
-		if (!atomic_load(&D.running))
+		if (!atomic_load(&D.running) || atomic_load(&D.handback))
 			break;
 		uint64_t at = ss_watchdog_next_ns();
 		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
@@ -532,10 +561,73 @@ static void *watchdog_main(void *arg)
 		 * return (a signal, EAGAIN) only means an early look. */
 		syscall(SYS_futex, &D.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
 			FUTEX_BITSET_MATCH_ANY);
+		atomic_fetch_add_explicit(&ss_counters.watchdog_wakeups, 1, memory_order_relaxed);
 	}
-	finish_captures();
-	atomic_store(&ss_counters.cpu_watchdog_ns, ss_thread_cpu_ns());
+	/* Handed back to the writer's thread: captures in flight go on there. */
+	if (!atomic_load(&D.handback))
+		finish_captures();
+	atomic_fetch_add(&ss_counters.cpu_watchdog_ns, ss_thread_cpu_ns());
+	if (!atomic_load(&D.handback)) {
+		atomic_store(&D.finished, 1u);
+		ss_writer_kick(); /* a stopping writer waits for this (ss_watchdog_ending) */
+	}
 	return NULL;
+}
+
+static void wake_thread(void)
+{
+	atomic_fetch_add(&D.wake_seq, 1u);
+	syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static int start_thread(void)
+{
+	atomic_store(&D.finished, 0u);
+	atomic_store(&D.handback, 0u);
+	/* Named by borrowing only while the sampler is off: its perf events would
+	 * see the caller take the name. */
+	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
+				   ss_sampler_mode() == SS_SAMPLER_OFF) != 0)
+		return -1;
+	D.thread_made = 1;
+	D.hosted = 0;
+	return 0;
+}
+
+SS_INTERNAL int ss_watchdog_own_thread(void)
+{
+	if (!D.started || !D.hosted || !atomic_load(&D.running) || atomic_load(&D.ending))
+		return -1;
+	if (start_thread() != 0) {
+		if (!D.own_failed)
+			ss_log("cannot start a thread for the stall watchdog; its looks stay on "
+			       "the writer's thread");
+		D.own_failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+SS_INTERNAL void ss_watchdog_host(void)
+{
+	if (!D.started || D.hosted || !D.thread_made)
+		return;
+	atomic_store(&D.handback, 1u);
+	wake_thread();
+	pthread_join(D.thread, NULL);
+	D.thread_made = 0;
+	D.hosted = 1;
+}
+
+SS_INTERNAL int ss_watchdog_ending(void)
+{
+	if (!D.started)
+		return 0;
+	if (!atomic_exchange(&D.ending, 1u) && D.thread_made) {
+		atomic_store(&D.running, 0u);
+		wake_thread();
+	}
+	return D.thread_made ? !atomic_load(&D.finished) : D.capturing != 0;
 }
 
 SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t session,
@@ -599,12 +691,8 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 	pthread_mutex_init(&D.smu, NULL);
 	pthread_mutex_init(&D.qmu, NULL);
 	atomic_store(&D.running, 1u);
-	/* Named by borrowing only while the sampler is off: its perf events would
-	 * see the caller take the name. */
-	if (!own_thread) {
-		D.hosted = 1; /* the first look at the writer's first wake-up */
-	} else if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
-					  ss_sampler_mode() == SS_SAMPLER_OFF) != 0) {
+	D.hosted = 1; /* the first look at the writer's first wake-up */
+	if (own_thread && start_thread() != 0) {
 		snprintf(status, len, "off: cannot start the watchdog thread");
 		ss_capture_fini();
 		pthread_mutex_destroy(&D.smu);
@@ -645,13 +733,14 @@ SS_INTERNAL void ss_watchdog_stop(void)
 {
 	if (!D.started)
 		return;
+	atomic_store(&D.ending, 1u);
 	atomic_store(&D.running, 0u);
-	if (D.hosted) {
-		finish_captures();
-	} else {
-		atomic_fetch_add(&D.wake_seq, 1u);
-		syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	if (D.thread_made) {
+		wake_thread();
 		pthread_join(D.thread, NULL);
+		D.thread_made = 0;
+	} else {
+		finish_captures();
 	}
 	ss_capture_fini();
 	/* Stalled polls that ended since the last tick get their STALL_END now. */
@@ -669,8 +758,9 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	D.ws = NULL;
 	free(D.cap_msg);
 	D.cap_msg = NULL;
-	pthread_mutex_destroy(&D.smu);
-	/* The queue stays until the writer's final drain (ss_watchdog_free below). */
+	/* The queue stays until the writer's final drain, and the slots' lock
+	 * until the writer has ended: in two-thread mode it may be waiting for
+	 * it in ss_watchdog_slot_released (ss_watchdog_free below). */
 }
 
 SS_INTERNAL void ss_watchdog_free(void)
@@ -680,6 +770,7 @@ SS_INTERNAL void ss_watchdog_free(void)
 	D.q = NULL; /* kept for the next session */
 	free(D.drain_msg);
 	free(D.cap_msg);
+	pthread_mutex_destroy(&D.smu);
 	pthread_mutex_destroy(&D.qmu);
 	memset(&D, 0, sizeof D);
 }

@@ -59,9 +59,12 @@ struct writer {
 	struct ss_pace pace;
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
-	/* The watchdog's looks run on this thread (writer.c, loop_hosting): set by
-	 * start before BOOT_GO. nudged: a look saw a ring past a quarter full. */
-	int one_thread, nudged;
+	/* The watchdog's looks run on this thread (writer.c, writer_loop): set by
+	 * start before BOOT_GO, changed only by this thread (ss_writer_io_begin)
+	 * and only while the watchdog has no thread, so its thread may read it.
+	 * nudged: a look saw a ring past a quarter full. io_moved: the looks were
+	 * moved to their own thread for the I/O under way. */
+	int one_thread, nudged, io_moved;
 	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
 	/* This thread's CPU split between its cycles and the looks (cpu_to): read
 	 * at each change from one to the other, the time since the last read going
@@ -85,6 +88,7 @@ struct writer {
 	uint64_t seg_seq1;     /* active segment's seq + 1; 0 = none */
 	uint64_t seg_start_ts, seg_opened_ns, seg_limit;
 	int seg_vanished;      /* its file was found gone after a write (flush_block) */
+	int seg_checked;       /* ... asked after a block write since the last cycle began */
 	uint64_t retry_at_ns;
 	struct ss_footer foot;
 	uint32_t defs_emitted;
@@ -151,6 +155,10 @@ SS_INTERNAL void seal_segment(uint64_t end_ts);
 extern SS_INTERNAL const struct ss_sample_sink sink;
 /* Stall and task-dump messages whose stamps are up to lim (clock.h). */
 SS_INTERNAL void drain_stalls(uint64_t now, uint64_t lim);
+/* Around a write, a seal (seal=1), a segment's creation, the metrics file
+ * (writer.c): who takes the stall watchdog's looks meanwhile. */
+SS_INTERNAL uint64_t ss_writer_io_begin(int seal);
+SS_INTERNAL void ss_writer_io_end(uint64_t t0);
 SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting);
 
 #endif /* STALLSCOPE_WRITER_PRIVATE_H */

@@ -10,8 +10,10 @@
  * on), sooner when a thread exits or the watchdog sees a ring filling. All the
  * expensive work of recording happens here, never on the hook path. While CPU
  * sampling and task dumps are off this thread also takes the stall watchdog's
- * looks (watchdog.c), and its cycles run at their wake-ups (loop_hosting): one
- * recorder thread, not two.
+ * looks (watchdog.c), and its cycles run at their wake-ups (writer_loop): one
+ * recorder thread, not two, as long as the disk is fast: I/O that may take
+ * long (a seal's fdatasync), or that took longer than half the stall
+ * threshold, has the looks moved to a thread of their own (ss_writer_io_begin).
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
  * up to B into the old segment, seals it with end_ts = B, and starts the next one at
@@ -269,10 +271,10 @@ static uint64_t window_end(uint64_t end, uint64_t k, uint32_t *busy, uint64_t *m
  * the last change goes to the part that ran, writer (0) or watchdog (1), one
  * clock read a change, not one a wake-up. The cycles are the writer's; the
  * sleeps and wake-ups around them the watchdog's, whose looks set the thread's
- * pace. */
+ * pace. The writer alone: all of it the writer's. */
 static void cpu_to(int part)
 {
-	if (!wr.one_thread || part == wr.cpu_part)
+	if (part == wr.cpu_part)
 		return;
 	uint64_t c = ss_thread_cpu_ns();
 	wr.cpu_parts[wr.cpu_part] += c - wr.cpu_mark;
@@ -342,7 +344,13 @@ static uint64_t cycle(int final)
 		wr.sampling_applied = want;
 	}
 
-	/* The last block written found its file gone (flush_block). */
+	/* The last block written found its file gone (flush_block); or, when no
+	 * block was written since the last look (an idle spell), it is gone now:
+	 * the block this cycle writes goes into a new segment, not after it, and
+	 * disk usage and writer_healthy learn of it while nothing is written. */
+	if (wr.seg_seq1 && !wr.seg_checked && ss_segments_lost(wr.sg))
+		wr.seg_vanished = 1;
+	wr.seg_checked = 0;
 	if (wr.seg_seq1 && wr.seg_vanished) {
 		ss_log("segment file %llu vanished (output directory removed?); starting a new one",
 		       (unsigned long long)(wr.seg_seq1 - 1));
@@ -396,7 +404,9 @@ static uint64_t cycle(int final)
 
 	if (wr.metrics_file && now - wr.last_metrics_ns >= METRICS_PERIOD_NS) {
 		wr.last_metrics_ns = now;
+		uint64_t t0 = ss_writer_io_begin(0);
 		ss_metrics_write_file(wr.metrics_file);
+		ss_writer_io_end(t0);
 	}
 	/* Retrying a segment that could not be created keeps its own pace. */
 	if (!wr.seg_seq1 && wr.retry_at_ns > now && wr.retry_at_ns - now < sleep)
@@ -450,79 +460,115 @@ static void fork_child(void)
 	pthread_mutex_init(&fork_mu, NULL);
 }
 
-/* The writer alone (no watchdog, or one on its own thread): a cycle a wake-up.
- * A kick during a cycle (the word moved since the last wait) means no sleep
- * after it; one after the word was read makes the wait return at once. */
-static void loop_alone(void)
+/* The thread's timer slack: the looks' while it takes them (they keep their
+ * times, watchdog.c), else the cycles' (writer_main). */
+static void set_slack(void)
 {
+	prctl(PR_SET_TIMERSLACK,
+	      (unsigned long)(wr.one_thread ? ss_watchdog_slack_ns() : wr.pace.margin_ns / 4), 0, 0,
+	      0);
+}
+
+/* I/O that may take long, on this thread. With the looks on it (one thread) a
+ * slow disk would hold them, and the captures of workers stalled on the same
+ * disk, the stalls most worth explaining, would not come. So a seal (its
+ * fdatasync and rename, seal=1) has the looks moved to a thread of their own
+ * first, and back when it took less than half the threshold; any write that
+ * took longer (writeback throttling, NFS, a failing disk) keeps them there for
+ * the rest of the session. A slow disk then costs a thread, not the captures;
+ * a fast one keeps one thread. io_begin returns the time to give io_end. */
+SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
+{
+	if (seal && wr.one_thread && ss_watchdog_own_thread() == 0) {
+		wr.one_thread = 0;
+		wr.io_moved = 1;
+		set_slack();
+	}
+	return ss_now();
+}
+
+/* Keeps errno: the caller still reads the I/O's. */
+SS_INTERNAL void ss_writer_io_end(uint64_t t0)
+{
+	uint64_t took = ss_now() - t0;
+	int moved = wr.io_moved, e = errno;
+	wr.io_moved = 0;
+	if (took <= ss_watchdog_threshold_ns() / 2) {
+		if (moved) {
+			ss_watchdog_host();
+			wr.one_thread = 1;
+			set_slack();
+		}
+	} else if (moved || (wr.one_thread && ss_watchdog_own_thread() == 0)) {
+		if (!moved) {
+			wr.one_thread = 0;
+			set_slack();
+		}
+		ss_log("writing to %s took %.1f ms, more than half the stall threshold: the stall "
+		       "watchdog takes its looks on a thread of its own for the rest of the session",
+		       wr.cfg.seg.dir, (double)took / 1e6);
+	}
+	errno = e;
+}
+
+/* The thread's loop: sleeps in one futex wait on an absolute CLOCK_MONOTONIC
+ * time (FUTEX_WAIT_BITSET's clock) until the next cycle, or (one thread)
+ * whichever comes first of that and what the watchdog needs next. The
+ * watchdog's work first, at its time (its promise is about time; the flush
+ * promise has a margin). A cycle runs when it is due, or at a wake-up before
+ * that when the watchdog's next one comes after it and the cycle is at most
+ * early away (a quarter of its sleep: an early cycle only makes the next ones
+ * come sooner). Looks come every threshold while polls run, so most cycles
+ * take no wake-up of their own. Nothing here waits but the sleep: a capture's
+ * waits are steps (stall_capture.c), so a cycle is never held past its time
+ * by a thread that does not answer a signal. A kick during a cycle (the word
+ * moved since the last wait) means no sleep after it; one after the word was
+ * read makes the wait return at once. At stop, cycles go on at their times
+ * while captures in flight end (ss_watchdog_ending), so the flush promise
+ * holds to the last one. */
+static void writer_loop(void)
+{
+	set_slack();
+	wr.cpu_mark = ss_thread_cpu_ns();
+	wr.cpu_part = wr.one_thread;
+	int kicked = 1, ending = 0; /* the first cycle at once */
 	uint32_t seen = atomic_load(&wr.wake_seq);
-	while (atomic_load(&wr.running)) {
-		atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
-		uint64_t due = cycle(0);
-		uint32_t seq = atomic_load(&wr.wake_seq);
-		if (!atomic_load(&wr.running))
+	for (;;) {
+		ending |= !atomic_load(&wr.running);
+		if (ending && !ss_watchdog_ending())
 			break;
-		if (seq == seen) {
-			/* Absolute CLOCK_MONOTONIC (FUTEX_WAIT_BITSET's clock): the cycle's
-			 * own time comes out of the sleep; an early return only means an
-			 * early cycle. */
-			struct timespec ts = { (time_t)(due / 1000000000u), (long)(due % 1000000000u) };
-			atomic_store(&wr.long_sleep, due > ss_now() + TICK_NS);
+		host_watchdog();
+		uint64_t now = ss_now(), next = wr.one_thread ? ss_watchdog_next_ns() : UINT64_MAX;
+		if (kicked || now >= wr.due || (wr.nudged && wr.due > now + TICK_NS) ||
+		    (next > wr.due && wr.due - now <= wr.early)) {
+			cpu_to(0);
+			wr.nudged = 0;
+			atomic_fetch_add_explicit(&ss_counters.writer_cycles, 1, memory_order_relaxed);
+			wr.due = cycle(0);
+			wr.early = wr.due > now ? (wr.due - now) / 4 : 0;
+			if (wr.one_thread)
+				cpu_to(1);
+			now = ss_now();
+			next = wr.one_thread ? ss_watchdog_next_ns() : UINT64_MAX;
+		}
+		uint32_t seq = atomic_load(&wr.wake_seq);
+		if (!ending && !atomic_load(&wr.running))
+			continue;
+		kicked = seq != seen;
+		uint64_t at = next < wr.due ? next : wr.due;
+		if (!kicked && at > now) {
+			struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+			atomic_store(&wr.long_sleep, !wr.one_thread && at > now + TICK_NS);
 			pthread_mutex_unlock(&fork_mu);
 			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
 				FUTEX_BITSET_MATCH_ANY);
 			pthread_mutex_lock(&fork_mu);
 			atomic_store(&wr.long_sleep, 0);
-		}
-		seen = atomic_load(&wr.wake_seq);
-	}
-}
-
-/* One recorder thread: the watchdog's looks and capture steps (watchdog.c) and
- * the writer's cycles share its wake-ups. The watchdog's work first, at its
- * time (its promise is about time; the flush promise has a margin). A cycle
- * runs when it is due, or at a wake-up before that when the watchdog's next
- * one comes after it and the cycle is at most early away (a quarter of its
- * sleep: an early cycle only makes the next ones come sooner); otherwise the
- * thread sleeps to whichever comes first. Looks come every threshold while
- * polls run, so most cycles take no wake-up of their own. Nothing here waits
- * but the sleep: a capture's waits are steps (stall_capture.c), so a cycle is
- * never held past its time by a thread that does not answer a signal. */
-static void loop_hosting(void)
-{
-	/* The looks' slack, which keeps them at their times (watchdog.c); the
-	 * cycles' own is larger (writer_main), and they run earlier than due
-	 * rather than later. */
-	prctl(PR_SET_TIMERSLACK, (unsigned long)ss_watchdog_slack_ns(), 0, 0, 0);
-	wr.cpu_mark = ss_thread_cpu_ns();
-	wr.cpu_part = 1;
-	int kicked = 1; /* the first cycle at once */
-	uint32_t seen = atomic_load(&wr.wake_seq);
-	while (atomic_load(&wr.running)) {
-		host_watchdog();
-		uint64_t now = ss_now(), next = ss_watchdog_next_ns();
-		if (kicked || now >= wr.due || (wr.nudged && wr.due > now + TICK_NS) ||
-		    (next > wr.due && wr.due - now <= wr.early)) {
-			cpu_to(0);
-			wr.nudged = 0;
-			atomic_fetch_add_explicit(&ss_counters.writer_wakeups, 1, memory_order_relaxed);
-			wr.due = cycle(0);
-			wr.early = wr.due > now ? (wr.due - now) / 4 : 0;
-			cpu_to(1);
-			now = ss_now();
-			next = ss_watchdog_next_ns();
-		}
-		uint32_t seq = atomic_load(&wr.wake_seq);
-		if (!atomic_load(&wr.running))
-			break;
-		kicked = seq != seen;
-		uint64_t at = next < wr.due ? next : wr.due;
-		if (!kicked && at > now) {
-			struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
-			pthread_mutex_unlock(&fork_mu);
-			syscall(SYS_futex, &wr.wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq, &ts, NULL,
-				FUTEX_BITSET_MATCH_ANY);
-			pthread_mutex_lock(&fork_mu);
+			/* Counted for the part it woke for. */
+			int look = wr.one_thread && ss_watchdog_next_ns() <= ss_now();
+			atomic_fetch_add_explicit(look ? &ss_counters.watchdog_wakeups
+						       : &ss_counters.writer_wakeups,
+						  1, memory_order_relaxed);
 		}
 		seen = atomic_load(&wr.wake_seq);
 		kicked |= seen != seq;
@@ -553,13 +599,10 @@ static void *writer_main(void *arg)
 		return NULL;
 
 	pthread_mutex_lock(&fork_mu);
-	if (wr.one_thread)
-		loop_hosting();
-	else
-		loop_alone();
+	writer_loop();
 
 	/* The watchdog's last scans before the final cycle, which writes them. */
-	if (wr.one_thread) {
+	if (ss_watchdog_threshold_ns()) {
 		cpu_to(1);
 		ss_watchdog_stop();
 		cpu_to(0);
@@ -588,11 +631,9 @@ static void *writer_main(void *arg)
 	/* The metrics file is written once more by stop (ss_writer_stop). */
 	/* The tour is start's cost (ss_clock_start_cpu_ns). */
 	uint64_t cpu = ss_thread_cpu_ns();
-	if (wr.one_thread) {
-		wr.cpu_parts[wr.cpu_part] += cpu - wr.cpu_mark;
-		atomic_store(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
-		cpu -= wr.cpu_parts[1];
-	}
+	wr.cpu_parts[wr.cpu_part] += cpu - wr.cpu_mark;
+	atomic_fetch_add(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
+	cpu -= wr.cpu_parts[1];
 	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
 	pthread_mutex_unlock(&fork_mu);
 	return NULL;
@@ -690,7 +731,7 @@ SS_INTERNAL int ss_writer_start(const struct ss_writer_config *cfg, char *err, s
 		.user_chain = ss_unwind_mode() == SS_UNWIND_AUTO,
 	};
 	ss_sampler_start(&sc, wr.sampler_status, sizeof wr.sampler_status);
-	/* Hooks only: one recorder thread (watchdog.c, loop_hosting). */
+	/* Hooks only: one recorder thread (watchdog.c, writer_loop). */
 	int one = ss_sampler_mode() == SS_SAMPLER_OFF && !cfg->user->task_dump_enabled;
 	ss_watchdog_start(cfg->user, cfg->session, !one, wr.stall_status, sizeof wr.stall_status);
 	if (ss_watchdog_hosted()) /* it may be off, or have failed to start */
@@ -736,10 +777,8 @@ fail:
 
 SS_INTERNAL int ss_writer_stop(uint64_t stop_cpu0)
 {
-	/* Before the writer's last cycle, which writes what they left behind (a
-	 * watchdog on the writer's thread is stopped there: writer_main). */
-	if (!wr.one_thread)
-		ss_watchdog_stop();
+	/* Before the writer's last cycle, which writes what they left behind (the
+	 * watchdog is stopped by the writer's thread: writer_main). */
 	ss_task_dump_disarm();
 	atomic_store(&wr.running, 0);
 	ss_writer_kick();

@@ -150,7 +150,10 @@ SS_INTERNAL void flush_block(void)
 	};
 	const void *payload = ss_block_frame(&b, wr.raw, wr.raw_len, compressor());
 
-	if (wr.seg_seq1 && ss_segments_append(wr.sg, &b, payload) == 0) {
+	uint64_t t0 = ss_writer_io_begin(0);
+	int written = wr.seg_seq1 && ss_segments_append(wr.sg, &b, payload) == 0;
+	ss_writer_io_end(t0);
+	if (written) {
 		/* Whether the file is still there (its directory removed?), asked
 		 * right after the write, which leaves the inode and the system-call
 		 * path warm: 1 us, against 7-18 us at the start of a cycle after a
@@ -158,6 +161,7 @@ SS_INTERNAL void flush_block(void)
 		 * block's events are lost with the file and counted so. */
 		if (ss_segments_lost(wr.sg))
 			wr.seg_vanished = 1;
+		wr.seg_checked = 1;
 		wr.foot.blocks++;
 		wr.foot.events += wr.block_events;
 		if (wr.block_first_ts && (!wr.foot.first_event_ts || wr.block_first_ts < wr.foot.first_event_ts))
@@ -211,7 +215,10 @@ SS_INTERNAL void begin_segment(uint64_t start_ts)
 	uint64_t now = ss_now();
 	if (wr.seg_seq1 || now < wr.retry_at_ns)
 		return;
-	if (ss_segments_begin(wr.sg, start_ts) != 0) {
+	uint64_t t0 = ss_writer_io_begin(0);
+	int rc = ss_segments_begin(wr.sg, start_ts);
+	ss_writer_io_end(t0);
+	if (rc != 0) {
 		set_failing(1, errno);
 		wr.retry_at_ns = now + RETRY_NS;
 		return;
@@ -261,8 +268,13 @@ SS_INTERNAL void seal_segment(uint64_t end_ts)
 	wr.foot.sealed_by = SS_SEALED_WRITER;
 	/* A directory removed just before the seal: the file is already gone (or the
 	 * rename finds no directory), so its events are lost, not sealed. */
-	int vanished = ss_segments_lost(wr.sg);
-	if (vanished || ss_segments_seal(wr.sg, &wr.foot) != 0) {
+	int vanished = ss_segments_lost(wr.sg), rc = 0;
+	if (!vanished) {
+		uint64_t t0 = ss_writer_io_begin(1);
+		rc = ss_segments_seal(wr.sg, &wr.foot);
+		ss_writer_io_end(t0);
+	}
+	if (vanished || rc != 0) {
 		if (vanished || errno == ENOENT) {
 			ss_log("segment file %llu vanished (output directory removed?); starting a new one",
 			       (unsigned long long)(wr.seg_seq1 - 1));

@@ -1,6 +1,6 @@
 /*
  * writer_cycles.h - how many cycles the recorder's writer has begun (the
- * metrics text's writer wake-ups; public API only), for tests that must wait
+ * metrics text's stallscope_writer_cycles_total; public API only), for tests that must wait
  * until the writer has done something a cycle does: a cycle counted as begun
  * after a point in time works on what was there at that point, and it has
  * ended once the next one is counted. So "two more than now" means one whole
@@ -21,7 +21,7 @@ static inline uint64_t writer_cycles(void)
 {
 	static char text[16384];
 	size_t need = stallscope_metrics_text(text, sizeof text);
-	const char *key = "stallscope_recorder_wakeups_total{thread=\"writer\"} ";
+	const char *key = "\nstallscope_writer_cycles_total ";
 	const char *at = need < sizeof text ? strstr(text, key) : NULL;
 	return at ? strtoull(at + strlen(key), NULL, 10) : UINT64_MAX;
 }

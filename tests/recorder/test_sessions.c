@@ -20,8 +20,9 @@
  *     whose quarantine keeps freed memory);
  *   - the metrics file each session leaves says it is over and holds what the
  *     session cost the recorder (stallscope_recorder_cpu_seconds: start, stop and
- *     writer above 0, the watchdog above 0 exactly when it ran) and the wake-up
- *     counters, which never go back and move for the watchdog only when it ran.
+ *     writer above 0, the watchdog above 0 exactly when it ran) and the wake-up,
+ *     cycle and look counters, which never go back and move for the watchdog
+ *     only when it ran (cycles in every session: stop's own at least).
  */
 #include <stallscope/stallscope.h>
 
@@ -96,7 +97,7 @@ int main(void)
 	snprintf(metrics, sizeof metrics, "%s/metrics.prom", dir);
 	int fds1 = -1, threads1 = -1;
 	long rss5 = 0;
-	double wake_writer = 0, wake_watchdog = 0;
+	double wake_writer = 0, wake_watchdog = 0, cycles = 0, looks = 0;
 	for (int s = 0; s < SESSIONS; s++) {
 		struct stallscope_config cfg;
 		stallscope_config_init(&cfg);
@@ -125,12 +126,20 @@ int main(void)
 		      watchdog ? "on" : "off", wd);
 		double ww = metric(metrics, "stallscope_recorder_wakeups_total{thread=\"writer\"}");
 		double wdw = metric(metrics, "stallscope_recorder_wakeups_total{thread=\"watchdog\"}");
-		/* A session this short may end before a thread's first look. */
+		double cyc = metric(metrics, "stallscope_writer_cycles_total");
+		double lk = metric(metrics, "stallscope_watchdog_looks_total");
+		/* A session this short may end before a thread's first sleep, or
+		 * the watchdog's first look; never before the writer's first cycle. */
 		CHECK(ww >= wake_writer, "session %d: writer wake-ups %g, were %g", s, ww, wake_writer);
 		CHECK(watchdog ? wdw >= wake_watchdog : wdw == wake_watchdog,
 		      "session %d: watchdog wake-ups %g, were %g", s, wdw, wake_watchdog);
+		CHECK(cyc > cycles, "session %d: writer cycles %g, were %g", s, cyc, cycles);
+		CHECK(watchdog ? lk >= looks : lk == looks, "session %d: watchdog looks %g, were %g", s,
+		      lk, looks);
 		wake_writer = ww;
 		wake_watchdog = wdw;
+		cycles = cyc;
+		looks = lk;
 		if (s == 0) {
 			fds1 = tc_fd_count();
 			threads1 = thread_count();
@@ -140,8 +149,7 @@ int main(void)
 		if (getenv("SESSIONS_RSS"))
 			printf("session %d: RSS %ld KiB\n", s, tc_rss_kib());
 	}
-	CHECK(wake_writer > 0 && wake_watchdog > 0, "wake-ups: writer %g, watchdog %g", wake_writer,
-	      wake_watchdog);
+	CHECK(cycles > 0 && looks > 0, "writer cycles %g, watchdog looks %g", cycles, looks);
 	int fds = tc_fd_count(), threads = thread_count();
 	long rss = tc_rss_kib();
 	CHECK(fds == fds1, "descriptors: %d after the first session, %d after the last", fds1, fds);

@@ -25,13 +25,29 @@
  *               stack, and nothing of the parent's stalled poll (the watchdog's
  *               slots and the capture cells stay mapped from one session to the
  *               next, so the child starts with the parent's in its pages)
+ *   deaf        a worker that keeps the signal blocked through a 700 ms poll
+ *               has one capture signal queued, not one a capture, and each
+ *               capture after the first is planned from the end of the one
+ *               before (which waited 50 ms for an answer), not back to back
+ *   exit        a worker that exits inside its stalled poll while the capture
+ *               waits for its answer: the capture says it ended, and its slot
+ *               is free for the next thread at once, not at the writer's next
+ *               paced cycle (up to a second later)
+ *   closed-fds  the host closes the descriptor a capture keeps open and puts
+ *               a file of its own at that number: the recorder neither closes
+ *               nor reads the host's file, and captures still work
+ *   two-threads long-poll, blocking, mutex and exit again with the watchdog on
+ *               a thread of its own (task dumps on), the other path of slot
+ *               releases and capture steps
  */
 #include <dlfcn.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -290,6 +306,12 @@ static void print_stall(const struct stall *s)
 
 /* ---- sessions ----------------------------------------------------------------- */
 
+/* The watchdog on a thread of its own (task dumps on make it so; no task
+ * here yields, so none is dumped), and the slots sessions get (0: default),
+ * flush interval (0: default). */
+static int two_threads;
+static uint32_t max_threads_cfg, flush_ms_cfg;
+
 static char *start(const char *tag, uint32_t threshold_ms, int dumps, uint32_t dump_ms)
 {
 	char *dir = tc_tmpdir(tag);
@@ -297,8 +319,12 @@ static char *start(const char *tag, uint32_t threshold_ms, int dumps, uint32_t d
 	stallscope_config_init(&cfg);
 	cfg.output_dir = dir;
 	cfg.stall_threshold_ms = threshold_ms;
-	cfg.task_dump_enabled = dumps;
+	cfg.task_dump_enabled = dumps || two_threads;
 	cfg.task_dump_idle_threshold_ms = dump_ms;
+	if (max_threads_cfg)
+		cfg.max_threads = max_threads_cfg;
+	if (flush_ms_cfg)
+		cfg.flush_interval_ms = flush_ms_cfg;
 	cfg.cpu_sampling = 0; /* the captures are what we test */
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	return dir;
@@ -382,7 +408,26 @@ void fork_child_poll(const char *dir, uint64_t task)
 
 /* ---- workers ---- */
 
-enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL, J_QUIET, J_PACE };
+enum job { J_LONG, J_BLOCK, J_MUTEX, J_STARVE, J_EINTR, J_YIELD, J_YIELD_REPOLL, J_QUIET, J_PACE,
+	   J_DEAF, J_EXIT };
+
+/* The real-time signal the captures use: the one with a handler taking
+ * siginfo (the library's, claimed at start; this program installs none). */
+static int capture_signal(void)
+{
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_SIGINFO) &&
+		    sa.sa_sigaction != NULL)
+			return sig;
+	}
+	return 0;
+}
+
+/* J_DEAF's count of capture signals queued at the end of its poll; J_EXIT's
+ * wait for the first one (it then exits, inside the poll). */
+static _Atomic int deaf_queued = -1;
+#define DEAF_POLL_NS 700000000ull
 
 /* J_QUIET's worker stays parked until this is set. */
 static _Atomic int quiet_go;
@@ -501,6 +546,36 @@ static void *worker_main(void *p)
 				atomic_store(&pace.short_max, d);
 			sleep_ms(1);
 		}
+		break;
+	}
+	case J_DEAF:
+	case J_EXIT: {
+		int sig = capture_signal();
+		CHECK(sig, "no real-time signal with the library's handler");
+		sigset_t all, one;
+		sigfillset(&all);
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		stallscope_poll_begin(w->task0, 0);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+		if (w->job == J_EXIT) {
+			/* Until a capture has signalled (at most 20 s), then gone. */
+			uint64_t end = now_ns() + 20000000000ull;
+			sigset_t pend;
+			do {
+				culprit_spin(100000);
+				sigpending(&pend);
+			} while (!sigismember(&pend, sig) && now_ns() < end);
+			return NULL;
+		}
+		culprit_spin(DEAF_POLL_NS);
+		/* The signals queued for it, taken here so no handler runs. */
+		int n = 0;
+		struct timespec zero = { 0, 0 };
+		while (sigtimedwait(&one, NULL, &zero) == sig)
+			n++;
+		atomic_store(&deaf_queued, n);
+		stallscope_poll_end();
 		break;
 	}
 	case J_YIELD:
@@ -796,10 +871,10 @@ static long long metric_counter(const char *key)
 	return p ? atoll(p + strlen(key)) : -1;
 }
 
-/* The watchdog's looks so far (its wake-ups counter). */
+/* The watchdog's looks so far. */
 static long long watchdog_looks(void)
 {
-	return metric_counter("\nstallscope_recorder_wakeups_total{thread=\"watchdog\"} ");
+	return metric_counter("\nstallscope_watchdog_looks_total ");
 }
 
 /* The captures the watchdog says it took. */
@@ -1010,6 +1085,217 @@ static void test_pace(void)
 	CHECK(r.span[2], "the looks were not spaced out again within 10 s of short polls only");
 }
 
+/* A worker that keeps every signal blocked through a 700 ms poll (threshold
+ * 10 ms): each capture signals it, or finds the last signal still queued and
+ * stands on it; each waits the whole 50 ms for an answer that never comes.
+ * One signal is queued at the end, not one a capture (each further one
+ * counts against the user's RLIMIT_SIGPENDING), and each capture after the
+ * first begins at the first power of two of the threshold past the end of
+ * the capture before (planned from its begin, the next one came right after
+ * it: at 61-70 ms, not 80). Counts and order: load only delays captures. */
+static void test_deaf(void)
+{
+	printf("deaf\n");
+	const uint64_t T = 10000000u, ANSWER = 50000000u;
+	atomic_store(&deaf_queued, -1);
+	char *dir = start("stall-deaf", 10, 0, 10);
+	struct worker w[1] = { { .job = J_DEAF, .task0 = 900, .cpu = -1 } };
+	run(w, 1);
+	join(w, 1);
+	finish(dir);
+	int caps = 0, unanswered = 0;
+	uint64_t prev_end = 0;
+	for (size_t i = 0; i < R.ns; i++) {
+		const struct stall *s = &R.s[i];
+		if (s->task != 900)
+			continue;
+		print_stall(s);
+		uint64_t age = s->ts - s->poll_ts;
+		caps++;
+		unanswered += strstr(s->reason, "did not answer") != NULL;
+		if (prev_end) {
+			uint64_t mark = T;
+			while (mark <= prev_end)
+				mark *= 2;
+			CHECK(age >= mark, "capture #%llu at %.1f ms: before %.0f ms, the first power "
+			      "of two of the threshold after the capture before ended (%.1f ms)",
+			      (unsigned long long)s->index, (double)age / 1e6, (double)mark / 1e6,
+			      (double)prev_end / 1e6);
+		}
+		prev_end = age + ANSWER;
+	}
+	int queued = atomic_load(&deaf_queued);
+	printf("  %d captures, %d unanswered; %d capture signals queued at the poll's end\n", caps,
+	       unanswered, queued);
+	CHECK(caps >= 2 && unanswered == caps, "%d captures of the deaf poll, %d said it did not "
+	      "answer", caps, unanswered);
+	CHECK(queued == 1, "%d capture signals queued on a thread that blocks them (want 1)",
+	      queued);
+}
+
+/* Whether a thread of this process can take a slot now: a mark from a new
+ * thread, which is dropped (and counted) when no slot is free. */
+static void *probe_main(void *arg)
+{
+	int *ok = arg;
+	struct stallscope_stats a, b;
+	stallscope_get_stats(&a);
+	stallscope_mark(stallscope_name("probe"), 1);
+	stallscope_get_stats(&b);
+	*ok = b.events_dropped == a.events_dropped;
+	return NULL;
+}
+
+static int slot_free(void)
+{
+	pthread_t th;
+	int ok = 0;
+	CHECK(pthread_create(&th, NULL, probe_main, &ok) == 0, "pthread_create");
+	pthread_join(th, NULL);
+	return ok;
+}
+
+/* One slot for the whole session: a worker blocks every signal in a poll and
+ * exits inside it once a capture has signalled it (the capture is then
+ * waiting for its answer). The capture ends with "ended before it answered"
+ * (not "did not answer in 50 ms"), and the slot is free for a new thread
+ * within 300 ms of the exit: with a flush interval of 2 s the writer's paced
+ * cycles come a second apart, so the release must come from the capture's
+ * end. */
+static void test_exit(void)
+{
+	printf("exit%s\n", two_threads ? " (watchdog thread)" : "");
+	max_threads_cfg = 1;
+	flush_ms_cfg = 2000;
+	char *dir = start("stall-exit", 10, 0, 10);
+	max_threads_cfg = flush_ms_cfg = 0;
+	struct worker w[1] = { { .job = J_EXIT, .task0 = 950, .cpu = -1 } };
+	run(w, 1);
+	join(w, 1);
+	uint64_t gone = now_ns(), freed = 0;
+	while (now_ns() - gone < 5000000000ull) {
+		if (slot_free()) {
+			freed = now_ns() - gone;
+			break;
+		}
+		sleep_ms(2);
+	}
+	finish(dir);
+	int ended = 0, caps = 0;
+	for (size_t i = 0; i < R.ns; i++) {
+		const struct stall *s = &R.s[i];
+		if (s->task != 950)
+			continue;
+		print_stall(s);
+		caps++;
+		ended += strstr(s->reason, "ended before it answered") != NULL;
+	}
+	printf("  slot free %.1f ms after the thread's exit\n", (double)freed / 1e6);
+	CHECK(caps >= 1 && ended == 1, "%d captures of the poll its thread left, %d say it ended "
+	      "(want 1)", caps, ended);
+	CHECK(freed && freed < 300000000u, "the slot of a thread that exited while its capture "
+	      "waited was free %.1f ms after (want < 300 ms; 0: not in 5 s)", (double)freed / 1e6);
+}
+
+/* The descriptor a capture keeps open on /proc/self/task/TID/syscall of
+ * thread tid: its number, or -1. */
+static int syscall_fd(pid_t tid)
+{
+	char want[64];
+	snprintf(want, sizeof want, "/proc/%d/task/%d/syscall", (int)getpid(), (int)tid);
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int fd = -1;
+	while (d && fd < 0 && (de = readdir(d))) {
+		char path[300], link[256];
+		snprintf(path, sizeof path, "/proc/self/fd/%s", de->d_name);
+		ssize_t n = readlink(path, link, sizeof link - 1);
+		if (n > 0) {
+			link[n] = 0;
+			if (strcmp(link, want) == 0)
+				fd = atoi(de->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	return fd;
+}
+
+static _Atomic pid_t long_tid;
+
+static void *closed_fds_worker(void *arg)
+{
+	(void)arg;
+	atomic_store(&long_tid, (pid_t)syscall(SYS_gettid));
+	stallscope_worker_begin("test", 980);
+	stallscope_poll_begin(980, 0);
+	atomic_store(&spinning_task, 980);
+	long_poll_body(20000000);
+	atomic_store(&spinning_task, 0);
+	stallscope_poll_end();
+	stallscope_worker_end();
+	return NULL;
+}
+
+/* A host that closes every descriptor it did not open (a daemon's
+ * closefrom) closes the one a capture keeps on the worker's syscall file,
+ * and its next open takes that number. The recorder must not close the
+ * host's file (at a later capture, which then finds it is not its own, or at
+ * stop) nor take what it reads for the syscall file: the captures after it
+ * still say running. */
+static void test_closed_fds(void)
+{
+	printf("closed-fds\n");
+	char *dir = start("stall-fds", 10, 0, 10);
+	atomic_store(&released_task, 0);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, closed_fds_worker, NULL) == 0, "pthread_create");
+	wait_spin_captures(dir, 980);
+	int fd = syscall_fd(atomic_load(&long_tid));
+	CHECK(fd >= 0, "no descriptor kept on the stalled worker's syscall file");
+	int mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CHECK(mine >= 0, "open /dev/null");
+	CHECK(dup2(mine, fd) == fd, "dup2");
+	close(mine);
+	int before = captures_seen(dir, 980, CAP_ANY);
+	wait_captures(dir, 980, before + 1, CAP_ANY);
+	atomic_store(&released_task, 980);
+	pthread_join(th, NULL);
+	finish(dir);
+	int ours = fcntl(fd, F_GETFD) >= 0;
+	int running_after = 0, caps = 0;
+	for (size_t i = 0; i < R.ns; i++) {
+		const struct stall *s = &R.s[i];
+		if (s->task != 980)
+			continue;
+		print_stall(s);
+		running_after += caps++ >= before &&
+				 (s->kind == SS_STALL_RUNNING || s->kind == SS_STALL_RUNNABLE);
+	}
+	printf("  descriptor %d: %s after the stop; %d of %d captures after the swap running\n",
+	       fd, ours ? "still the program's" : "closed", running_after, caps - before);
+	CHECK(ours, "the recorder closed descriptor %d, the program's file since it closed the "
+	      "recorder's", fd);
+	CHECK(caps > before && running_after == caps - before, "captures after the swap: %d, "
+	      "running %d", caps - before, running_after);
+	close(fd);
+}
+
+static void test_long_poll(void);
+static void test_blocking(void);
+static void test_mutex(void);
+
+static void test_two_threads(void)
+{
+	printf("two-threads\n");
+	two_threads = 1;
+	test_long_poll();
+	test_blocking();
+	test_mutex();
+	test_exit();
+	two_threads = 0;
+}
+
 static struct range R_child;
 
 static void test_fork(void)
@@ -1092,6 +1378,10 @@ int main(int argc, char **argv)
 	RUN("quiet", test_quiet);
 	RUN("pace", test_pace);
 	RUN("fork", test_fork);
+	RUN("deaf", test_deaf);
+	RUN("exit", test_exit);
+	RUN("closed-fds", test_closed_fds);
+	RUN("two-threads", test_two_threads);
 	printf("PASS\n");
 	return 0;
 }

@@ -8,6 +8,12 @@
  * for every event lost with the vanished file (== stats events_lost_on_disk);
  * stats count errors; disk_usage_bytes forgets the deleted files and matches the
  * files now on disk.
+ *
+ * Then again in an idle spell: the directory is removed when the writer has
+ * had nothing to write for two cycles. The writer notices while still idle
+ * (the directory is back, the error counted, with no event made), and every
+ * event made after that is in the new segments: none went into the vanished
+ * file with a first block written there.
  */
 #include <stallscope/stallscope.h>
 
@@ -19,8 +25,84 @@
 
 #include "resil.h"
 #include "trace_check.h"
+#include "writer_cycles.h"
 
 #define NPROD 2
+
+/* Renames dir away, then removes it: gone from its path at one moment. */
+static void remove_dir(const char *dir)
+{
+	struct stat st;
+	char trash[4200];
+	snprintf(trash, sizeof trash, "%s.removed", dir);
+	CHECK(rename(dir, trash) == 0, "rename %s: %s", dir, strerror(errno));
+	tc_rmrf(trash);
+	CHECK(stat(trash, &st) != 0, "could not remove %s", trash);
+}
+
+/* The deletion in an idle spell (see the top). */
+static void idle_deletion(void)
+{
+	char *dir = tc_tmpdir("dirdel-idle");
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	cfg.output_dir = dir;
+	cfg.file_prefix = "di";
+	cfg.rotation_count = 64;
+	cfg.rotation_period_s = UINT32_MAX;
+	cfg.cpu_sampling = 0;
+	struct stallscope_stats s0, s1;
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	struct rs_producer p[NPROD];
+	memset(p, 0, sizeof p);
+	for (int i = 0; i < NPROD; i++) {
+		p[i].tag = (uint64_t)i + 1;
+		p[i].burst = 50;
+		p[i].pause_us = 1000;
+	}
+	rs_producers_start(p, NPROD);
+	rs_sleep_ms(100);
+	rs_producers_stop(p, NPROD);
+	/* Their last events and exits written, then two cycles with nothing. */
+	for (int i = 0; i < 3; i++)
+		CHECK(writer_cycle_wait() == 0, "the writer ran no cycle in 60 s");
+	stallscope_get_stats(&s0);
+	remove_dir(dir);
+	struct stat st;
+	uint64_t t0 = rs_now();
+	for (;;) {
+		stallscope_get_stats(&s1);
+		if ((stat(dir, &st) == 0 && s1.errors > s0.errors) || rs_now() - t0 > 5000000000ull)
+			break;
+		rs_sleep_ms(10);
+	}
+	printf("idle: the directory %s %.0f ms after its removal, with no event made\n",
+	       stat(dir, &st) == 0 ? "was back" : "was not back", (double)(rs_now() - t0) / 1e6);
+	CHECK(stat(dir, &st) == 0 && s1.errors > s0.errors, "an idle writer did not notice its "
+	      "directory gone in 5 s");
+	for (int i = 0; i < NPROD; i++)
+		p[i].tag = (uint64_t)i + 3;
+	rs_producers_start(p, NPROD);
+	rs_sleep_ms(100);
+	rs_producers_stop(p, NPROD);
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	struct tc_trace t;
+	CHECK(tc_load_dir(&t, dir, "di", true) == 0, "load");
+	for (int i = 0; i < NPROD; i++) {
+		uint64_t n = 0;
+		for (size_t k = 0; k < t.nevents; k++)
+			n += t.events[k].type == SS_REC_MARK &&
+			     (t.events[k].b >> RS_SEQ_BITS) == p[i].tag;
+		printf("idle: producer %d made %llu marks after the deletion, %llu on disk\n", i,
+		       (unsigned long long)atomic_load(&p[i].produced), (unsigned long long)n);
+		CHECK(n == atomic_load(&p[i].produced), "producer %d: %llu of %llu marks made after "
+		      "an idle writer's directory was removed are on disk", i, (unsigned long long)n,
+		      (unsigned long long)atomic_load(&p[i].produced));
+	}
+	tc_free(&t);
+	tc_rmrf(dir);
+	free(dir);
+}
 
 int main(void)
 {
@@ -60,11 +142,7 @@ int main(void)
 	 * directory: a second pass then deletes the segment holding the LOSS record
 	 * of the first pass's segment, and the trace can no longer account for it.) */
 	struct stat st;
-	char trash[4200];
-	snprintf(trash, sizeof trash, "%s.removed", dir);
-	CHECK(rename(dir, trash) == 0, "rename %s: %s", dir, strerror(errno));
-	tc_rmrf(trash);
-	CHECK(stat(trash, &st) != 0, "could not remove %s", trash);
+	remove_dir(dir);
 	uint64_t deleted_ts = rs_now();
 	printf("directory removed (renamed away, then rm -rf)\n");
 
@@ -136,6 +214,7 @@ int main(void)
 	tc_free(&t);
 	tc_rmrf(dir);
 	free(dir);
+	idle_deletion();
 	printf("test_dir_deleted: ok\n");
 	return 0;
 }

@@ -25,6 +25,13 @@
  * while one of the deaf worker waits. The median age of their first captures
  * must be under 25 ms (10 ms threshold); captures taken one after the other
  * put it at 30-35 ms, since the deaf worker's keep the watchdog 93% of the time.
+ *
+ * Then stop, while the reads go on: it is landed just before a due cycle (65
+ * to 74 ms after the last block write, io_spy.c, the writer's period being
+ * 75 ms) and just after a capture of the deaf worker signalled it (its 50 ms
+ * wait for the answer has begun). Cycles must keep their times while that
+ * capture ends: a stop that waited for it first, then ran its final cycle,
+ * left marks 105 ms and more old out of the file.
  */
 #include <stallscope/stallscope.h>
 
@@ -33,7 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "io_spy.h"
 #include "resil.h"
 #include "trace_check.h"
 
@@ -47,6 +56,11 @@
 
 static _Atomic int deaf_stop;
 static _Atomic uint32_t deaf_polls;
+/* When a capture's signal was first seen pending in the deaf worker's poll. */
+static _Atomic uint64_t deaf_signalled;
+/* stallscope_stop called and returned (CLOCK_MONOTONIC ns). */
+static _Atomic uint64_t stop_called, stop_done;
+static const char *dir_g;
 
 /* Spins in 60 ms polls, 5 ms apart, with its signals as they are. */
 static void *loud_main(void *arg)
@@ -69,6 +83,19 @@ static void *loud_main(void *arg)
 	return NULL;
 }
 
+/* Whether a real-time signal (the capture's: nothing else signals this
+ * program) is pending for the calling thread. */
+static int rt_signal_pending(void)
+{
+	sigset_t pend;
+	if (sigpending(&pend) != 0)
+		return 0;
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (sigismember(&pend, sig))
+			return 1;
+	return 0;
+}
+
 static void *deaf_main(void *arg)
 {
 	(void)arg;
@@ -81,9 +108,15 @@ static void *deaf_main(void *arg)
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &old);
 		uint64_t end = rs_now() + 230000000ull;
-		while (rs_now() < end)
+		int seen = 0;
+		while (rs_now() < end) {
 			for (int i = 0; i < 1000; i++)
 				x = x * 6364136223846793005ull + 1442695040888963407ull;
+			if (!seen && rt_signal_pending()) {
+				seen = 1;
+				atomic_store(&deaf_signalled, rs_now());
+			}
+		}
 		/* The capture signals still pending are taken here, outside the poll. */
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		stallscope_poll_end();
@@ -126,9 +159,77 @@ static void count_capture(const struct ss_record *rec, void *ctx)
 	c->unanswered += strstr(reason, "did not answer") != NULL;
 }
 
+/* What the file showed: reads, the oldest mark missing at a read (and when),
+ * the oldest while stop ran. */
+static uint64_t t0, worst, reads, worst_at, worst_stop, reads_stop;
+static struct rs_ckpt ckpt[NPROD][CKPT_CAP];
+static _Atomic uint32_t nckpt[NPROD];
+static struct rs_producer p[NPROD];
+
+/* Reads the active file over and over, until stop has returned. */
+static void *reader_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_done)) {
+		uint64_t x = rs_now(), sc = atomic_load(&stop_called);
+		uint32_t n[NPROD];
+		for (int i = 0; i < NPROD; i++)
+			n[i] = atomic_load_explicit(&nckpt[i], memory_order_acquire);
+		struct tc_trace t;
+		/* While stop runs, the last seal renames the file under a read. */
+		if (tc_load_dir(&t, dir_g, "fd", true) != 0) {
+			CHECK(sc, "load %s", dir_g);
+			continue;
+		}
+		if (atomic_load(&stop_done)) {
+			tc_free(&t);
+			break;
+		}
+		CHECK(sc || t.corrupt_segments == 0, "a corrupt segment while recording");
+		reads++;
+		reads_stop += sc != 0;
+		for (int i = 0; i < NPROD; i++) {
+			/* Marks of producer i on disk, then the first one missing. */
+			uint64_t cap = n[i] ? ckpt[i][n[i] - 1].seq + 2 : 1;
+			uint8_t *seen = calloc(cap, 1);
+			CHECK(seen, "oom");
+			for (size_t k = 0; k < t.nevents; k++) {
+				const struct tc_event *e = &t.events[k];
+				if (e->type == SS_REC_MARK && (e->b >> RS_SEQ_BITS) == p[i].tag &&
+				    (e->b & RS_SEQ_MASK) < cap)
+					seen[e->b & RS_SEQ_MASK] = 1;
+			}
+			uint64_t missing = 0;
+			while (missing < cap && seen[missing])
+				missing++;
+			free(seen);
+			/* The first checkpoint that covers it: made no later than that.
+			 * Marks made once stop was called are not recorded at all. */
+			for (uint32_t k = 0; k < n[i]; k++) {
+				if (ckpt[i][k].seq < missing)
+					continue;
+				if (sc && ckpt[i][k].ts >= sc)
+					break;
+				uint64_t age = x > ckpt[i][k].ts ? x - ckpt[i][k].ts : 0;
+				if (age > worst) {
+					worst = age;
+					worst_at = x - t0;
+				}
+				if (sc && age > worst_stop)
+					worst_stop = age;
+				break;
+			}
+		}
+		tc_free(&t);
+		rs_sleep_ms(2);
+	}
+	return NULL;
+}
+
 int main(void)
 {
 	char *dir = tc_tmpdir("flushdeaf");
+	dir_g = dir;
 	struct stallscope_config cfg;
 	stallscope_config_init(&cfg);
 	cfg.output_dir = dir;
@@ -145,9 +246,6 @@ int main(void)
 	cfg.unwind = STALLSCOPE_UNWIND_FP;
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 
-	static struct rs_ckpt ckpt[NPROD][CKPT_CAP];
-	static _Atomic uint32_t nckpt[NPROD];
-	static struct rs_producer p[NPROD];
 	for (int i = 0; i < NPROD; i++) {
 		p[i].tag = (uint64_t)i + 1;
 		p[i].burst = 1;
@@ -160,52 +258,44 @@ int main(void)
 	CHECK(pthread_create(&deaf, NULL, deaf_main, NULL) == 0, "pthread_create");
 	CHECK(pthread_create(&loud, NULL, loud_main, NULL) == 0, "pthread_create");
 	rs_producers_start(p, NPROD);
+	t0 = rs_now();
 
-	uint64_t t0 = rs_now(), worst = 0, reads = 0, worst_at = 0;
-	while (rs_now() - t0 < OBSERVE_NS) {
-		uint64_t x = rs_now();
-		uint32_t n[NPROD];
-		for (int i = 0; i < NPROD; i++)
-			n[i] = atomic_load_explicit(&nckpt[i], memory_order_acquire);
-		struct tc_trace t;
-		CHECK(tc_load_dir(&t, dir, "fd", true) == 0, "load %s", dir);
-		CHECK(t.corrupt_segments == 0, "a corrupt segment while recording");
-		reads++;
-		for (int i = 0; i < NPROD; i++) {
-			/* Marks of producer i on disk, then the first one missing. */
-			uint64_t cap = n[i] ? ckpt[i][n[i] - 1].seq + 2 : 1;
-			uint8_t *seen = calloc(cap, 1);
-			CHECK(seen, "oom");
-			for (size_t k = 0; k < t.nevents; k++) {
-				const struct tc_event *e = &t.events[k];
-				if (e->type == SS_REC_MARK && (e->b >> RS_SEQ_BITS) == p[i].tag &&
-				    (e->b & RS_SEQ_MASK) < cap)
-					seen[e->b & RS_SEQ_MASK] = 1;
-			}
-			uint64_t missing = 0;
-			while (missing < cap && seen[missing])
-				missing++;
-			free(seen);
-			/* The first checkpoint that covers it: made no later than that. */
-			for (uint32_t k = 0; k < n[i]; k++) {
-				if (ckpt[i][k].seq < missing)
-					continue;
-				uint64_t age = x > ckpt[i][k].ts ? x - ckpt[i][k].ts : 0;
-				if (age > worst) {
-					worst = age;
-					worst_at = x - t0;
-				}
-				break;
-			}
+	pthread_t rd;
+	CHECK(pthread_create(&rd, NULL, reader_main, NULL) == 0, "pthread_create");
+	rs_sleep_ms(OBSERVE_NS / 1000000u);
+
+	/* The stop, landed (see the top): at most 20 s of tries. */
+	uint64_t landed = 0, since_write = 0, since_signal = 0, t1 = rs_now();
+	while (!landed && rs_now() - t1 < 20000000000ull) {
+		uint64_t s0 = atomic_load(&deaf_signalled);
+		while (atomic_load(&deaf_signalled) == s0 && rs_now() - t1 < 20000000000ull)
+			usleep(200);
+		uint64_t x = rs_now(), sig = atomic_load(&deaf_signalled);
+		uint64_t w = atomic_load(&io_spy.last_write_end);
+		if (x - sig <= 5000000u && x - w >= 65000000u && x - w <= 74000000u) {
+			landed = x;
+			since_write = x - w;
+			since_signal = x - sig;
 		}
-		tc_free(&t);
-		rs_sleep_ms(2);
 	}
+	atomic_store(&stop_called, rs_now());
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	atomic_store(&stop_done, rs_now());
+	pthread_join(rd, NULL);
 	atomic_store(&deaf_stop, 1);
 	pthread_join(deaf, NULL);
 	pthread_join(loud, NULL);
 	rs_producers_stop(p, NPROD);
-	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	if (landed)
+		printf("test_flush_deaf: stop landed %.1f ms after the last block write, %.1f ms after a "
+		       "capture signalled the deaf worker; it took %.1f ms; %llu reads began while it "
+		       "ran, the oldest mark they missed %.1f ms old\n", (double)since_write / 1e6,
+		       (double)since_signal / 1e6,
+		       (double)(atomic_load(&stop_done) - atomic_load(&stop_called)) / 1e6,
+		       (unsigned long long)reads_stop, (double)worst_stop / 1e6);
+	else
+		printf("test_flush_deaf: the stop could not be landed just before a due cycle in 20 s "
+		       "(stopped anyway)\n");
 
 	static struct caps c;
 	CHECK(tc_each_record(dir, "fd", count_capture, &c) > 0, "read %s", dir);
@@ -216,7 +306,8 @@ int main(void)
 	printf("test_flush_deaf: %llu reads of the active file in %.1f s; the oldest mark not yet in "
 	       "it was at most %.1f ms old (at %.2f s; flush interval %u ms); %u deaf polls, %llu "
 	       "captures of them, %llu unanswered\n", (unsigned long long)reads,
-	       (double)OBSERVE_NS / 1e9, (double)worst / 1e6, (double)worst_at / 1e9, FLUSH_MS,
+	       (double)(atomic_load(&stop_done) - t0) / 1e9, (double)worst / 1e6,
+	       (double)worst_at / 1e9, FLUSH_MS,
 	       atomic_load(&deaf_polls), (unsigned long long)all, (unsigned long long)unanswered);
 	printf("test_flush_deaf: the other worker's first captures, %zu: at %.1f ms of their polls "
 	       "(median; fastest %.1f, slowest %.1f)\n", nloud, (double)loud_median / 1e6,

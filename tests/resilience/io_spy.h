@@ -1,0 +1,29 @@
+/*
+ * io_spy.h - the recorder's block writes and syncs as a resilience test sees
+ * them. io_spy.c defines pwritev, pwritev64 and fdatasync: a test executable's
+ * own definitions come before libc's for every object in the process (the
+ * shared library's calls and the ASan build's static ones alike), and each
+ * calls on to the next definition. Calls made on the recorder's writer thread
+ * (named ss-writer) can be delayed, as a slow disk would (writeback
+ * throttling, NFS, a failing disk), and are counted and timed; other threads'
+ * pass untouched.
+ */
+#ifndef STALLSCOPE_IO_SPY_H
+#define STALLSCOPE_IO_SPY_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct io_spy {
+	_Atomic uint64_t write_delay_ns, sync_delay_ns; /* added to each call */
+	_Atomic uint64_t writes, syncs;                 /* calls so far */
+	_Atomic uint64_t first_write_end, last_write_end; /* CLOCK_MONOTONIC ns, 0: none */
+	/* Called (writer thread) at each fdatasync before it is delayed. */
+	void (*on_sync)(void);
+};
+extern struct io_spy io_spy;
+
+/* Whether the process has a thread of that name now (/proc/self/task). */
+int io_spy_has_thread(const char *name);
+
+#endif
