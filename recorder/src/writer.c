@@ -607,7 +607,10 @@ static void *writer_main(void *arg)
 		ss_watchdog_stop();
 		cpu_to(0);
 	}
-	/* Final: everything buffered goes to disk, the last segment is sealed. */
+	/* Final: everything buffered goes to disk, the last segment is sealed. A
+	 * cycle like the others in the count: a session stopped before the loop
+	 * ran one has drained its rings here only. */
+	atomic_fetch_add_explicit(&ss_counters.writer_cycles, 1, memory_order_relaxed);
 	cycle(1);
 	uint64_t end;
 	ss_clock_point(&end);
