@@ -28,6 +28,7 @@ import pgtest  # noqa: E402
 cli, runtime, root = sys.argv[1], sys.argv[2], sys.argv[3]
 viewer = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
 dial9_seeds = sys.argv[5] if len(sys.argv) > 5 else None
+make_early = sys.argv[6] if len(sys.argv) > 6 else None
 IGNORE = ("segments.file",)  # the path each import was given
 
 
@@ -146,24 +147,18 @@ def main():
 
         # ---- samples that reach a segment before their poll's first record --------
         # (per-CPU sample rings are written apart from a worker's hooks: at a
-        # segment boundary a switch-out sample can land one segment before the
-        # poll it falls in). The import of the poll's segment links them: in
-        # PostgreSQL only once the recording's workers and polls the stage took
-        # back are in the database again. Small segments make many boundaries, and
-        # a stack at every switch-out (OFFCPU_STACKS=all) makes many samples: with
-        # the in-poll filter a 2 s run keeps ~600 and none may fall on a boundary.
-        # Even so a run has none about a third of the time (0 to 16 in eight
-        # local runs, the writer draining the samples every 10 to 75 ms): up to six.
+        # segment boundary a sample can land one segment before the poll it falls
+        # in). The import of the poll's segment links them: in PostgreSQL only
+        # once the recording's workers and polls the stage took back are in the
+        # database again. Two built segments make the case every time; small
+        # segments of real recordings (a stack at every switch-out) make it when
+        # the writer's drains happen to fall so, and must import the same.
         url_early = cl.createdb("early")
         early = os.path.join(tmp, "early.db")
-        relinked = 0
-        for attempt in range(6):
-            d = os.path.join(tmp, "early%d" % attempt)
-            env = dict(os.environ, STALLSCOPE_ENABLED="1", STALLSCOPE_OUTPUT_DIR=d, STALLSCOPE_FILE_PREFIX="early%d" % attempt,
-                       STALLSCOPE_MAX_FILE_SIZE="256K", STALLSCOPE_ROTATION_COUNT="1000",
-                       STALLSCOPE_OFFCPU_STACKS="all")
-            pgtest.run([runtime, "--scenario", "steady", "--duration", "2"], env=env)
-            for seg in segments(d):
+
+        def import_one_by_one(segs):
+            relinked = 0
+            for seg in segs:
                 unlinked = {r[0] for r in sqlite3.connect(early).execute(
                     "SELECT rowid FROM samples WHERE poll_id IS NULL AND worker_id IS NOT NULL")} \
                     if os.path.exists(early) else set()
@@ -176,12 +171,32 @@ def main():
                 problems = pgtest.compare(cl, "early", early, tables=("samples",))
                 if problems:
                     fail("after importing %s alone: %s" % (os.path.basename(seg), problems))
-            if relinked:
-                break
-        if not relinked:
-            fail("no sample reached a segment before its poll in 6 recordings of 256 KB segments: the case"
-                 " this part checks did not happen")
-        print("  %d samples linked to a poll of a later segment, the same in both stores" % relinked)
+            return relinked
+
+        if not make_early:
+            fail("no make_early_segments given (argument 6)")
+        built = os.path.join(tmp, "built-early")
+        os.mkdir(built)
+        subprocess.run([make_early, built], check=True)
+        if import_one_by_one([os.path.join(built, "early.%d.bin" % i) for i in range(2)]) != 1:
+            fail("the built segments' sample at 2.5 s was not linked to the poll of the second segment")
+        con = sqlite3.connect(early)
+        got = con.execute("SELECT p.ts, p.dur FROM samples s JOIN polls p ON p.id = s.poll_id"
+                          " JOIN workers w ON w.id = p.worker_id JOIN recordings r ON r.id = w.recording_id"
+                          " WHERE r.host = 'early-host'").fetchall()
+        con.close()
+        if len(got) != 1 or got[0][1] != 1000000000:
+            fail("the built sample's poll: %s (want the 1 s poll of segment 1)" % got)
+        relinked = 0
+        for attempt in range(2):
+            d = os.path.join(tmp, "early%d" % attempt)
+            env = dict(os.environ, STALLSCOPE_ENABLED="1", STALLSCOPE_OUTPUT_DIR=d, STALLSCOPE_FILE_PREFIX="early%d" % attempt,
+                       STALLSCOPE_MAX_FILE_SIZE="256K", STALLSCOPE_ROTATION_COUNT="1000",
+                       STALLSCOPE_OFFCPU_STACKS="all")
+            pgtest.run([runtime, "--scenario", "steady", "--duration", "2"], env=env)
+            relinked += import_one_by_one(segments(d))
+        print("  built segments: the sample linked to the poll of the later segment, the same in both stores;"
+              " two recordings of 256 KB segments: %d samples linked to a poll of a later segment" % relinked)
         check_same(cl, "early", early, "small segments, one at a time")
 
         # ---- the README's import --db archive command, while the program records ----
