@@ -19,8 +19,10 @@
  * task (bpf_get_current_pid_tgid); next's tid and tgid are read from its
  * task_struct at the offsets the kernel's BTF gives (sampler_btf.c). A thread
  * counts where it is of this process and its in-poll cell (sampler_inpoll.c)
- * says a followed thread that is not parked (OUT, IN or ALL); with every
- * switch-out's stack asked for (STALLSCOPE_OFFCPU_STACKS=all) PARKED counts too.
+ * says a followed thread that is not parked (OUT, IN or ALL) or its bucket is
+ * shared (the cell is then another follower's, whose park says nothing of this
+ * one); with every switch-out's stack asked for (STALLSCOPE_OFFCPU_STACKS=all)
+ * PARKED counts too.
  * So from a worker's park hook to its unpark hook nothing is written for it:
  * the writer says so in META "switches", and the importer leaves the worker's
  * on/off-CPU state unrecorded over each park. Out of prev and into next, one
@@ -122,6 +124,23 @@ static void cell_of(struct prog *g, int reg, int cells_fd)
 	emit(g, LDX(BPF_W, 1, 2, 0));
 }
 
+/* After cell_of(): unless the bucket is shared, a jump (its index added to
+ * jumps) taken where the cell says PARKED. In a shared bucket the cell is the
+ * first follower's: its park says nothing of the others, whose switches must
+ * come out (the importer ignores the parked one's inside its parks). */
+static void skip_parked(struct prog *g, int *jumps, int *n)
+{
+	emit(g, MOV_X(3, 2));
+	/* shared[b]: 64 KiB past in_poll[b], beyond LDX's 16-bit offset */
+	emit(g, insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, SS_INPOLL_CELLS * 4));
+	emit(g, LDX(BPF_W, 3, 3, 0));
+	int j_shared = g->n;
+	emit(g, JMP_K(BPF_JNE, 3, 0));
+	jumps[(*n)++] = g->n;
+	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_PARKED));
+	land(g, j_shared);
+}
+
 static void output(struct prog *g, int out_fd, int data_reg, int data_off, int size)
 {
 	emit(g, MOV_X(1, 6));
@@ -165,10 +184,8 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	cell_of(g, 9, cells_fd);
 	j_next_done[nj++] = g->n;
 	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
-	if (!parks) {
-		j_next_done[nj++] = g->n;
-		emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_PARKED));
-	}
+	if (!parks)
+		skip_parked(g, j_next_done, &nj);
 	emit(g, MOV_X(8, 9));
 	for (int i = 0; i < nj; i++)
 		land(g, j_next_done[i]);
@@ -186,10 +203,8 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	cell_of(g, 0, cells_fd);
 	j_prev_done[np++] = g->n;
 	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
-	if (!parks) {
-		j_prev_done[np++] = g->n;
-		emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_PARKED));
-	}
+	if (!parks)
+		skip_parked(g, j_prev_done, &np);
 	emit(g, MOV_X(7, 0));
 	emit(g, MOV_X(9, 1));
 	for (int i = 0; i < np; i++)
