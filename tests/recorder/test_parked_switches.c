@@ -15,6 +15,9 @@
  *   (c) STALLSCOPE_OFFCPU_ALL: a stack at every switch-out asked for, parks
  *       included: the program writes a parked worker's switches too, and META
  *       does not say they are left out.
+ *   (d) STALLSCOPE_SAMPLE_ALL_THREADS: a worker that ends while parked stays
+ *       followed as a plain thread; its later sleeps (once the writer has seen
+ *       the end) give their blocked switch-outs: its cell no longer says parked.
  * Where the program is not used (not root, another pid namespace) there is
  * nothing to check: SKIP (77) with the META line.
  */
@@ -77,6 +80,59 @@ static void record(struct result *res, const char *tag, int offcpu_stacks)
 	free(dir);
 }
 
+/* (d): the thread of a worker ended in a park, followed under all-threads
+ * sampling: ROUNDS 5 ms sleeps after the writer has drained the end. */
+static struct pp_window after_end[ROUNDS];
+static uint32_t ended_tid;
+
+static void *ends_parked(void *x)
+{
+	(void)x;
+	ended_tid = (uint32_t)gettid();
+	stallscope_worker_begin("ends-parked", 0);
+	/* followed, with its cell, after a whole cycle; the next park says so in it */
+	stallscope_park();
+	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
+	stallscope_unpark();
+	stallscope_park();
+	stallscope_worker_end();
+	CHECK(writer_cycle_wait() == 0, "the writer ran no whole cycle in 60 s");
+	for (int i = 0; i < ROUNDS; i++)
+		pp_sleep(&after_end[i]);
+	return NULL;
+}
+
+static size_t ended_in_park(void)
+{
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	char *dir = tc_tmpdir("parked-switches-ended");
+	cfg.output_dir = dir;
+	cfg.sample_all_threads = 1;
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, ends_parked, NULL) == 0, "pthread_create");
+	pthread_join(th, NULL);
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	struct tc_trace t;
+	CHECK(tc_load_dir(&t, dir, "stallscope", true) == 0, "load %s", dir);
+	size_t outs = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		int o = 0;
+		for (size_t k = 0; k < t.nswitches; k++)
+			o |= t.switches[k].tid == ended_tid && (t.switches[k].flags & SS_SWITCH_F_OUT) &&
+			     !(t.switches[k].flags & SS_SWITCH_F_PREEMPT) &&
+			     pp_inside(&after_end[i], t.switches[k].ts);
+		outs += o;
+	}
+	printf("  ended parked, all threads sampled: %zu of %d later sleeps with a blocked "
+	       "switch-out\n", outs, ROUNDS);
+	tc_free(&t);
+	tc_rmrf(dir);
+	free(dir);
+	return outs;
+}
+
 static int not_parked(const struct result *r)
 {
 	return !strncmp(r->switches, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
@@ -120,6 +176,10 @@ int main(void)
 	      b.parks_out, ROUNDS);
 	CHECK(b.polls_stack == ROUNDS, "all: off-CPU samples in %zu of %d polls", b.polls_stack,
 	      ROUNDS);
+	printf("session 4: STALLSCOPE_SAMPLE_ALL_THREADS, a worker ended while parked\n");
+	size_t ended = ended_in_park();
+	CHECK(ended == ROUNDS, "ended parked: blocked switch-outs in %zu of %d sleeps after the end",
+	      ended, ROUNDS);
 	printf("ok\n");
 	return 0;
 }
