@@ -126,6 +126,7 @@ struct ss_sampler_state {
 	int swtp;
 	int swtp_stacks;                  /* it writes off-CPU stacks: 1 in polls, 2 all */
 	int swtp_skips_parks;             /* nothing of a parked worker (PARKED cells) */
+	char swtp_refusal[512];           /* META "switches" when it was refused, else "" */
 	uint32_t ncpu_rings;
 	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
 	int *pc_fds;                      /* every event opened, to enable and close */
@@ -245,6 +246,9 @@ SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
 /* The byte offsets of pid and tgid in the running kernel's struct task_struct:
  * 0, or -errno with why. */
 SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t len);
+/* The same from a BTF image of n bytes, whatever they are (fuzzed). */
+SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why,
+			    size_t len);
 
 /* sampler_swtp.c */
 /* Loads the sched_switch program reading the in-poll cells of cells_fd: its fd,

@@ -9,7 +9,8 @@
  * scanned once per process: only a STRUCT named task_struct is looked at
  * closely. Any surprise (no BTF, an unknown type kind, no such members, a
  * member that is a bitfield) is an answer of -1 with the reason, never a guess:
- * the caller then keeps the perf events' switch records. Writer thread only.
+ * the caller then keeps the perf events' switch records. The scan reads outside
+ * data and is fuzzed (tests/fuzz/fuzz_btf.c). Writer thread only.
  */
 #include "sampler-private.h"
 
@@ -81,7 +82,7 @@ static void members(const unsigned char *t, uint32_t info, const char *str, uint
 	}
 }
 
-static int scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why, size_t len)
+SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why, size_t len)
 {
 	struct btf_hdr h;
 	if (n < sizeof h) {
@@ -144,9 +145,15 @@ static void look(void)
 		return;
 	}
 	size_t n = (size_t)st.st_size;
-	void *map = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (!n) {
+		close(fd);
+		rc_saved = -ENODATA;
+		snprintf(why_saved, sizeof why_saved, BTF_PATH ": empty");
+		return;
+	}
+	void *map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
 	unsigned char *buf = NULL;
-	if (map == MAP_FAILED && n) {
+	if (map == MAP_FAILED) {
 		/* Kernels before 6.16 do not map it: read it whole. */
 		buf = malloc(n);
 		size_t got = 0;
@@ -160,7 +167,7 @@ static void look(void)
 		rc_saved = -ENOMEM;
 		snprintf(why_saved, sizeof why_saved, BTF_PATH ": out of memory");
 	} else {
-		rc_saved = scan(b, n, &pid_saved, &tgid_saved, why_saved, sizeof why_saved);
+		rc_saved = ss_btf_scan(b, n, &pid_saved, &tgid_saved, why_saved, sizeof why_saved);
 	}
 	if (map != MAP_FAILED)
 		munmap(map, (size_t)st.st_size);

@@ -18,14 +18,33 @@
  *   (d) STALLSCOPE_SAMPLE_ALL_THREADS: a worker that ends while parked stays
  *       followed as a plain thread; its later sleeps (once the writer has seen
  *       the end) give their blocked switch-outs: its cell no longer says parked.
+ *   (e) the program's refusals, forced, each in a child process: its attach
+ *       refused (a seccomp filter answers bpf(BPF_RAW_TRACEPOINT_OPEN) with
+ *       EINVAL, as kernels before 5.18 do), the kernel's BTF empty or garbage
+ *       (a file bind-mounted over /sys/kernel/btf/vmlinux in a mount namespace
+ *       of its own; SKIP where unshare or mount is refused): META "switches"
+ *       says the events' switch records and names the refusal, and every poll
+ *       still has its blocked switch-out and off-CPU sample.
  * Where the program is not used (not root, another pid namespace) there is
  * nothing to check: SKIP (77) with the META line.
  */
 #include <stallscope/stallscope.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "park_poll.h"
@@ -133,14 +152,109 @@ static size_t ended_in_park(void)
 	return outs;
 }
 
+/* (e): refusals of the program, forced in a child process. */
+enum refusal { ATTACH_EINVAL, BTF_EMPTY, BTF_GARBAGE };
+
+static int refuse_attach(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_bpf, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, BPF_RAW_TRACEPOINT_OPEN, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EINVAL & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp filter: %s",
+	      strerror(errno));
+	return 0;
+}
+
+/* A file of n bytes (garbage) bind-mounted over the kernel's BTF in a mount
+ * namespace of this process's own; 77 where that is refused. */
+static int junk_btf(size_t n)
+{
+	char *dir = tc_tmpdir("parked-switches-btf"), path[600];
+	snprintf(path, sizeof path, "%s/vmlinux", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	CHECK(fd >= 0, "create %s", path);
+	static char junk[4096];
+	memset(junk, 'x', sizeof junk);
+	CHECK(n <= sizeof junk && write(fd, junk, n) == (ssize_t)n, "write %s", path);
+	close(fd);
+	const char *why = NULL;
+	if (unshare(CLONE_NEWNS) != 0)
+		why = "unshare(CLONE_NEWNS)";
+	else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		why = "mount(/, MS_PRIVATE)";
+	else if (mount(path, "/sys/kernel/btf/vmlinux", NULL, MS_BIND, NULL) != 0)
+		why = "mount --bind over /sys/kernel/btf/vmlinux";
+	if (why)
+		printf("SKIP: %s refused: %s\n", why, strerror(errno));
+	unlink(path);
+	tc_rmrf(dir);
+	free(dir);
+	return why ? 77 : 0;
+}
+
+static const char *const refusal_tag[] = { "parked-switches-noattach", "parked-switches-btf-empty",
+					    "parked-switches-btf-garbage" };
+static const char *const refusal_reason[] = {
+	"sched_switch program not attached: bpf(RAW_TRACEPOINT_OPEN, sched_switch): EINVAL",
+	"sched_switch program refused: /sys/kernel/btf/vmlinux: empty",
+	"sched_switch program refused: /sys/kernel/btf/vmlinux: not BTF",
+};
+
+/* The refused session, in a process of its own (the BTF is read once a
+ * process): its exit status, 77 when the refusal could not be forced. */
+static int refused_child(enum refusal how)
+{
+	int r = how == ATTACH_EINVAL ? refuse_attach() : junk_btf(how == BTF_EMPTY ? 0 : 4096);
+	if (r)
+		return r;
+	struct result res;
+	const char *tag = refusal_tag[how], *reason = refusal_reason[how];
+	record(&res, tag, STALLSCOPE_OFFCPU_AUTO);
+	CHECK(!strncmp(res.switches, "events:", 7) && strstr(res.switches, reason),
+	      "%s: META switches %s, want the events' and \"%s\"", tag, res.switches, reason);
+	CHECK(res.polls_out == ROUNDS, "%s: blocked switch-outs in %zu of %d polls", tag, res.polls_out,
+	      ROUNDS);
+	CHECK(res.polls_stack == ROUNDS, "%s: off-CPU samples in %zu of %d polls", tag,
+	      res.polls_stack, ROUNDS);
+	return 0;
+}
+
+/* 0 passed, 77 skipped (the refusal could not be forced); fails otherwise. */
+static int refused(enum refusal how)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		char arg[16];
+		snprintf(arg, sizeof arg, "%d", (int)how);
+		execl("/proc/self/exe", "test_parked_switches", "--refused", arg, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77), "%s: child status %#x",
+	      refusal_tag[how], st);
+	return WEXITSTATUS(st);
+}
+
 static int not_parked(const struct result *r)
 {
 	return !strncmp(r->switches, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "--refused"))
+		return refused_child((enum refusal)atoi(argv[2]));
 	struct result a, b;
 
 	printf("session 1: defaults\n");
@@ -180,6 +294,12 @@ int main(void)
 	size_t ended = ended_in_park();
 	CHECK(ended == ROUNDS, "ended parked: blocked switch-outs in %zu of %d sleeps after the end",
 	      ended, ROUNDS);
-	printf("ok\n");
+	printf("session 5: the sched_switch program's attach refused (EINVAL)\n");
+	refused(ATTACH_EINVAL);
+	printf("session 6: the kernel's BTF an empty file\n");
+	int skipped = refused(BTF_EMPTY);
+	printf("session 7: the kernel's BTF garbage\n");
+	skipped += refused(BTF_GARBAGE);
+	printf(skipped ? "ok (BTF refusals not forced: see SKIP)\n" : "ok\n");
 	return 0;
 }
