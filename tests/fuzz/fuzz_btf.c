@@ -1,0 +1,35 @@
+/*
+ * fuzz_btf.c - libFuzzer target for the recorder's BTF scan (recorder/src/
+ * sampler_btf.c, ss_btf_scan): the kernel's BTF is outside data (a file a
+ * mount can replace). Any input is scanned as a whole BTF image: it never
+ * reads outside the input, and an answer holds up: offsets of pid and tgid
+ * found (0) are byte offsets a 32-bit bit offset allows, a refusal (negative)
+ * comes with a reason, never an empty or unterminated one.
+ *
+ * Seeds (corpus/btf/, written by make_btf_seeds) are small images with a
+ * struct task_struct among types of every kind the scan skips.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_target.h"
+#include "sampler-private.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	long pid = -2, tgid = -2;
+	char why[160];
+	memset(why, 0x55, sizeof why);
+	int r = ss_btf_scan(data, size, &pid, &tgid, why, sizeof why);
+	if (r == 0) {
+		if (pid < 0 || tgid < 0 || pid > (long)(UINT32_MAX / 8) || tgid > (long)(UINT32_MAX / 8)) {
+			fprintf(stderr, "fuzz_btf: found pid at %ld, tgid at %ld\n", pid, tgid);
+			abort();
+		}
+	} else if (r > 0 || !memchr(why, 0, sizeof why) || !why[0]) {
+		fprintf(stderr, "fuzz_btf: refusal %d without a reason\n", r);
+		abort();
+	}
+	return 0;
+}
