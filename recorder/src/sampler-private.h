@@ -249,6 +249,11 @@ SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t
 /* The same from a BTF image of n bytes, whatever they are (fuzzed). */
 SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why,
 			    size_t len);
+/* The raw tracepoint tp's arguments in a BTF image (its btf_trace_<tp>
+ * typedef's FUNC_PROTO, less the context), -1 where the image does not say;
+ * and the running kernel's sched_switch's (4 from Linux 5.18: prev_state). */
+SS_INTERNAL int ss_btf_tp_args(const unsigned char *b, size_t n, const char *tp);
+SS_INTERNAL int ss_btf_sched_switch_args(void);
 
 /* sampler_swtp.c */
 /* Loads the sched_switch program reading the in-poll cells of cells_fd: its fd,

@@ -350,6 +350,14 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, siz
 	int r = ss_btf_task_ids(&pid_off, &tgid_off, why, len);
 	if (r != 0)
 		return r;
+	/* The program reads ctx[3]; the kernel refuses to attach a program that
+	 * reads past the tracepoint's arguments (EINVAL, nothing more said). */
+	int nargs = ss_btf_sched_switch_args();
+	if (nargs >= 0 && nargs < 4) {
+		snprintf(why, len, "sched_switch has %d arguments, no prev_state (Linux 5.18 added it), "
+			 "which the program reads", nargs);
+		return -EOPNOTSUPP;
+	}
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	out_map = map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, ncpu > 0 ? (uint32_t)ncpu : 1);
 	if (out_map < 0) {

@@ -22,7 +22,8 @@
  *       refused (a seccomp filter answers bpf(BPF_RAW_TRACEPOINT_OPEN) with
  *       EINVAL, as kernels before 5.18 do), the kernel's BTF empty or garbage
  *       (a file bind-mounted over /sys/kernel/btf/vmlinux in a mount namespace
- *       of its own; SKIP where unshare or mount is refused): META "switches"
+ *       of its own; SKIP where unshare or mount is refused), or the BTF of a
+ *       kernel before 5.18, whose sched_switch has no prev_state: META "switches"
  *       says the events' switch records and names the refusal, and every poll
  *       still has its blocked switch-out and off-CPU sample.
  * Where the program is not used (not root, another pid namespace) there is
@@ -47,6 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "btf_image.h"
 #include "park_poll.h"
 #include "trace_check.h"
 
@@ -153,7 +155,7 @@ static size_t ended_in_park(void)
 }
 
 /* (e): refusals of the program, forced in a child process. */
-enum refusal { ATTACH_EINVAL, BTF_EMPTY, BTF_GARBAGE };
+enum refusal { ATTACH_EINVAL, BTF_EMPTY, BTF_GARBAGE, BTF_3ARGS };
 
 static int refuse_attach(void)
 {
@@ -172,17 +174,24 @@ static int refuse_attach(void)
 	return 0;
 }
 
-/* A file of n bytes (garbage) bind-mounted over the kernel's BTF in a mount
- * namespace of this process's own; 77 where that is refused. */
-static int junk_btf(size_t n)
+/* A file bind-mounted over the kernel's BTF in a mount namespace of this
+ * process's own: empty, 4 KiB of garbage, or the BTF of a kernel whose
+ * sched_switch has no prev_state (before 5.18); 77 where that is refused. */
+static int junk_btf(enum refusal how)
 {
 	char *dir = tc_tmpdir("parked-switches-btf"), path[600];
 	snprintf(path, sizeof path, "%s/vmlinux", dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	CHECK(fd >= 0, "create %s", path);
-	static char junk[4096];
+	static uint8_t junk[4096];
+	size_t n = how == BTF_EMPTY ? 0 : sizeof junk;
 	memset(junk, 'x', sizeof junk);
-	CHECK(n <= sizeof junk && write(fd, junk, n) == (ssize_t)n, "write %s", path);
+	if (how == BTF_3ARGS) {
+		struct btf_img g;
+		bi_init(&g), bi_task(&g, 0x4a0 * 8, 0x4a4 * 8, 0), bi_tracepoint(&g, "sched_switch", 3);
+		n = bi_bytes(&g, junk, sizeof junk);
+	}
+	CHECK(write(fd, junk, n) == (ssize_t)n, "write %s", path);
 	close(fd);
 	const char *why = NULL;
 	if (unshare(CLONE_NEWNS) != 0)
@@ -200,18 +209,19 @@ static int junk_btf(size_t n)
 }
 
 static const char *const refusal_tag[] = { "parked-switches-noattach", "parked-switches-btf-empty",
-					    "parked-switches-btf-garbage" };
+					    "parked-switches-btf-garbage", "parked-switches-btf-3args" };
 static const char *const refusal_reason[] = {
 	"sched_switch program not attached: bpf(RAW_TRACEPOINT_OPEN, sched_switch): EINVAL",
 	"sched_switch program refused: /sys/kernel/btf/vmlinux: empty",
 	"sched_switch program refused: /sys/kernel/btf/vmlinux: not BTF",
+	"sched_switch program refused: sched_switch has 3 arguments, no prev_state",
 };
 
 /* The refused session, in a process of its own (the BTF is read once a
  * process): its exit status, 77 when the refusal could not be forced. */
 static int refused_child(enum refusal how)
 {
-	int r = how == ATTACH_EINVAL ? refuse_attach() : junk_btf(how == BTF_EMPTY ? 0 : 4096);
+	int r = how == ATTACH_EINVAL ? refuse_attach() : junk_btf(how);
 	if (r)
 		return r;
 	struct result res;
@@ -300,6 +310,8 @@ int main(int argc, char **argv)
 	int skipped = refused(BTF_EMPTY);
 	printf("session 7: the kernel's BTF garbage\n");
 	skipped += refused(BTF_GARBAGE);
+	printf("session 8: the kernel's BTF says sched_switch has no prev_state (before 5.18)\n");
+	skipped += refused(BTF_3ARGS);
 	printf(skipped ? "ok (BTF refusals not forced: see SKIP)\n" : "ok\n");
 	return 0;
 }
