@@ -793,20 +793,29 @@ static void part_inpoll(const char *label)
 	}
 }
 
+/* Where the sched_switch program writes the switches and leaves parks out: 1,
+ * with a sleeping worker spawned (not yet started); else SKIP said, 0. */
+static int sleeper_parks_left_out(struct worker *w, const char *part, const char *label)
+{
+	if (ss_sampler_switch_program() != 2) {
+		printf("  SKIP %s (%s): switches not from the sched_switch program leaving parks "
+		       "out: %s\n", part, label, ss_sampler_status());
+		return 0;
+	}
+	n_sleeps = 0;
+	worker_spawn(w, W_SLEEP, 0);
+	return 1;
+}
+
 /* The sched_switch program (where it writes the switches) leaves a parked
  * worker out: with its cell saying parked, none of its 20 sleeps gives a switch
  * record or an off-CPU sample (part_inpoll's "outside a poll" gives at least 20
  * switch-outs: between polls a worker's switches are written). */
 static void part_parked(const char *label)
 {
-	if (ss_sampler_switch_program() != 2) {
-		printf("  SKIP parked workers (%s): switches not from the sched_switch program "
-		       "leaving parks out: %s\n", label, ss_sampler_status());
-		return;
-	}
 	struct worker w;
-	n_sleeps = 0;
-	worker_spawn(&w, W_SLEEP, 0);
+	if (!sleeper_parks_left_out(&w, "parked workers", label))
+		return;
 	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
 	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 0);
 	CHECK(cell, "no cell for a followed worker (%s)", label);
@@ -830,14 +839,9 @@ static void part_parked(const char *label)
  * the bucket being shared, their off-CPU stacks where the program takes them). */
 static void part_shared_parked(const char *label)
 {
-	if (ss_sampler_switch_program() != 2) {
-		printf("  SKIP shared bucket (%s): switches not from the sched_switch program "
-		       "leaving parks out: %s\n", label, ss_sampler_status());
-		return;
-	}
 	struct worker w;
-	n_sleeps = 0;
-	worker_spawn(&w, W_SLEEP, 0);
+	if (!sleeper_parks_left_out(&w, "shared bucket", label))
+		return;
 	uint32_t fake = w.tid ^ SS_INPOLL_CELLS;
 	CHECK(ss_sampler_thread_add(fake, 0, 0) == 0, "thread_add of a fake tid (%s)", label);
 	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(fake, 0);
