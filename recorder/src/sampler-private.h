@@ -243,11 +243,15 @@ SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, c
 SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
 
 /* sampler_btf.c */
-/* The byte offsets of pid and tgid in the running kernel's struct task_struct:
- * 0, or -errno with why. */
-SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t len);
+/* Byte offsets in the running kernel's struct task_struct: pid and tgid, and
+ * its state (`__state` or `state`; -1 where absent). */
+struct ss_btf_task {
+	long pid, tgid, state;
+};
+/* From the running kernel's BTF: 0, or -errno with why. */
+SS_INTERNAL int ss_btf_task(struct ss_btf_task *o, char *why, size_t len);
 /* The same from a BTF image of n bytes, whatever they are (fuzzed). */
-SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why,
+SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, struct ss_btf_task *o, char *why,
 			    size_t len);
 /* The raw tracepoint tp's arguments in a BTF image (its btf_trace_<tp>
  * typedef's FUNC_PROTO, less the context), -1 where the image does not say;

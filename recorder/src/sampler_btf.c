@@ -1,7 +1,9 @@
 /*
- * sampler_btf.c - where `pid` and `tgid` lie in the running kernel's struct
- * task_struct, from its BTF (/sys/kernel/btf/vmlinux), for the sched_switch
- * program (sampler_swtp.c), which reads them from the task switched in.
+ * sampler_btf.c - where `pid`, `tgid` and the state lie in the running
+ * kernel's struct task_struct, and how many arguments its sched_switch
+ * tracepoint has, from its BTF (/sys/kernel/btf/vmlinux), for the sched_switch
+ * program (sampler_swtp.c), which reads them from the tasks switched (the
+ * state, before Linux 5.18, as the tracepoint has no prev_state argument).
  *
  * The layout differs between kernels and builds (configuration, randomized
  * structures), and BTF describes the one running. The file (5 MB here) is mapped
@@ -57,9 +59,9 @@ static long extra_bytes(uint32_t kind, uint32_t vlen)
 }
 
 /* The members' byte offsets in the STRUCT at t (vlen members), -1 when absent
- * or a bitfield. */
+ * or a bitfield. The state is `__state` (Linux 5.14 on) or `state`. */
 static void members(const unsigned char *t, uint32_t info, const char *str, uint32_t str_len,
-		    long *pid, long *tgid)
+		    struct ss_btf_task *o)
 {
 	uint32_t vlen = info & 0xffff;
 	for (uint32_t i = 0; i < vlen; i++) {
@@ -79,9 +81,11 @@ static void members(const unsigned char *t, uint32_t info, const char *str, uint
 		if (strnlen(s, room) == room)
 			continue;
 		if (!strcmp(s, "pid"))
-			*pid = off / 8;
+			o->pid = off / 8;
 		else if (!strcmp(s, "tgid"))
-			*tgid = off / 8;
+			o->tgid = off / 8;
+		else if (!strcmp(s, "__state") || !strcmp(s, "state"))
+			o->state = off / 8;
 	}
 }
 
@@ -136,7 +140,7 @@ static int named(const struct btf_view *v, uint32_t name, const char *s)
 	return name < v->str_len && v->str_len - name >= n && memcmp(v->str + name, s, n) == 0;
 }
 
-SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, long *pid, long *tgid, char *why, size_t len)
+SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, struct ss_btf_task *o, char *why, size_t len)
 {
 	struct btf_view v;
 	int r = view(b, n, &v, why, len);
@@ -147,9 +151,9 @@ SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, long *pid, long *t
 	for (const unsigned char *t = v.t0; (sz = type_at(&v, t, &name, &info)) > 0; t += sz) {
 		/* task_struct has hundreds of members: a cheap test before the name's */
 		if (kind_of(info) == KIND_STRUCT && (info & 0xffff) >= 8 && named(&v, name, "task_struct")) {
-			*pid = *tgid = -1;
-			members(t, info, v.str, v.str_len, pid, tgid);
-			if (*pid < 0 || *tgid < 0) {
+			o->pid = o->tgid = o->state = -1;
+			members(t, info, v.str, v.str_len, o);
+			if (o->pid < 0 || o->tgid < 0) {
 				snprintf(why, len, BTF_PATH ": struct task_struct without byte-aligned "
 					 "pid and tgid");
 				return -ENOENT;
@@ -203,7 +207,7 @@ SS_INTERNAL int ss_btf_tp_args(const unsigned char *b, size_t n, const char *tp)
 
 /* Once per process: the kernel does not change under it. */
 static int looked, rc_saved;
-static long pid_saved = -1, tgid_saved = -1;
+static struct ss_btf_task task_saved = { -1, -1, -1 };
 static char why_saved[160];
 static int sched_switch_args = -1;
 
@@ -242,7 +246,7 @@ static void look(void)
 		rc_saved = -ENOMEM;
 		snprintf(why_saved, sizeof why_saved, BTF_PATH ": out of memory");
 	} else {
-		rc_saved = ss_btf_scan(b, n, &pid_saved, &tgid_saved, why_saved, sizeof why_saved);
+		rc_saved = ss_btf_scan(b, n, &task_saved, why_saved, sizeof why_saved);
 		sched_switch_args = ss_btf_tp_args(b, n, "sched_switch");
 	}
 	if (map != MAP_FAILED)
@@ -250,12 +254,11 @@ static void look(void)
 	free(buf);
 }
 
-SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t len)
+SS_INTERNAL int ss_btf_task(struct ss_btf_task *o, char *why, size_t len)
 {
 	if (!looked)
 		look();
-	*pid_off = pid_saved;
-	*tgid_off = tgid_saved;
+	*o = task_saved;
 	if (rc_saved)
 		snprintf(why, len, "%s", why_saved);
 	return rc_saved;

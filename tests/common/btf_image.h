@@ -49,11 +49,13 @@ static inline uint32_t bi_head(struct btf_img *g, uint32_t name, uint32_t kind, 
 }
 
 /* task_struct of 8 members; pid and tgid at bit offsets pid_bits, tgid_bits (a
- * bitfield's size in the top byte where kflag). */
-static inline void bi_task(struct btf_img *g, uint32_t pid_bits, uint32_t tgid_bits, int kflag)
+ * bitfield's size in the top byte where kflag), the first named state (the
+ * state's name: "__state", "state", or another). */
+static inline void bi_task(struct btf_img *g, uint32_t pid_bits, uint32_t tgid_bits, int kflag,
+			   const char *state)
 {
 	bi_head(g, bi_str(g, "task_struct"), 4, 8, kflag, 4096);
-	const char *names[8] = { "state", "stack", "usage", "flags", "pid", "tgid", "comm", "mm" };
+	const char *names[8] = { state, "stack", "usage", "flags", "pid", "tgid", "comm", "mm" };
 	for (uint32_t i = 0; i < 8; i++) {
 		bi_u32(g, bi_str(g, names[i]));
 		bi_u32(g, 1);

@@ -4,7 +4,7 @@
  * mount can replace). Any input is scanned as a whole BTF image, for
  * task_struct and for sched_switch's arguments (ss_btf_tp_args): it never
  * reads outside the input, and an answer holds up: offsets of pid and tgid
- * found (0) are byte offsets a 32-bit bit offset allows, a refusal (negative)
+ * (and the state, or -1) found (0) are byte offsets a 32-bit bit offset allows, a refusal (negative)
  * comes with a reason, never an empty or unterminated one; the arguments are
  * -1 (unknown) or fewer than a FUNC_PROTO's 0xffff parameters.
  *
@@ -21,13 +21,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	long pid = -2, tgid = -2;
+	struct ss_btf_task o = { -2, -2, -2 };
 	char why[160];
 	memset(why, 0x55, sizeof why);
-	int r = ss_btf_scan(data, size, &pid, &tgid, why, sizeof why);
+	int r = ss_btf_scan(data, size, &o, why, sizeof why);
+	const long most = (long)(UINT32_MAX / 8);
 	if (r == 0) {
-		if (pid < 0 || tgid < 0 || pid > (long)(UINT32_MAX / 8) || tgid > (long)(UINT32_MAX / 8)) {
-			fprintf(stderr, "fuzz_btf: found pid at %ld, tgid at %ld\n", pid, tgid);
+		if (o.pid < 0 || o.tgid < 0 || o.state < -1 || o.pid > most || o.tgid > most ||
+		    o.state > most) {
+			fprintf(stderr, "fuzz_btf: found pid at %ld, tgid at %ld, state at %ld\n", o.pid,
+				o.tgid, o.state);
 			abort();
 		}
 	} else if (r > 0 || !memchr(why, 0, sizeof why) || !why[0]) {

@@ -20,12 +20,17 @@
  *       the end) give their blocked switch-outs: its cell no longer says parked.
  *   (e) the program's refusals, forced, each in a child process: its attach
  *       refused (a seccomp filter answers bpf(BPF_RAW_TRACEPOINT_OPEN) with
- *       EINVAL, as kernels before 5.18 do), the kernel's BTF empty or garbage
- *       (a file bind-mounted over /sys/kernel/btf/vmlinux in a mount namespace
- *       of its own; SKIP where unshare or mount is refused), or the BTF of a
- *       kernel before 5.18, whose sched_switch has no prev_state: META "switches"
+ *       EINVAL), the kernel's BTF empty or garbage (a file bind-mounted over
+ *       /sys/kernel/btf/vmlinux in a mount namespace of its own; SKIP where
+ *       unshare or mount is refused), or the BTF of a kernel before 5.18 whose
+ *       task_struct has no state to read instead of prev_state: META "switches"
  *       says the events' switch records and names the refusal, and every poll
- *       still has its blocked switch-out and off-CPU sample.
+ *       still has its blocked switch-out and off-CPU sample;
+ *   (f) the running kernel's BTF made to say sched_switch has no prev_state
+ *       (its typedef pointed at a 3-argument tracepoint's): the program reads
+ *       prev's state from task_struct, META "sampler" says so, parks are left
+ *       out, and every poll has its blocked switch-out (a state misread as
+ *       runnable would make them preemptions) and off-CPU sample.
  * Where the program is not used (not root, another pid namespace) there is
  * nothing to check: SKIP (77) with the META line.
  */
@@ -55,7 +60,7 @@
 #define ROUNDS PP_ROUNDS
 
 struct result {
-	char switches[1024];
+	char switches[1024], sampler[2048]; /* META */
 	size_t in_parks;          /* SWITCH records of the worker inside parks */
 	size_t parks_out;         /* parks with a blocked switch-out of the worker */
 	size_t polls_out;         /* polls with a blocked switch-out ... */
@@ -71,6 +76,8 @@ static void record(struct result *res, const char *tag, int offcpu_stacks)
 	pp_record(&r, "parked-switches-test", tag, offcpu_stacks, &t, &dir);
 	const char *m = tc_meta(&t, SS_META_SWITCHES);
 	snprintf(res->switches, sizeof res->switches, "%s", m ? m : "(none)");
+	m = tc_meta(&t, "sampler");
+	snprintf(res->sampler, sizeof res->sampler, "%s", m ? m : "(none)");
 	for (int i = 0; i < ROUNDS; i++) {
 		int park_out = 0, poll_out = 0, poll_stack = 0;
 		for (size_t k = 0; k < t.nswitches; k++) {
@@ -99,6 +106,11 @@ static void record(struct result *res, const char *tag, int offcpu_stacks)
 	tc_free(&t);
 	tc_rmrf(dir);
 	free(dir);
+}
+
+static int not_parked(const struct result *r)
+{
+	return !strncmp(r->switches, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
 }
 
 /* (d): the thread of a worker ended in a park, followed under all-threads
@@ -154,8 +166,9 @@ static size_t ended_in_park(void)
 	return outs;
 }
 
-/* (e): refusals of the program, forced in a child process. */
-enum refusal { ATTACH_EINVAL, BTF_EMPTY, BTF_GARBAGE, BTF_3ARGS };
+/* (e): refusals of the program, forced in a child process; and (f) a kernel
+ * before 5.18, whose sched_switch has no prev_state. */
+enum refusal { ATTACH_EINVAL, BTF_EMPTY, BTF_GARBAGE, BTF_3ARGS, BTF_PRE518 };
 
 static int refuse_attach(void)
 {
@@ -174,9 +187,62 @@ static int refuse_attach(void)
 	return 0;
 }
 
+/* Offset of the string s in a BTF string section, 0 where absent. */
+static uint32_t btf_name(const uint8_t *strs, size_t len, const char *s)
+{
+	char want[64];
+	size_t n = (size_t)snprintf(want, sizeof want, "%c%s", 0, s) + 1;
+	const uint8_t *at = memmem(strs, len, want, n);
+	return at ? (uint32_t)(at - strs) + 1 : 0;
+}
+
+/* The TYPEDEF named name in a BTF type section (its 12-byte head). */
+static uint8_t *btf_typedef(uint8_t *types, size_t len, uint32_t name)
+{
+	for (size_t i = 0; name && i + 12 <= len; i += 4) {
+		uint32_t w[2];
+		memcpy(w, types + i, 8);
+		if (w[0] == name && w[1] == 8u << 24)
+			return types + i;
+	}
+	return NULL;
+}
+
+/* The running kernel's BTF (into *b, n bytes) made to say what one before
+ * 5.18 says: its btf_trace_sched_switch typedef points where
+ * btf_trace_sched_process_exec's does, a FUNC_PROTO of 3 arguments. The
+ * program then reads prev's state from task_struct, the tracepoint's own
+ * arguments being there still. 0 where the BTF cannot be had. */
+static size_t btf_before_518(uint8_t **b)
+{
+	int fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
+	size_t cap = 64u << 20, n = 0;
+	*b = malloc(cap);
+	CHECK(*b, "malloc");
+	for (ssize_t r = 1; fd >= 0 && r > 0 && n < cap; n += r > 0 ? (size_t)r : 0)
+		r = read(fd, *b + n, cap - n);
+	if (fd >= 0)
+		close(fd);
+	uint32_t h[6];
+	if (n < 24)
+		return 0;
+	memcpy(h, *b, 24);
+	if ((h[0] & 0xffff) != 0xeB9F || (uint64_t)h[1] + h[2] + h[3] > n || (uint64_t)h[1] + h[4] + h[5] > n)
+		return 0;
+	uint8_t *types = *b + h[1] + h[2], *strs = *b + h[1] + h[4];
+	uint8_t *sw = btf_typedef(types, h[3], btf_name(strs, h[5], "btf_trace_sched_switch"));
+	uint8_t *ex = btf_typedef(types, h[3], btf_name(strs, h[5], "btf_trace_sched_process_exec"));
+	if (!sw || !ex)
+		return 0;
+	memcpy(sw + 8, ex + 8, 4);
+	return n;
+}
+
 /* A file bind-mounted over the kernel's BTF in a mount namespace of this
- * process's own: empty, 4 KiB of garbage, or the BTF of a kernel whose
- * sched_switch has no prev_state (before 5.18); 77 where that is refused. */
+ * process's own: empty, 4 KiB of garbage, the BTF of a kernel whose
+ * sched_switch has no prev_state (before 5.18) and whose task_struct has no
+ * state, or the running kernel's made to say it is before 5.18; 77 where that
+ * is refused. */
 static int junk_btf(enum refusal how)
 {
 	char *dir = tc_tmpdir("parked-switches-btf"), path[600];
@@ -184,14 +250,22 @@ static int junk_btf(enum refusal how)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	CHECK(fd >= 0, "create %s", path);
 	static uint8_t junk[4096];
+	uint8_t *b = junk;
 	size_t n = how == BTF_EMPTY ? 0 : sizeof junk;
 	memset(junk, 'x', sizeof junk);
 	if (how == BTF_3ARGS) {
 		struct btf_img g;
-		bi_init(&g), bi_task(&g, 0x4a0 * 8, 0x4a4 * 8, 0), bi_tracepoint(&g, "sched_switch", 3);
+		bi_init(&g), bi_task(&g, 0x4a0 * 8, 0x4a4 * 8, 0, "stats");
+		bi_tracepoint(&g, "sched_switch", 3);
 		n = bi_bytes(&g, junk, sizeof junk);
+	} else if (how == BTF_PRE518 && !(n = btf_before_518(&b))) {
+		printf("SKIP: no btf_trace_sched_switch and btf_trace_sched_process_exec in the "
+		       "kernel's BTF\n");
+		return 77;
 	}
-	CHECK(write(fd, junk, n) == (ssize_t)n, "write %s", path);
+	CHECK(write(fd, b, n) == (ssize_t)n, "write %s", path);
+	if (b != junk)
+		free(b);
 	close(fd);
 	const char *why = NULL;
 	if (unshare(CLONE_NEWNS) != 0)
@@ -209,16 +283,19 @@ static int junk_btf(enum refusal how)
 }
 
 static const char *const refusal_tag[] = { "parked-switches-noattach", "parked-switches-btf-empty",
-					    "parked-switches-btf-garbage", "parked-switches-btf-3args" };
+					    "parked-switches-btf-garbage", "parked-switches-btf-3args",
+					    "parked-switches-before-518" };
 static const char *const refusal_reason[] = {
 	"sched_switch program not attached: bpf(RAW_TRACEPOINT_OPEN, sched_switch): EINVAL",
 	"sched_switch program refused: /sys/kernel/btf/vmlinux: empty",
 	"sched_switch program refused: /sys/kernel/btf/vmlinux: not BTF",
-	"sched_switch program refused: sched_switch has 3 arguments, no prev_state",
+	"sched_switch program refused: sched_switch has 3 arguments, no prev_state (Linux 5.18 "
+	"added it), and task_struct no state",
+	"the program reads the state from task_struct",
 };
 
-/* The refused session, in a process of its own (the BTF is read once a
- * process): its exit status, 77 when the refusal could not be forced. */
+/* The refused (or pre-5.18) session, in a process of its own (the BTF is read
+ * once a process): its exit status, 77 when the case could not be forced. */
 static int refused_child(enum refusal how)
 {
 	int r = how == ATTACH_EINVAL ? refuse_attach() : junk_btf(how);
@@ -227,8 +304,16 @@ static int refused_child(enum refusal how)
 	struct result res;
 	const char *tag = refusal_tag[how], *reason = refusal_reason[how];
 	record(&res, tag, STALLSCOPE_OFFCPU_AUTO);
-	CHECK(!strncmp(res.switches, "events:", 7) && strstr(res.switches, reason),
-	      "%s: META switches %s, want the events' and \"%s\"", tag, res.switches, reason);
+	if (how == BTF_PRE518) {
+		/* the program, with prev's state from task_struct: a blocked
+		 * switch-out read as preempted would have neither */
+		CHECK(not_parked(&res) && strstr(res.sampler, reason), "%s: META switches %s, "
+		      "sampler %s", tag, res.switches, res.sampler);
+		CHECK(res.in_parks == 0, "%s: %zu switch records inside parks", tag, res.in_parks);
+	} else {
+		CHECK(!strncmp(res.switches, "events:", 7) && strstr(res.switches, reason),
+		      "%s: META switches %s, want the events' and \"%s\"", tag, res.switches, reason);
+	}
 	CHECK(res.polls_out == ROUNDS, "%s: blocked switch-outs in %zu of %d polls", tag, res.polls_out,
 	      ROUNDS);
 	CHECK(res.polls_stack == ROUNDS, "%s: off-CPU samples in %zu of %d polls", tag,
@@ -253,11 +338,6 @@ static int refused(enum refusal how)
 	CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77), "%s: child status %#x",
 	      refusal_tag[how], st);
 	return WEXITSTATUS(st);
-}
-
-static int not_parked(const struct result *r)
-{
-	return !strncmp(r->switches, SS_SWITCHES_NOT_PARKED, strlen(SS_SWITCHES_NOT_PARKED));
 }
 
 int main(int argc, char **argv)
@@ -310,8 +390,10 @@ int main(int argc, char **argv)
 	int skipped = refused(BTF_EMPTY);
 	printf("session 7: the kernel's BTF garbage\n");
 	skipped += refused(BTF_GARBAGE);
-	printf("session 8: the kernel's BTF says sched_switch has no prev_state (before 5.18)\n");
+	printf("session 8: sched_switch without prev_state, task_struct without a state\n");
 	skipped += refused(BTF_3ARGS);
+	printf("session 9: the kernel's BTF says it is before 5.18: prev's state from task_struct\n");
+	skipped += refused(BTF_PRE518);
 	printf(skipped ? "ok (BTF refusals not forced: see SKIP)\n" : "ok\n");
 	return 0;
 }
