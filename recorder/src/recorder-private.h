@@ -158,6 +158,7 @@ struct ss_slot {
 	uint64_t w_populated;      /* ring entries [0, this) faulted in by the writer */
 	uint64_t w_last_head;      /* head at the writer's last look, for its pace */
 	uint32_t w_sampled;        /* the sampler follows this thread */
+	uint32_t w_cell_asked;     /* ... and was asked for its in-poll cell as a worker */
 	/* Set by the writer while the sampler follows the thread with the off-CPU
 	 * filter (ss_sampler_inpoll_cell), read by the owner's poll hooks: one
 	 * relaxed load, and one store into the cell when set. Cleared with the

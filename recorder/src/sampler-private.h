@@ -126,6 +126,7 @@ struct ss_sampler_state {
 	int swtp;
 	int swtp_stacks;                  /* it writes off-CPU stacks: 1 in polls, 2 all */
 	int swtp_skips_parks;             /* nothing of a parked worker (PARKED cells) */
+	char swtp_refusal[512];           /* META "switches" when it was refused, else "" */
 	uint32_t ncpu_rings;
 	struct ss_sthread *cpus;          /* ncpu_rings ring owners (cpu_ring = 1) */
 	int *pc_fds;                      /* every event opened, to enable and close */
@@ -242,9 +243,21 @@ SS_INTERNAL int ss_bpf_offcpu_filter(uint32_t pid, int map_fd, uint32_t cells, c
 SS_INTERNAL void ss_bpf_attach_offcpu(int perf_fd);
 
 /* sampler_btf.c */
-/* The byte offsets of pid and tgid in the running kernel's struct task_struct:
- * 0, or -errno with why. */
-SS_INTERNAL int ss_btf_task_ids(long *pid_off, long *tgid_off, char *why, size_t len);
+/* Byte offsets in the running kernel's struct task_struct: pid and tgid, and
+ * its state (`__state` or `state`; -1 where absent). */
+struct ss_btf_task {
+	long pid, tgid, state;
+};
+/* From the running kernel's BTF: 0, or -errno with why. */
+SS_INTERNAL int ss_btf_task(struct ss_btf_task *o, char *why, size_t len);
+/* The same from a BTF image of n bytes, whatever they are (fuzzed). */
+SS_INTERNAL int ss_btf_scan(const unsigned char *b, size_t n, struct ss_btf_task *o, char *why,
+			    size_t len);
+/* The raw tracepoint tp's arguments in a BTF image (its btf_trace_<tp>
+ * typedef's FUNC_PROTO, less the context), -1 where the image does not say;
+ * and the running kernel's sched_switch's (4 from Linux 5.18: prev_state). */
+SS_INTERNAL int ss_btf_tp_args(const unsigned char *b, size_t n, const char *tp);
+SS_INTERNAL int ss_btf_sched_switch_args(void);
 
 /* sampler_swtp.c */
 /* Loads the sched_switch program reading the in-poll cells of cells_fd: its fd,

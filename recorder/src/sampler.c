@@ -119,7 +119,8 @@ const char *ss_sampler_switches(void)
 	if (!ss_smp.started || ss_smp.mode != SS_SAMPLER_PERF)
 		return "none: no switch is recorded (the timer fallback, or no sampling)";
 	if (!ss_smp.swtp)
-		return "events: the perf events' switch records, every switch of a followed thread";
+		return ss_smp.swtp_refusal[0] ? ss_smp.swtp_refusal :
+		       "events: the perf events' switch records, every switch of a followed thread";
 	if (ss_smp.swtp_skips_parks)
 		return SS_SWITCHES_NOT_PARKED ": a BPF program on sched_switch writes followed "
 		       "threads' switches as they happen, none of a worker from its park to its unpark";
@@ -210,6 +211,18 @@ static void start_offcpu_filter(const struct ss_sampler_config *cfg)
 	ss_smp.inpoll_prog = r;
 }
 
+/* The sched_switch program refused (what: "refused" at load, "not attached"):
+ * the events' switch records instead, and both the status and META "switches"
+ * say why. */
+static void swtp_refused(const char *what, const char *why)
+{
+	ss_sampler_note("switches: the events' switch records: sched_switch program %s: %s", what,
+			why);
+	snprintf(ss_smp.swtp_refusal, sizeof ss_smp.swtp_refusal,
+		 "events: the perf events' switch records, every switch of a followed thread "
+		 "(sched_switch program %s: %s)", what, why);
+}
+
 /* The sched_switch program (sampler_swtp.c) for the process's per-CPU events,
  * loaded before they are opened so they can go without switch records. Not for
  * another process or per-thread events (their own switch records), nor with no
@@ -245,8 +258,7 @@ static void start_swtp(const struct ss_sampler_config *cfg)
 				 all, why, sizeof why);
 	ss_inpoll_close_fd(); /* the program holds the map now */
 	if (r < 0) {
-		ss_sampler_note("switches: the events' switch records: sched_switch program "
-				"refused: %s", why);
+		swtp_refused("refused", why);
 		return;
 	}
 	ss_smp.swtp_prog = r;
@@ -290,8 +302,7 @@ static int attach_swtp(const struct ss_sampler_config *cfg)
 				ss_smp.swtp_skips_parks ? ", none of a parked worker" : "");
 		return 1;
 	}
-	ss_sampler_note("switches: the events' switch records: sched_switch program not "
-			"attached: %s", why);
+	swtp_refused("not attached", why);
 	ss_percpu_close();
 	int stacks = ss_smp.swtp_stacks;
 	ss_swtp_close();

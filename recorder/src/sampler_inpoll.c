@@ -12,8 +12,8 @@
  * park to its unpark and OUT otherwise, written only by that thread; and
  * shared[], set by the writer for a bucket two followed threads hash to. The
  * filter keeps a switch-out where in_poll[] says IN or ALL or shared[] is set,
- * and the program takes a stack there and writes nothing while it says PARKED
- * (or NONE): a followed thread the hooks do not describe, or one whose flag
+ * and the program takes a stack there and writes nothing while it says NONE,
+ * or PARKED in a bucket nobody shares: a followed thread the hooks do not describe, or one whose flag
  * cannot be trusted, keeps every switch and switch-out stack, what it did
  * before the filter existed; the switch-outs of a thread nobody follows (the
  * recorder's own, a runtime's timer thread), which the drain would drop, are

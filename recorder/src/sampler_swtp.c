@@ -17,10 +17,14 @@
  * The program (hand-assembled, no libbpf, like sampler_bpf.c) reads the raw
  * tracepoint's arguments (preempt, prev, next, prev_state). prev is the running
  * task (bpf_get_current_pid_tgid); next's tid and tgid are read from its
- * task_struct at the offsets the kernel's BTF gives (sampler_btf.c). A thread
+ * task_struct at the offsets the kernel's BTF gives (sampler_btf.c), and so is
+ * prev's state before Linux 5.18, whose tracepoint has no prev_state (the BTF
+ * says how many arguments it has). A thread
  * counts where it is of this process and its in-poll cell (sampler_inpoll.c)
- * says a followed thread that is not parked (OUT, IN or ALL); with every
- * switch-out's stack asked for (STALLSCOPE_OFFCPU_STACKS=all) PARKED counts too.
+ * says a followed thread that is not parked (OUT, IN or ALL) or its bucket is
+ * shared (the cell is then another follower's, whose park says nothing of this
+ * one); with every switch-out's stack asked for (STALLSCOPE_OFFCPU_STACKS=all)
+ * PARKED counts too.
  * So from a worker's park hook to its unpark hook nothing is written for it:
  * the writer says so in META "switches", and the importer leaves the worker's
  * on/off-CPU state unrecorded over each park. Out of prev and into next, one
@@ -68,10 +72,12 @@
 #define PT_BP 32
 #define PT_IP 128
 #define PT_SP 152
-/* The stack frame: next's { pid, tgid } at -8, the record at -24, the map key at -32. */
+/* The stack frame: next's { pid, tgid } at -8, the record at -24, the map key
+ * at -32, prev's state (read from its task_struct) at -40. */
 #define FP_NEXT (-8)
 #define FP_REC (-24)
 #define FP_KEY (-32)
+#define FP_STATE (-40)
 
 _Static_assert(STK_BYTES % 8 == 0, "the stack record stays 8-aligned");
 
@@ -122,6 +128,23 @@ static void cell_of(struct prog *g, int reg, int cells_fd)
 	emit(g, LDX(BPF_W, 1, 2, 0));
 }
 
+/* After cell_of(): unless the bucket is shared, a jump (its index added to
+ * jumps) taken where the cell says PARKED. In a shared bucket the cell is the
+ * first follower's: its park says nothing of the others, whose switches must
+ * come out (the importer ignores the parked one's inside its parks). */
+static void skip_parked(struct prog *g, int *jumps, int *n)
+{
+	emit(g, MOV_X(3, 2));
+	/* shared[b]: 64 KiB past in_poll[b], beyond LDX's 16-bit offset */
+	emit(g, insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, SS_INPOLL_CELLS * 4));
+	emit(g, LDX(BPF_W, 3, 3, 0));
+	int j_shared = g->n;
+	emit(g, JMP_K(BPF_JNE, 3, 0));
+	jumps[(*n)++] = g->n;
+	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_PARKED));
+	land(g, j_shared);
+}
+
 static void output(struct prog *g, int out_fd, int data_reg, int data_off, int size)
 {
 	emit(g, MOV_X(1, 6));
@@ -136,11 +159,14 @@ static void output(struct prog *g, int out_fd, int data_reg, int data_off, int s
 
 /* stacks: 0 none, 1 at blocked switch-outs inside polls, 2 at every counted
  * switch-out.
- * parks: a PARKED cell counts (every switch of a followed thread). */
-static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int cells_fd,
+ * parks: a PARKED cell counts (every switch of a followed thread).
+ * tk: the task_struct offsets; prev's state is read at tk->state where that is
+ * not -1 (a sched_switch without prev_state, before Linux 5.18), else ctx[3]. */
+static int build(struct prog *g, uint32_t pid, const struct ss_btf_task *tk, int cells_fd,
 		 int out_fd, int stk_fd, int stacks, int parks)
 {
-	int adjacent = tgid_off == pid_off + 4;
+	long pid_off = tk->pid;
+	int adjacent = tk->tgid == pid_off + 4;
 	g->n = 0;
 	emit(g, MOV_X(6, 1)); /* r6 = ctx: u64 args[4] = preempt, prev, next, prev_state */
 
@@ -165,10 +191,8 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	cell_of(g, 9, cells_fd);
 	j_next_done[nj++] = g->n;
 	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
-	if (!parks) {
-		j_next_done[nj++] = g->n;
-		emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_PARKED));
-	}
+	if (!parks)
+		skip_parked(g, j_next_done, &nj);
 	emit(g, MOV_X(8, 9));
 	for (int i = 0; i < nj; i++)
 		land(g, j_next_done[i]);
@@ -186,10 +210,8 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	cell_of(g, 0, cells_fd);
 	j_prev_done[np++] = g->n;
 	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
-	if (!parks) {
-		j_prev_done[np++] = g->n;
-		emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_PARKED));
-	}
+	if (!parks)
+		skip_parked(g, j_prev_done, &np);
 	emit(g, MOV_X(7, 0));
 	emit(g, MOV_X(9, 1));
 	for (int i = 0; i < np; i++)
@@ -201,6 +223,16 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	int j_none = g->n;
 	emit(g, JMP_K(BPF_JEQ, 1, 0));
 
+	if (tk->state >= 0) {
+		/* prev->__state (or the low half of an older kernel's long state,
+		 * little-endian), what the tracepoint itself read before 5.18 */
+		emit(g, MOV_X(1, 10));
+		emit(g, insn(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, FP_STATE));
+		emit(g, MOV_K(2, 4));
+		emit(g, LDX(BPF_DW, 3, 6, 8));
+		emit(g, insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, (int32_t)tk->state));
+		emit(g, CALL(BPF_FUNC_probe_read_kernel));
+	}
 	/* the record's head at fp - 24: out, in, flags (preempted), pad */
 	emit(g, STX(BPF_W, 10, 7, FP_REC));
 	emit(g, STX(BPF_W, 10, 8, FP_REC + 4));
@@ -209,7 +241,10 @@ static int build(struct prog *g, uint32_t pid, long pid_off, long tgid_off, int 
 	emit(g, LDX(BPF_DW, 2, 6, 0));
 	int j_flag = g->n;
 	emit(g, JMP_K(BPF_JNE, 2, 0));
-	emit(g, LDX(BPF_DW, 2, 6, 24));
+	if (tk->state >= 0)
+		emit(g, LDX(BPF_W, 2, 10, FP_STATE));
+	else
+		emit(g, LDX(BPF_DW, 2, 6, 24));
 	emit(g, insn(BPF_ALU | BPF_MOV | BPF_X, 2, 2, 0, 0)); /* w2 = w2: unsigned int */
 	int j_flag2 = g->n;
 	emit(g, JMP_K(BPF_JEQ, 2, 0));
@@ -331,10 +366,25 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, siz
 		snprintf(why, len, "not in the initial pid namespace (the program sees its tids)");
 		return -EOPNOTSUPP;
 	}
-	long pid_off, tgid_off;
-	int r = ss_btf_task_ids(&pid_off, &tgid_off, why, len);
+	struct ss_btf_task tk;
+	int r = ss_btf_task(&tk, why, len);
 	if (r != 0)
 		return r;
+	/* Before Linux 5.18 sched_switch has no prev_state (ctx[3]), and the
+	 * kernel refuses to attach a program that reads past the tracepoint's
+	 * arguments (EINVAL, nothing more said): prev's state from its task. */
+	int nargs = ss_btf_sched_switch_args();
+	if (nargs >= 0 && nargs < 4) {
+		if (tk.state < 0) {
+			snprintf(why, len, "sched_switch has %d arguments, no prev_state (Linux 5.18 "
+				 "added it), and task_struct no state in the BTF", nargs);
+			return -EOPNOTSUPP;
+		}
+		ss_sampler_note("sched_switch without prev_state (before Linux 5.18): the "
+				"program reads the state from task_struct");
+	} else {
+		tk.state = -1;
+	}
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	out_map = map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, ncpu > 0 ? (uint32_t)ncpu : 1);
 	if (out_map < 0) {
@@ -349,8 +399,7 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, siz
 	if (stacks) {
 		char swhy[300] = "bpf(MAP_CREATE, per-CPU array) refused";
 		int stk_map = map_create(BPF_MAP_TYPE_PERCPU_ARRAY, STK_BYTES, 1);
-		if (stk_map >= 0 && build(&g, pid, pid_off, tgid_off, cells_fd, out_map, stk_map, stacks,
-					  parks) == 0)
+		if (stk_map >= 0 && build(&g, pid, &tk, cells_fd, out_map, stk_map, stacks, parks) == 0)
 			prog = load(&g, swhy, sizeof swhy);
 		if (prog >= 0)
 			ss_smp.swtp_stacks = stacks;
@@ -360,7 +409,7 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, siz
 		if (stk_map >= 0)
 			close(stk_map); /* the program holds it */
 	}
-	if (prog < 0 && build(&g, pid, pid_off, tgid_off, cells_fd, out_map, -1, 0, parks) == 0)
+	if (prog < 0 && build(&g, pid, &tk, cells_fd, out_map, -1, 0, parks) == 0)
 		prog = load(&g, why, len);
 	if (prog < 0) {
 		close(out_map);

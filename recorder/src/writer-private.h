@@ -38,6 +38,9 @@ SS_INTERNAL void ss_pace_init(struct ss_pace *p, uint64_t flush_ns, uint64_t rin
 /* The next sleep, after a cycle that found backlog events in the fullest ring
  * slept_ns after the one before. */
 SS_INTERNAL uint64_t ss_pace_sleep(struct ss_pace *p, uint64_t backlog, uint64_t slept_ns);
+/* sleep_ns shortened to bound_ns (another buffer's room), never below min_ns
+ * and never raised. */
+SS_INTERNAL uint64_t ss_pace_bound(const struct ss_pace *p, uint64_t sleep_ns, uint64_t bound_ns);
 /* Whether a block whose oldest event is at oldest_ns must be written at now_ns,
  * before a sleep of sleep_ns. */
 SS_INTERNAL int ss_pace_flush_now(const struct ss_pace *p, uint64_t oldest_ns, uint64_t now_ns,

@@ -387,11 +387,8 @@ static uint64_t cycle(int final)
 	 * sampler's buffers wait as long as their fill rate lets them. */
 	if (sleep > TICK_NS && ss_task_dump_active())
 		sleep = TICK_NS;
-	if (wr.sampling_applied) {
-		uint64_t s = ss_sampler_max_sleep_ns();
-		if (s < sleep)
-			sleep = s > TICK_NS ? s : TICK_NS;
-	}
+	if (wr.sampling_applied)
+		sleep = ss_pace_bound(&wr.pace, sleep, ss_sampler_max_sleep_ns());
 	if (wr.raw_len) {
 		/* Events are what the promise is about; a block of definitions or
 		 * samples only is as old as the block. */

@@ -22,6 +22,9 @@
  *     watchdog, which reads every ring's head at its own ticks anyway and nudges
  *     a writer in a long sleep when a ring passes a quarter full (writer.c).
  *
+ * Another buffer's bound (the sampler's rings, ss_pace_bound) only shortens
+ * the sleep, down to the shortest the pace itself allows.
+ *
  * M is F/8 (at least 1 ms, at most 50 ms): the lateness of a wake on a loaded
  * machine that the flush promise absorbs. P is capped at 1 s so the writer's
  * heartbeat (stallscope_get_stats' writer_healthy) stays fresh.
@@ -77,6 +80,15 @@ SS_INTERNAL uint64_t ss_pace_sleep(struct ss_pace *p, uint64_t backlog, uint64_t
 	if (s < p->min_ns)
 		s = p->min_ns;
 	return s;
+}
+
+SS_INTERNAL uint64_t ss_pace_bound(const struct ss_pace *p, uint64_t sleep_ns, uint64_t bound_ns)
+{
+	/* Never raised: under a short flush interval the sleep is below the tick
+	 * already, and the flush promise is about that sleep. */
+	if (bound_ns >= sleep_ns)
+		return sleep_ns;
+	return bound_ns > p->min_ns ? bound_ns : p->min_ns;
 }
 
 SS_INTERNAL int ss_pace_flush_now(const struct ss_pace *p, uint64_t oldest_ns, uint64_t now_ns,

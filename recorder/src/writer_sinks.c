@@ -247,6 +247,20 @@ SS_INTERNAL void drain_stalls(uint64_t now, uint64_t lim)
 	ss_task_dump_emit(&stall_sink, now);
 }
 
+/* A worker's lane says what its switch-outs outside polls were; any other
+ * thread keeps them all. The cell starts as the drained lane says: a poll
+ * begun after the last drain and before the cell is published stays "outside"
+ * until its end (its stacks are lost; starting "inside" instead would keep the
+ * stacks of the park the worker is usually in when followed). Asked for once
+ * per stretch as a worker (a shared bucket gives none, for the session). */
+static void give_cell(struct ss_slot *s)
+{
+	s->w_cell_asked = 1;
+	atomic_store_explicit(&s->inpoll_cell,
+			      ss_sampler_inpoll_cell((uint32_t)s->tid, s->w_open_since != 0),
+			      memory_order_relaxed);
+}
+
 /* Starts or stops following a thread with the sampler as it becomes or stops
  * being a worker (or, with all-threads sampling, as it appears and exits). */
 SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting)
@@ -254,21 +268,28 @@ SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting)
 	int want = !exiting && (s->w_runtime || wr.cfg.sample_all_threads);
 	if (want && !s->w_sampled) {
 		s->w_sampled = 1;
-		/* A worker's lane says what its switch-outs outside polls were; any
-		 * other thread keeps them all. The cell starts as the drained lane
-		 * says: a poll begun after the last drain and before the cell is
-		 * published stays "outside" until its end (its stacks are lost;
-		 * starting "inside" instead would keep the stacks of the park the
-		 * worker is usually in when followed). */
 		if (ss_sampler_thread_add((uint32_t)s->tid, s->stack_lo, s->stack_hi) == 0 &&
 		    s->w_runtime)
-			atomic_store_explicit(&s->inpoll_cell,
-					      ss_sampler_inpoll_cell((uint32_t)s->tid, s->w_open_since != 0),
-					      memory_order_relaxed);
+			give_cell(s);
+		s->w_cell_asked = s->w_runtime != 0;
 	} else if (!want && s->w_sampled) {
-		s->w_sampled = 0;
+		s->w_sampled = s->w_cell_asked = 0;
 		atomic_store_explicit(&s->inpoll_cell, NULL, memory_order_relaxed);
 		ss_sampler_thread_remove((uint32_t)s->tid);
+	} else if (want && !s->w_runtime != !s->w_cell_asked) {
+		/* All-threads sampling: still followed, a worker again (its cell back)
+		 * or a worker no more. Its hooks write the cell no more, so it says
+		 * ALL again: a park the worker ended in would silence the thread's
+		 * switches for good (the importer no longer sees it parked). */
+		if (s->w_runtime) {
+			give_cell(s);
+			return;
+		}
+		s->w_cell_asked = 0;
+		_Atomic uint32_t *c = atomic_load_explicit(&s->inpoll_cell, memory_order_relaxed);
+		atomic_store_explicit(&s->inpoll_cell, NULL, memory_order_relaxed);
+		if (c)
+			atomic_store_explicit(c, SS_INPOLL_ALL, memory_order_relaxed);
 	}
 }
 

@@ -27,7 +27,9 @@
  *   parks     with META "switches" saying a worker's switches inside its parks are
  *             not recorded, its CPU state is unknown from each PARK to its UNPARK
  *             (on a CPU until the one, again from the other, a SWITCH inside
- *             ignored); without it the same records give the switches' rows.
+ *             ignored); without it the same records give the switches' rows;
+ *             the same over a rotation, imported together or one segment at a
+ *             time, and with the PARK or the UNPARK in a lost block.
  *
  * Usage: test_import DEMO_DIR STALLSCOPE_CLI SYMTEST OBJCOPY
  */
@@ -1074,6 +1076,86 @@ static void test_parks_unswitched(void)
 	free(un), free(sw);
 }
 
+/* The unswitched park of parks_rows() over a rotation, in two segments imported
+ * together or one at a time. how: 0 the PARK in segment 0 and the UNPARK in
+ * segment 1 (whose THREAD_DEF carries the park on); 1 the PARK lost (segment
+ * 1's THREAD_DEF opens the park); 2 the UNPARK lost (segment 1's THREAD_DEF
+ * closes it). */
+static char *parks_split_rows(uint64_t session, int how, bool two)
+{
+	struct sb_header h = { .session_id = session, .pid = 1, .exe = "/x", .hostname = "h", .boot_id = "b",
+			       .start_ts = 1000 };
+	const char *meta = SS_SWITCHES_NOT_PARKED ": a BPF program on sched_switch";
+	struct sb s0, s1;
+	h.segment_seq = 0;
+	segment_begun(&s0, &h);
+	sb_meta(&s0, SS_META_SWITCHES, meta);
+	thread_def_open(&s0, 1, 0, 0, 0);
+	switch_rec(&s0, 1000, 0, 0);
+	if (how != 1) {
+		sb_thread(&s0, 1, 2000);
+		sb_event(&s0, SS_REC_PARK, 2000, 0);
+		switch_rec(&s0, 2100, 1, 0);
+	}
+	sb_end_block(&s0, false);
+	char name[64];
+	snprintf(name, sizeof name, "parksplit%d.0.bin", how);
+	char *p0 = seal_to(&s0, name);
+
+	h.segment_seq = 1;
+	h.start_ts = 2500;
+	segment_begun(&s1, &h);
+	sb_meta(&s1, SS_META_SWITCHES, meta);
+	thread_def_open(&s1, 1, 0, 0, how == 2 ? 0 : 2000);
+	if (how != 2) {
+		switch_rec(&s1, 2900, 0, 0);
+		sb_thread(&s1, 1, 3000);
+		sb_event(&s1, SS_REC_UNPARK, 3000, 0);
+	}
+	switch_rec(&s1, 4000, 1, 0);
+	switch_rec(&s1, 5000, 0, 0);
+	switch_rec(&s1, 5500, 1, 1);
+	sb_thread(&s1, 1, 6000);
+	sb_event(&s1, SS_REC_POLL_BEGIN, 6000, 2, (uint64_t)9, (uint64_t)2);
+	sb_end_block(&s1, false);
+	snprintf(name, sizeof name, "parksplit%d.1.bin", how);
+	char *p1 = seal_to(&s1, name);
+
+	snprintf(name, sizeof name, "parksplit%d-%d.db", how, two);
+	char *db = path_in_tmp(name);
+	unlink(db);
+	import_two(db, two, p0, p1, "parks split");
+	sqlite3 *d = opendb(db);
+	char *rows = qs(d, "SELECT group_concat(ts || '+' || dur || ' ' || state, ', ') FROM "
+			   "(SELECT * FROM cpu_intervals ORDER BY ts)");
+	sqlite3_close(d);
+	free(p0), free(p1), free(db);
+	return rows ? rows : strdup("");
+}
+
+/* An unswitched park across a rotation gives the rows of one segment, whether
+ * the segments come in one import or one at a time; where the data lack its
+ * PARK (a lost block), the THREAD_DEF that says parked ends the on-CPU row
+ * there; where they lack its UNPARK, the state stays unknown until the next
+ * SWITCH (when it was left is not in the data). */
+static void test_parks_split(void)
+{
+	static const char *const want[3] = {
+		"1000+1000 on-cpu, 3000+1000 on-cpu, 4000+1000 blocked, 5000+500 on-cpu",
+		"1000+1000 on-cpu, 3000+1000 on-cpu, 4000+1000 blocked, 5000+500 on-cpu",
+		"1000+1000 on-cpu, 4000+1000 blocked, 5000+500 on-cpu",
+	};
+	for (int how = 0; how < 3; how++)
+		for (int two = 0; two < 2; two++) {
+			char *rows = parks_split_rows(86 + (uint64_t)how, how, two);
+			CHECK(strcmp(rows, want[how]) == 0, "parks split %d, %s: cpu_intervals %s, want %s", how,
+			      two ? "one at a time" : "together", rows, want[how]);
+			free(rows);
+		}
+	printf("parks: an unswitched park over a rotation, together or one at a time, PARK or UNPARK lost: "
+	       "the rows of one segment\n");
+}
+
 /* Task numbers used again and again: number 7 ends and is spawned again 300
  * times on thread 1 (and every tenth time spawned again without an end, the
  * old task's end not being in the data), while thread 2 spawns and polls a
@@ -1651,6 +1733,7 @@ int main(int argc, char **argv)
 	test_cross_thread_order();
 	test_floors();
 	test_parks_unswitched();
+	test_parks_split();
 	test_growth_during_import();
 	test_known_thread_defined_later();
 	test_late_warning();

@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "recorder-private.h" /* SS_INPOLL_PARKED */
+#include "sampler-private.h" /* SS_INPOLL_PARKED, SS_INPOLL_CELLS */
 #include "sampler.h"
 #include "trace_check.h" /* CHECK */
 
@@ -793,20 +793,29 @@ static void part_inpoll(const char *label)
 	}
 }
 
+/* Where the sched_switch program writes the switches and leaves parks out: 1,
+ * with a sleeping worker spawned (not yet started); else SKIP said, 0. */
+static int sleeper_parks_left_out(struct worker *w, const char *part, const char *label)
+{
+	if (ss_sampler_switch_program() != 2) {
+		printf("  SKIP %s (%s): switches not from the sched_switch program leaving parks "
+		       "out: %s\n", part, label, ss_sampler_status());
+		return 0;
+	}
+	n_sleeps = 0;
+	worker_spawn(w, W_SLEEP, 0);
+	return 1;
+}
+
 /* The sched_switch program (where it writes the switches) leaves a parked
  * worker out: with its cell saying parked, none of its 20 sleeps gives a switch
  * record or an off-CPU sample (part_inpoll's "outside a poll" gives at least 20
  * switch-outs: between polls a worker's switches are written). */
 static void part_parked(const char *label)
 {
-	if (ss_sampler_switch_program() != 2) {
-		printf("  SKIP parked workers (%s): switches not from the sched_switch program "
-		       "leaving parks out: %s\n", label, ss_sampler_status());
-		return;
-	}
 	struct worker w;
-	n_sleeps = 0;
-	worker_spawn(&w, W_SLEEP, 0);
+	if (!sleeper_parks_left_out(&w, "parked workers", label))
+		return;
 	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
 	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(w.tid, 0);
 	CHECK(cell, "no cell for a followed worker (%s)", label);
@@ -820,6 +829,42 @@ static void part_parked(const char *label)
 	printf("  parked worker (%s): %zu switch records and %zu off-CPU samples in 20 sleeps\n",
 	       label, sw, off);
 	CHECK(sw == 0 && off == 0, "parked: %zu switch records, %zu off-CPU samples", sw, off);
+}
+
+/* A bucket two followed threads share: its cell is the first one's, and a
+ * PARKED stored there must not silence the other. A fake tid F in the bucket
+ * of a sleeping worker W (F = W ^ 16384; per-CPU events open nothing per
+ * thread) is followed first and keeps the cell, W then gets none; with F's cell
+ * saying parked, W's 20 sleeps must still give their blocked switch-outs (and,
+ * the bucket being shared, their off-CPU stacks where the program takes them). */
+static void part_shared_parked(const char *label)
+{
+	struct worker w;
+	if (!sleeper_parks_left_out(&w, "shared bucket", label))
+		return;
+	uint32_t fake = w.tid ^ SS_INPOLL_CELLS;
+	CHECK(ss_sampler_thread_add(fake, 0, 0) == 0, "thread_add of a fake tid (%s)", label);
+	_Atomic uint32_t *cell = ss_sampler_inpoll_cell(fake, 0);
+	CHECK(cell, "no cell for the bucket's first follower (%s)", label);
+	CHECK(ss_sampler_thread_add(w.tid, w.stack_lo, w.stack_hi) == 0, "thread_add");
+	CHECK(!ss_sampler_inpoll_cell(w.tid, 0), "a cell for a shared bucket's second follower");
+	atomic_store(cell, SS_INPOLL_PARKED);
+	run_added(&w);
+	ss_sampler_thread_remove(fake);
+	ss_sampler_drain(&SINK);
+	size_t outs = 0, off = 0;
+	for (size_t i = 0; i < C.nsw; i++)
+		outs += C.sw[i].tid == w.tid && C.sw[i].out && !C.sw[i].preempted &&
+			C.sw[i].ts >= w.t0 && C.sw[i].ts <= w.t1;
+	for (size_t i = 0; i < C.ns; i++)
+		off += C.s[i].tid == w.tid && C.s[i].kind == SS_SAMPLE_OFFCPU &&
+		       C.s[i].ts >= w.t0 && C.s[i].ts <= w.t1;
+	printf("  shared bucket, the other follower parked (%s): %zu blocked switch-outs, %zu "
+	       "off-CPU samples in 20 sleeps\n", label, outs, off);
+	CHECK(outs >= 20, "%s: %zu blocked switch-outs of 20 sleeps beside a parked bucket-mate",
+	      label, outs);
+	if (ss_sampler_offcpu_stacks())
+		CHECK(off >= 20, "%s: %zu off-CPU samples of 20 sleeps in a shared bucket", label, off);
 }
 
 /* The sched_switch program takes a stack at a blocked switch-out inside a poll,
@@ -1291,6 +1336,7 @@ static void part_auto_wide(void)
 	part_sleep();
 	part_inpoll("auto");
 	part_parked("auto");
+	part_shared_parked("auto");
 	part_preempted("auto");
 	part_oncpu("auto");
 	part_migrate();
@@ -1396,6 +1442,7 @@ int main(void)
 		part_sleep();
 		part_inpoll("per-CPU events");
 		part_parked("per-CPU events");
+		part_shared_parked("per-CPU events");
 		part_preempted("per-CPU events");
 		part_oncpu("per-CPU events");
 		part_migrate();

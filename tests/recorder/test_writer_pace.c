@@ -13,6 +13,8 @@
  *   - once a rate has held for a sleep, no ring holds more than half its
  *     capacity at a wake (no drops for want of draining), down to the old fixed
  *     tick, below which the old writer dropped too;
+ *   - a bound from the sampler's rings only ever shortens the sleep (a flush
+ *     interval below the tick keeps its promise);
  *   - an idle or light recorder sleeps the whole period (F - 2M, 75 ms at the
  *     default 100 ms), and a busy one no less than the old 10 ms tick.
  * Simulated time: nothing here depends on the machine's load.
@@ -82,7 +84,8 @@ static void write_block(struct sim *s, uint64_t t)
 	s->block_oldest = 0;
 }
 
-static void run(uint64_t flush_ns, uint64_t cap, const struct phase *ph, int nph)
+/* bound_ns: another buffer's bound on the sleep (the sampler's rings), 0 none. */
+static void run(uint64_t flush_ns, uint64_t cap, const struct phase *ph, int nph, uint64_t bound_ns)
 {
 	struct sim s = { .cap = cap };
 	ss_pace_init(&s.p, flush_ns, cap);
@@ -127,6 +130,15 @@ static void run(uint64_t flush_ns, uint64_t cap, const struct phase *ph, int nph
 		CHECK(sleep >= s.p.min_ns && sleep <= s.p.period_ns, "sleep %llu outside [%llu, %llu]",
 		      (unsigned long long)sleep, (unsigned long long)s.p.min_ns,
 		      (unsigned long long)s.p.period_ns);
+		if (bound_ns) {
+			uint64_t b = ss_pace_bound(&s.p, sleep, bound_ns);
+			/* never raised; honoured down to the pace's shortest sleep */
+			CHECK(b <= sleep && b >= s.p.min_ns &&
+			      b <= (bound_ns > s.p.min_ns ? bound_ns : s.p.min_ns),
+			      "F %llu ms: sleep %llu bound by %llu to %llu", (unsigned long long)(flush_ns / MS),
+			      (unsigned long long)sleep, (unsigned long long)bound_ns, (unsigned long long)b);
+			sleep = b;
+		}
 		if (s.block_n && ss_pace_flush_now(&s.p, s.block_oldest, t, sleep))
 			write_block(&s, t);
 		last = t;
@@ -134,9 +146,9 @@ static void run(uint64_t flush_ns, uint64_t cap, const struct phase *ph, int nph
 		t += sleep + rnd(s.p.margin_ns + 1);
 		s.wakes++;
 	}
-	printf("  F %6llu ms, ring %7llu: %7llu events, %6llu wakes, worst write lag %6.2f ms, "
-	       "steady backlog max %llu\n",
-	       (unsigned long long)(flush_ns / MS), (unsigned long long)cap,
+	printf("  F %6llu ms, ring %7llu, bound %4.1f ms: %7llu events, %6llu wakes, worst write lag "
+	       "%6.2f ms, steady backlog max %llu\n",
+	       (unsigned long long)(flush_ns / MS), (unsigned long long)cap, (double)bound_ns / 1e6,
 	       (unsigned long long)s.written, (unsigned long long)s.wakes, (double)s.worst_lag / 1e6,
 	       (unsigned long long)s.max_backlog_steady);
 }
@@ -186,14 +198,22 @@ int main(void)
 	const uint64_t fl[] = { 100 * MS, 10 * MS, 1 * MS, 5 * MS, 30 * MS, 1000 * MS, 60000 * MS };
 	for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
 		for (int rep = 0; rep < 3; rep++) {
-			run(fl[i], 65536, mixed, n);
-			run(fl[i], 1u << 18, mixed, n);
-			run(fl[i], 1024, mixed, n);
+			run(fl[i], 65536, mixed, n, 0);
+			run(fl[i], 1u << 18, mixed, n, 0);
+			run(fl[i], 1024, mixed, n, 0);
 		}
 	}
+	/* The sampler's rings bound the sleep (ss_sampler_max_sleep_ns: small
+	 * rings, a high rate): shorter than the pace's own sleep, longer than the
+	 * tick, and shorter than both under a flush interval below the tick. */
+	const uint64_t bounds[] = { 1 * MS, 3 * MS, 25 * MS };
+	const uint64_t bfl[] = { 4 * MS, 5 * MS, 100 * MS };
+	for (size_t i = 0; i < sizeof bfl / sizeof bfl[0]; i++)
+		for (size_t j = 0; j < sizeof bounds / sizeof bounds[0]; j++)
+			run(bfl[i], 65536, mixed, n, bounds[j]);
 	/* A steady rate for a long time: wakes stay proportional to it. */
 	const struct phase steady[] = { { 10000 * MS, 10000 } }; /* 100k/s */
-	run(100 * MS, 65536, steady, 1);
+	run(100 * MS, 65536, steady, 1, 0);
 	printf("test_writer_pace: ok\n");
 	return 0;
 }

@@ -143,10 +143,15 @@ int ss_model_thread_def(struct ss_model *m, const struct ss_model_thread_def *d)
 		if (d->open_since > t->last_ts)
 			t->last_ts = d->open_since;
 	}
+	/* A park closed here ended in data we lack: its CPU state stays unknown
+	 * (as the park left it) until the thread's next SWITCH. */
 	if (t->parked && d->parked_since != t->park_ts)
 		if (mdl_close_park(m, t, t->last_ts, true, -1, -1) != 0)
 			return -1;
 	if (!t->parked && d->parked_since && t->worker_id) {
+		/* its PARK in data we lack: on a CPU until then, as at a PARK */
+		if (mdl_cpu_park(m, t, d->parked_since, true) != 0)
+			return -1;
 		t->parked = true;
 		t->park_cpu_known = false;
 		t->park_ts = d->parked_since;
