@@ -427,6 +427,8 @@ static int capture_signal(void)
 /* J_DEAF's count of capture signals queued at the end of its poll; J_EXIT's
  * wait for the first one (it then exits, inside the poll). */
 static _Atomic int deaf_queued = -1;
+/* J_EXIT: when it returned (then its thread ends). */
+static _Atomic uint64_t exit_ret_ns;
 #define DEAF_POLL_NS 700000000ull
 
 /* J_QUIET's worker stays parked until this is set. */
@@ -566,6 +568,7 @@ static void *worker_main(void *p)
 				culprit_spin(100000);
 				sigpending(&pend);
 			} while (!sigismember(&pend, sig) && now_ns() < end);
+			atomic_store(&exit_ret_ns, now_ns());
 			return NULL;
 		}
 		culprit_spin(DEAF_POLL_NS);
@@ -1165,36 +1168,49 @@ static int slot_free(void)
 static void test_exit(void)
 {
 	printf("exit%s\n", two_threads ? " (watchdog thread)" : "");
-	max_threads_cfg = 1;
-	flush_ms_cfg = 2000;
-	char *dir = start("stall-exit", 10, 0, 10);
-	max_threads_cfg = flush_ms_cfg = 0;
-	struct worker w[1] = { { .job = J_EXIT, .task0 = 950, .cpu = -1 } };
-	run(w, 1);
-	join(w, 1);
-	uint64_t gone = now_ns(), freed = 0;
-	while (now_ns() - gone < 5000000000ull) {
-		if (slot_free()) {
-			freed = now_ns() - gone;
-			break;
+	for (int attempt = 1;; attempt++) {
+		max_threads_cfg = 1;
+		flush_ms_cfg = 2000;
+		char *dir = start("stall-exit", 10, 0, 10);
+		max_threads_cfg = flush_ms_cfg = 0;
+		atomic_store(&exit_ret_ns, 0);
+		struct worker w[1] = { { .job = J_EXIT, .task0 = 950, .cpu = -1 } };
+		run(w, 1);
+		join(w, 1);
+		uint64_t gone = now_ns(), freed = 0;
+		while (now_ns() - gone < 5000000000ull) {
+			if (slot_free()) {
+				freed = now_ns() - gone;
+				break;
+			}
+			sleep_ms(2);
 		}
-		sleep_ms(2);
-	}
-	finish(dir);
-	int ended = 0, caps = 0;
-	for (size_t i = 0; i < R.ns; i++) {
-		const struct stall *s = &R.s[i];
-		if (s->task != 950)
+		finish(dir);
+		int ended = 0, caps = 0, late = 0;
+		uint64_t ret = atomic_load(&exit_ret_ns);
+		for (size_t i = 0; i < R.ns; i++) {
+			const struct stall *s = &R.s[i];
+			if (s->task != 950)
+				continue;
+			print_stall(s);
+			caps++;
+			ended += strstr(s->reason, "ended before it answered") != NULL;
+			/* The thread still there 45 ms after the capture began (its
+			 * answer is due 50 ms after the signal): "did not answer" was
+			 * the truth, the machine kept the exiting thread off the CPU. */
+			late += strstr(s->reason, "did not answer") != NULL && ret > s->ts + 45000000u;
+		}
+		printf("  slot free %.1f ms after the thread's exit\n", (double)freed / 1e6);
+		if (ended == 0 && caps >= 1 && late == caps && attempt < 3) {
+			printf("  again: the thread returned after its capture's answer was due (load)\n");
 			continue;
-		print_stall(s);
-		caps++;
-		ended += strstr(s->reason, "ended before it answered") != NULL;
+		}
+		CHECK(caps >= 1 && ended == 1, "%d captures of the poll its thread left, %d say it ended "
+		      "(want 1)", caps, ended);
+		CHECK(freed && freed < 300000000u, "the slot of a thread that exited while its capture "
+		      "waited was free %.1f ms after (want < 300 ms; 0: not in 5 s)", (double)freed / 1e6);
+		break;
 	}
-	printf("  slot free %.1f ms after the thread's exit\n", (double)freed / 1e6);
-	CHECK(caps >= 1 && ended == 1, "%d captures of the poll its thread left, %d say it ended "
-	      "(want 1)", caps, ended);
-	CHECK(freed && freed < 300000000u, "the slot of a thread that exited while its capture "
-	      "waited was free %.1f ms after (want < 300 ms; 0: not in 5 s)", (double)freed / 1e6);
 }
 
 /* The descriptor a capture keeps open on /proc/self/task/TID/syscall of
