@@ -63,8 +63,11 @@ struct writer {
 	 * start before BOOT_GO, changed only by this thread (ss_writer_io_begin)
 	 * and only while the watchdog has no thread, so its thread may read it.
 	 * nudged: a look saw a ring past a quarter full. io_moved: the looks were
-	 * moved to their own thread for the I/O under way. */
+	 * moved to their own thread for the I/O under way. slow_start: how long
+	 * start's segment creation took on the host's thread when it was slow
+	 * (the looks move at the thread's first loop pass), else 0. */
 	int one_thread, nudged, io_moved;
+	uint64_t slow_start;
 	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
 	/* This thread's CPU split between its cycles and the looks (cpu_to): read
 	 * at each change from one to the other, the time since the last read going

@@ -469,6 +469,34 @@ static void set_slack(void)
 	      0);
 }
 
+/* Moves the looks to a thread of their own; 0 when moved. one_thread is
+ * cleared before the thread is made, whose creation publishes it (the thread
+ * reads it in ss_writer_nudge), and set again if it could not be made. Only on
+ * this thread (never the host's: start's segment creation, ss_writer_io_end). */
+static int move_looks(void)
+{
+	if (!wr.one_thread)
+		return -1;
+	wr.one_thread = 0;
+	if (ss_watchdog_own_thread() != 0) {
+		wr.one_thread = 1;
+		return -1;
+	}
+	set_slack();
+	return 0;
+}
+
+/* An I/O took took ns, more than half the threshold: the looks stay on a
+ * thread of their own for the rest of the session (moved: they are there). */
+static void keep_moved(uint64_t took, int moved)
+{
+	if (!moved && move_looks() != 0)
+		return;
+	ss_log("writing to %s took %.1f ms, more than half the stall threshold: the stall "
+	       "watchdog takes its looks on a thread of their own for the rest of the session",
+	       wr.cfg.seg.dir, (double)took / 1e6);
+}
+
 /* I/O that may take long, on this thread. With the looks on it (one thread) a
  * slow disk would hold them, and the captures of workers stalled on the same
  * disk, the stalls most worth explaining, would not come. So a seal (its
@@ -476,14 +504,15 @@ static void set_slack(void)
  * first, and back when it took less than half the threshold; any write that
  * took longer (writeback throttling, NFS, a failing disk) keeps them there for
  * the rest of the session. A slow disk then costs a thread, not the captures;
- * a fast one keeps one thread. io_begin returns the time to give io_end. */
+ * a fast one keeps one thread. io_begin returns the time to give io_end.
+ * Start creates the first segment on the host's thread: a slow creation there
+ * is only noted (slow_start), and this thread moves the looks at its first
+ * loop pass (writer_loop), so the host's thread keeps its timer slack and
+ * never makes the watchdog's thread. */
 SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
 {
-	if (seal && wr.one_thread && ss_watchdog_own_thread() == 0) {
-		wr.one_thread = 0;
+	if (seal && pthread_equal(pthread_self(), wr.thread) && move_looks() == 0)
 		wr.io_moved = 1;
-		set_slack();
-	}
 	return ss_now();
 }
 
@@ -491,22 +520,19 @@ SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
 SS_INTERNAL void ss_writer_io_end(uint64_t t0)
 {
 	uint64_t took = ss_now() - t0;
-	int moved = wr.io_moved, e = errno;
+	int moved = wr.io_moved, e = errno, slow = took > ss_watchdog_threshold_ns() / 2;
 	wr.io_moved = 0;
-	if (took <= ss_watchdog_threshold_ns() / 2) {
+	if (!pthread_equal(pthread_self(), wr.thread)) {
+		if (slow)
+			wr.slow_start = took; /* read by the thread after BOOT_GO */
+	} else if (!slow) {
 		if (moved) {
 			ss_watchdog_host();
 			wr.one_thread = 1;
 			set_slack();
 		}
-	} else if (moved || (wr.one_thread && ss_watchdog_own_thread() == 0)) {
-		if (!moved) {
-			wr.one_thread = 0;
-			set_slack();
-		}
-		ss_log("writing to %s took %.1f ms, more than half the stall threshold: the stall "
-		       "watchdog takes its looks on a thread of its own for the rest of the session",
-		       wr.cfg.seg.dir, (double)took / 1e6);
+	} else {
+		keep_moved(took, moved);
 	}
 	errno = e;
 }
@@ -528,6 +554,8 @@ SS_INTERNAL void ss_writer_io_end(uint64_t t0)
  * holds to the last one. */
 static void writer_loop(void)
 {
+	if (wr.slow_start)
+		keep_moved(wr.slow_start, 0);
 	set_slack();
 	wr.cpu_mark = ss_thread_cpu_ns();
 	wr.cpu_part = wr.one_thread;

@@ -6,7 +6,8 @@
  * calls on to the next definition. Calls made on the recorder's writer thread
  * (named ss-writer) can be delayed, as a slow disk would (writeback
  * throttling, NFS, a failing disk), and are counted and timed; other threads'
- * pass untouched.
+ * pass untouched. The next segment file (*.active) opened on any other
+ * thread (start's, on the caller's thread) can be delayed once.
  */
 #ifndef STALLSCOPE_IO_SPY_H
 #define STALLSCOPE_IO_SPY_H
@@ -18,6 +19,8 @@ struct io_spy {
 	_Atomic uint64_t write_delay_ns, sync_delay_ns; /* added to each call */
 	_Atomic uint64_t writes, syncs;                 /* calls so far */
 	_Atomic uint64_t first_write_end, last_write_end; /* CLOCK_MONOTONIC ns, 0: none */
+	/* Taken (then 0) by the next open of a *.active file off the writer. */
+	_Atomic uint64_t start_open_delay_ns;
 	/* Called (writer thread) at each fdatasync before it is delayed. */
 	void (*on_sync)(void);
 };
