@@ -49,6 +49,7 @@
 
 #define WINDOW_NS 1000000ull         /* CPU-clock window that splits running/runnable */
 #define ANSWER_NS 50000000ull        /* how long a signalled thread gets to answer */
+_Static_assert(WINDOW_NS + ANSWER_NS < SS_CAPTURE_END_NS, "a stop drops captures it should wait for");
 #define ANSWER_NAP0_NS 100000ull     /* first wait for its answer, doubling ... */
 #define ANSWER_NAP_MAX_NS 2000000ull /* ... up to this */
 #define SCAN_BYTES (64u << 10)       /* stack copied above a blocked thread's sp */
