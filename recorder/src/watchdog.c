@@ -646,6 +646,7 @@ static int start_thread(void)
 		return -1;
 	D.thread_made = 1;
 	D.hosted = 0;
+	atomic_store(&ss_counters.watchdog_own_thread, 1u);
 	return 0;
 }
 
@@ -672,6 +673,7 @@ SS_INTERNAL void ss_watchdog_host(void)
 	pthread_join(D.thread, NULL);
 	D.thread_made = 0;
 	D.hosted = 1;
+	atomic_store(&ss_counters.watchdog_own_thread, 0u);
 }
 
 /* The end begins (stop; on the writer's thread): no look begins any more, and
@@ -706,6 +708,7 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 				   int own_thread, char *status, size_t len)
 {
 	memset(&D, 0, sizeof D);
+	atomic_store(&ss_counters.watchdog_own_thread, 0u);
 	snprintf(status, len, "off");
 	if (!cfg->stall_threshold_ms)
 		return;

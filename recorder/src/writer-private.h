@@ -68,6 +68,12 @@ struct writer {
 	 * (the looks move at the thread's first loop pass), else 0. */
 	int one_thread, nudged, io_moved;
 	uint64_t slow_start;
+	/* This thread's run-queue wait (writer.c, io_slow): its schedstat file
+	 * (fd + 1, 0: none), the last value read, whether it was read right
+	 * before the I/O under way, and whether the last I/O was slow by the
+	 * clock but perhaps only kept waiting for a CPU. */
+	int rq_fd1, rq_exact, io_suspect;
+	uint64_t rq_last;
 	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
 	/* This thread's CPU split between its cycles and the looks (cpu_to): read
 	 * at each change from one to the other, the time since the last read going

@@ -38,6 +38,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -497,22 +498,73 @@ static void keep_moved(uint64_t took, int moved)
 	       wr.cfg.seg.dir, (double)took / 1e6);
 }
 
+/* This thread's run-queue wait so far, in ns (/proc/thread-self/schedstat's
+ * second field; its file opened by this thread at the loop's start): 0 and
+ * *out, else -1. */
+static int run_delay(uint64_t *out)
+{
+	char buf[96];
+	ssize_t n = wr.rq_fd1 ? pread(wr.rq_fd1 - 1, buf, sizeof buf - 1, 0) : -1;
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *end;
+	strtoull(buf, &end, 10);
+	if (*end != ' ')
+		return -1;
+	*out = strtoull(end + 1, &end, 10);
+	return *end == ' ' ? 0 : -1;
+}
+
+/* An I/O took took ns of wall time, more than half the threshold: was the disk
+ * slow, or was this thread kept waiting for a CPU (a loaded machine, where the
+ * bar of T/2 is shorter than a scheduler's slice)? The run-queue wait is read
+ * only now, so without a read before the I/O: against the last value read,
+ * which counts the waits since then too. What is left of took is then less
+ * than the I/O's own time: past T/2 the disk was slow for sure. Else it is
+ * not known, and the next I/O reads the wait before it too (io_suspect,
+ * ss_writer_io_begin) and is measured exactly: the looks move when that one
+ * is slow as well. A seal is always measured exactly (it is rare). */
+static int io_slow(uint64_t took)
+{
+	uint64_t rq;
+	if (run_delay(&rq) != 0)
+		return 1; /* no schedstat: wall time it is */
+	uint64_t waited = rq > wr.rq_last ? rq - wr.rq_last : 0;
+	int exact = wr.rq_exact;
+	wr.rq_last = rq;
+	if (took - (waited < took ? waited : took) > ss_watchdog_threshold_ns() / 2)
+		return 1;
+	wr.io_suspect = !exact;
+	return 0;
+}
+
 /* I/O that may take long, on this thread. With the looks on it (one thread) a
  * slow disk would hold them, and the captures of workers stalled on the same
  * disk, the stalls most worth explaining, would not come. So a seal (its
  * fdatasync and rename, seal=1) has the looks moved to a thread of their own
  * first, and back when it took less than half the threshold; any write that
- * took longer (writeback throttling, NFS, a failing disk) keeps them there for
- * the rest of the session. A slow disk then costs a thread, not the captures;
- * a fast one keeps one thread. io_begin returns the time to give io_end.
+ * took longer (writeback throttling, NFS, a failing disk), this thread's wait
+ * for a CPU left out (io_slow), keeps them there for the rest of the session.
+ * A slow disk then costs a thread, not the captures; a fast one keeps one
+ * thread. A known limit: the looks move only after a write other than a
+ * seal's has taken that long (after two, when the first one's wait for a CPU
+ * could not be told apart), so the captures due during the first slow write
+ * come late or not at all, and a write that hangs (a hard NFS mount, a
+ * failing disk) holds them for as long as it hangs. Writes off the looks'
+ * thread (io_uring submissions reaped at the next wake-up) would end that;
+ * not done. io_begin returns the time to give io_end.
  * Start creates the first segment on the host's thread: a slow creation there
  * is only noted (slow_start), and this thread moves the looks at its first
  * loop pass (writer_loop), so the host's thread keeps its timer slack and
  * never makes the watchdog's thread. */
 SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
 {
-	if (seal && pthread_equal(pthread_self(), wr.thread) && move_looks() == 0)
+	if (!pthread_equal(pthread_self(), wr.thread))
+		return ss_now();
+	if (seal && move_looks() == 0)
 		wr.io_moved = 1;
+	wr.rq_exact = (wr.io_moved || wr.io_suspect) && run_delay(&wr.rq_last) == 0;
 	return ss_now();
 }
 
@@ -525,14 +577,16 @@ SS_INTERNAL void ss_writer_io_end(uint64_t t0)
 	if (!pthread_equal(pthread_self(), wr.thread)) {
 		if (slow)
 			wr.slow_start = took; /* read by the thread after BOOT_GO */
-	} else if (!slow) {
+	} else if (slow && io_slow(took)) {
+		wr.io_suspect = 0;
+		keep_moved(took, moved);
+	} else {
+		wr.io_suspect &= slow;
 		if (moved) {
 			ss_watchdog_host();
 			wr.one_thread = 1;
 			set_slack();
 		}
-	} else {
-		keep_moved(took, moved);
 	}
 	errno = e;
 }
@@ -556,6 +610,12 @@ static void writer_loop(void)
 {
 	if (wr.slow_start)
 		keep_moved(wr.slow_start, 0);
+	/* For io_slow: opened by this thread, so it stays this thread's. */
+	if (wr.one_thread) {
+		int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+		wr.rq_fd1 = fd + 1;
+		run_delay(&wr.rq_last);
+	}
 	set_slack();
 	wr.cpu_mark = ss_thread_cpu_ns();
 	wr.cpu_part = wr.one_thread;
@@ -666,6 +726,9 @@ static void *writer_main(void *arg)
 	atomic_fetch_add(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
 	cpu -= wr.cpu_parts[1];
 	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
+	if (wr.rq_fd1)
+		close(wr.rq_fd1 - 1);
+	wr.rq_fd1 = 0;
 	pthread_mutex_unlock(&fork_mu);
 	return NULL;
 }
