@@ -34,8 +34,9 @@
  *               is free for the next thread at once, not at the writer's next
  *               paced cycle (up to a second later)
  *   closed-fds  the host closes the descriptor a capture keeps open and puts
- *               a file of its own at that number: the recorder neither closes
- *               nor reads the host's file, and captures still work
+ *               a file of its own at that number (a PID file, "12345"): the
+ *               recorder neither closes it nor takes it for the syscall file
+ *               (no "system call 12345"), and captures still work
  *   two-threads long-poll, blocking, mutex and exit again with the watchdog on
  *               a thread of its own (task dumps on), the other path of slot
  *               releases and capture steps
@@ -1253,8 +1254,11 @@ static void test_closed_fds(void)
 	wait_spin_captures(dir, 980);
 	int fd = syscall_fd(atomic_load(&long_tid));
 	CHECK(fd >= 0, "no descriptor kept on the stalled worker's syscall file");
-	int mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	CHECK(mine >= 0, "open /dev/null");
+	/* Digits first: a loose reader took it for "in system call 12345". */
+	char pidfile[] = "/tmp/stallscope-pidfile-XXXXXX";
+	int mine = mkstemp(pidfile);
+	CHECK(mine >= 0 && write(mine, "12345\n", 6) == 6, "a PID file in /tmp");
+	unlink(pidfile);
 	CHECK(dup2(mine, fd) == fd, "dup2");
 	close(mine);
 	int before = captures_seen(dir, 980, CAP_ANY);
