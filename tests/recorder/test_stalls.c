@@ -19,7 +19,9 @@
  *               it is still captured, without a burst
  *   pace        the looks come once per 2T while every poll is short and once
  *               per T after a long one; first captures by 2T after short polls
- *               only, at T while long polls are around
+ *               only, at T while long polls are around; among back-to-back
+ *               polls of 3-5 ms no two looks closer than 1.5T (a young poll's
+ *               look at its 2T mark)
  *   fork        a child forked while a poll of the parent is held past the
  *               threshold records its own session: its captures hold its own
  *               stack, and nothing of the parent's stalled poll (the watchdog's
@@ -445,6 +447,7 @@ static struct {
 	_Atomic uint32_t want, done;
 	_Atomic uint64_t short_max;
 	uint64_t long_ns;
+	_Atomic int b2b;           /* polls of 3-5 ms back to back, no 1 ms sleep */
 } pace;
 
 struct worker {
@@ -538,14 +541,16 @@ static void *worker_main(void *p)
 				atomic_store(&pace.done, done + 1);
 				continue;
 			}
+			int b2b = atomic_load(&pace.b2b);
 			uint64_t t0 = now_ns();
 			stallscope_poll_begin(w->task0 + k % 1000, 0);
-			culprit_spin(100000);
+			culprit_spin(b2b ? 3000000u + (uint64_t)(rand_r(&seed) % 2000) * 1000u : 100000u);
 			stallscope_poll_end();
 			uint64_t d = now_ns() - t0;
 			if (d > atomic_load(&pace.short_max))
 				atomic_store(&pace.short_max, d);
-			sleep_ms(1);
+			if (!b2b)
+				sleep_ms(1);
 		}
 		break;
 	}
@@ -946,8 +951,12 @@ static void test_quiet(void)
 #define PACE_LOOKS 12   /* looks timed at a stretch */
 #define PACE_POLLS 6    /* long polls at random moments while long polls are around */
 
+#define PACE_GAPS 8    /* gaps between looks timed among back-to-back polls */
+
 struct pace_run {
-	uint64_t short_max[2]; /* the longest short poll in stretches 1 and 5 (ns) */
+	uint64_t short_max[3]; /* the longest short poll in stretches 1, 5 and 0 (ns) */
+	uint64_t gap_min;      /* 0: the shortest of PACE_GAPS gaps between looks
+				* while a poll of 3-5 ms is always open (0: none in 20 s) */
 	uint64_t span[3];      /* the wall time of PACE_LOOKS looks: 1 short polls only,
 				* 3 right after a long poll, 5 the first stretch as far
 				* apart as 1 after the long polls (0: none within 10 s) */
@@ -972,6 +981,33 @@ static uint64_t looks_span(void)
 	return now_ns() - t0;
 }
 
+/* The shortest of PACE_GAPS gaps between looks from now, each the time
+ * between the reads that saw the count move (1 ms apart: two looks between
+ * reads make a gap of 0). A late read shortens the gap before it and
+ * lengthens the next. 0 when they did not come within 20 s. */
+static uint64_t looks_gap_min(void)
+{
+	uint64_t t0 = now_ns(), seen = 0, least = UINT64_MAX;
+	long long c = watchdog_looks();
+	for (int gaps = -1; gaps < PACE_GAPS;) {
+		if (now_ns() - t0 > 20000000000ull)
+			return 0;
+		sleep_ms(1);
+		long long c1 = watchdog_looks();
+		if (c1 == c)
+			continue;
+		uint64_t t = now_ns();
+		if (gaps >= 0 && t - seen < least)
+			least = t - seen;
+		if (gaps >= 0 && c1 > c + 1)
+			least = 0;
+		gaps++;
+		seen = t;
+		c = c1;
+	}
+	return least;
+}
+
 /* Asks the worker for a long poll and waits (at most 30 s) until it made it. */
 static void pace_long_poll(void)
 {
@@ -989,7 +1025,15 @@ static void pace_once(struct pace_run *r)
 	pace.long_ns = 3 * T;
 	char *dir = start("stall-pace", PACE_T_MS, 0, 10);
 	struct worker w[1] = { { .job = J_PACE, .task0 = 600, .cpu = -1 } };
+	atomic_store(&pace.b2b, 1);
 	run(w, 1);
+	/* 0. Back-to-back polls of 3-5 ms: every look sees a poll open younger
+	 * than T/2, and the next comes at that poll's 2T mark (at least 2T less
+	 * 5 ms later), not at its T mark. */
+	r->gap_min = looks_gap_min();
+	r->short_max[2] = atomic_load(&pace.short_max);
+	atomic_store(&pace.b2b, 0);
+	atomic_store(&pace.short_max, 0);
 	/* 1. Only short polls since the start. */
 	r->span[0] = looks_span();
 	r->short_max[0] = atomic_load(&pace.short_max);
@@ -1039,7 +1083,12 @@ static void pace_once(struct pace_run *r)
  * T: fewer than that many looks in it only with late wake-ups); and first
  * captures are checked with T/2 of lateness allowed: the first long poll after
  * only short ones by 2T, and those begun at any moment while long polls are
- * around by T (at 2T looks half of them would come later than 1.5T). */
+ * around by T (at 2T looks about a quarter of them would come later than
+ * 1.5T, with a young poll's look at its 2T mark). Each gap between looks is
+ * checked among back-to-back polls of 3-5 ms, always one open and younger
+ * than T/2: its look at its 2T mark puts them at least 2T less 5 ms apart, at
+ * its T mark (the rule broken) about T apart; a late look or read moves one
+ * gap by its lateness, far less than the T/2 of margin. */
 static void test_pace(void)
 {
 	printf("pace\n");
@@ -1047,6 +1096,8 @@ static void test_pace(void)
 	struct pace_run r;
 	for (int attempt = 0;; attempt++) {
 		pace_once(&r);
+		printf("  back-to-back polls of 3-5 ms (longest %.2f ms): looks at least %.1f ms apart "
+		       "(%d gaps)\n", (double)r.short_max[2] / 1e6, (double)r.gap_min / 1e6, PACE_GAPS);
 		printf("  %d looks: %.0f ms among short polls (longest %.2f ms), %.0f ms right after "
 		       "a long poll, %.0f ms once short polls were alone again (longest %.2f ms); at "
 		       "least %.0f ms apart: spaced out as 2T\n", PACE_LOOKS, (double)r.span[0] / 1e6,
@@ -1060,16 +1111,22 @@ static void test_pace(void)
 			late |= r.ages[i] > 3 * T / 2;
 		}
 		printf(" ms (threshold %u ms)\n", PACE_T_MS);
-		int stretched = r.short_max[0] >= T / 2 || r.short_max[1] >= T / 2;
-		int ok = !stretched && r.span[0] >= stretch && r.span[1] && r.span[1] < stretch &&
+		int stretched = r.short_max[0] >= T / 2 || r.short_max[1] >= T / 2 ||
+				r.short_max[2] >= T / 2;
+		int ok = !stretched && r.gap_min >= 3 * T / 2 && r.span[0] >= stretch && r.span[1] &&
+			 r.span[1] < stretch &&
 			 r.span[2] && r.first && r.first <= 5 * T / 2 && r.nages == PACE_POLLS && !late;
 		if (ok || attempt == 2 || (!stretched && !machine_loaded()))
 			break;
 		printf("  the machine is loaded%s: again\n", stretched ? " (a short poll took T/2)" : "");
 	}
-	CHECK(r.short_max[0] < T / 2 && r.short_max[1] < T / 2,
-	      "polls of 100 us took up to %.1f and %.1f ms: the machine is too loaded to keep them "
-	      "short", (double)r.short_max[0] / 1e6, (double)r.short_max[1] / 1e6);
+	CHECK(r.short_max[0] < T / 2 && r.short_max[1] < T / 2 && r.short_max[2] < T / 2,
+	      "polls of 100 us took up to %.1f and %.1f ms, of 3-5 ms up to %.1f ms: the machine is "
+	      "too loaded to keep them short", (double)r.short_max[0] / 1e6,
+	      (double)r.short_max[1] / 1e6, (double)r.short_max[2] / 1e6);
+	CHECK(r.gap_min >= 3 * T / 2, "looks among back-to-back polls of 3-5 ms came %.1f ms apart: "
+	      "a young poll's look at its T mark, not its 2T one (want at least 1.5T, %.1f ms)",
+	      (double)r.gap_min / 1e6, (double)(3 * T / 2) / 1e6);
 	CHECK(r.span[0] >= stretch, "%d looks among short polls only took %.1f ms: closer than "
 	      "1.5T (%.1f ms for them)", PACE_LOOKS, (double)r.span[0] / 1e6, (double)stretch / 1e6);
 	CHECK(r.first >= T && r.first <= 5 * T / 2, "the first long poll after short ones was first "
