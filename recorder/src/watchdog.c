@@ -52,7 +52,9 @@
  * Only the writer's thread starts and joins that thread, never a hook, so
  * the thread's start and join hand the state below from one to the other.
  * At stop no look begins, and the captures in flight end at their times
- * while the writer's cycles go on (ss_watchdog_ending).
+ * while the writer's cycles go on (ss_watchdog_ending); what is still in
+ * flight SS_CAPTURE_END_NS after stop began is dropped with a reason, so a
+ * stop is bounded whatever a capture does.
  *
  * Captures never make this thread wait (stall_capture.c): their 1 ms CPU-clock
  * window and the wait for a signal's answer (up to 50 ms for a thread that

@@ -13,7 +13,9 @@
  * looks (watchdog.c), and its cycles run at their wake-ups (writer_loop): one
  * recorder thread, not two, as long as the disk is fast: I/O that may take
  * long (a seal's fdatasync), or that took longer than half the stall
- * threshold, has the looks moved to a thread of their own (ss_writer_io_begin).
+ * threshold (this thread's wait for a CPU left out), has the looks moved to a
+ * thread of their own (ss_writer_io_begin; the first slow write and a hung
+ * one still hold them: a known limit).
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
  * up to B into the old segment, seals it with end_ts = B, and starts the next one at
