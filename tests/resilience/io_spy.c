@@ -182,38 +182,23 @@ int fdatasync(int fd)
 	return real(fd);
 }
 
-typedef int (*open_fn)(const char *, int, ...);
-
-static int spied_open(const char *sym, open_fn *real, const char *path, int flags, va_list ap)
+int open(const char *path, int flags, ...)
 {
-	if (!*real)
-		*real = (open_fn)dlsym(RTLD_NEXT, sym);
+	static int (*real)(const char *, int, ...);
+	if (!real)
+		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	va_list ap;
+	va_start(ap, flags);
 	mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+	va_end(ap);
 	size_t n = strlen(path);
 	if (n > 7 && !strcmp(path + n - 7, ".active") && !on_writer())
 		delay(atomic_exchange(&io_spy.start_open_delay_ns, 0));
-	return (*real)(path, flags, mode);
+	return real(path, flags, mode);
 }
 
-int open(const char *path, int flags, ...)
-{
-	static open_fn real;
-	va_list ap;
-	va_start(ap, flags);
-	int fd = spied_open("open", &real, path, flags, ap);
-	va_end(ap);
-	return fd;
-}
-
-int open64(const char *path, int flags, ...)
-{
-	static open_fn real;
-	va_list ap;
-	va_start(ap, flags);
-	int fd = spied_open("open64", &real, path, flags, ap);
-	va_end(ap);
-	return fd;
-}
+/* The same function in a 64-bit libc. */
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 int io_spy_has_thread(const char *name)
 {

@@ -45,12 +45,7 @@ static void record(const char *tag, int *watchdog, long long *gauge, uint64_t *w
 {
 	char *dir = tc_tmpdir(tag);
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "cw";
-	cfg.stall_threshold_ms = 10;
-	cfg.cpu_sampling = 0;
-	cfg.task_dump_enabled = 0;
+	rs_hooks_only(&cfg, dir, "cw", 10);
 	uint64_t w0 = atomic_load(&io_spy.writes);
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	uint32_t loc = stallscope_location("test_io_cpu_wait.c", 1, "poll");

@@ -72,14 +72,9 @@ static void record(const char *tag, uint32_t threshold_ms, uint32_t rotation_s, 
 {
 	char *dir = tc_tmpdir(tag);
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "sd";
-	cfg.stall_threshold_ms = threshold_ms;
+	rs_hooks_only(&cfg, dir, "sd", threshold_ms);
 	cfg.rotation_period_s = rotation_s;
 	cfg.rotation_count = 64;
-	cfg.cpu_sampling = 0;
-	cfg.task_dump_enabled = 0;
 	cfg.unwind = STALLSCOPE_UNWIND_FP;
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	memset(&P, 0, sizeof P);
@@ -125,12 +120,7 @@ static void slow_start(void)
 {
 	char *dir = tc_tmpdir("slowstart");
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "sd";
-	cfg.stall_threshold_ms = 10;
-	cfg.cpu_sampling = 0;
-	cfg.task_dump_enabled = 0;
+	rs_hooks_only(&cfg, dir, "sd", 10);
 	int slack0 = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	atomic_store(&io_spy.start_open_delay_ns, 20000000u);
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
