@@ -60,8 +60,9 @@ struct writer {
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
 	/* The watchdog's looks run on this thread (writer.c, writer_loop): set by
-	 * start before BOOT_GO, changed only by this thread (ss_writer_io_begin)
-	 * and only while the watchdog has no thread, so its thread may read it.
+	 * start before BOOT_GO, changed only by this thread and only while the
+	 * watchdog has no thread (cleared before one is made, set again after it
+	 * was joined: writer.c, move_looks), so its thread may read it.
 	 * nudged: a look saw a ring past a quarter full. io_moved: the looks were
 	 * moved to their own thread for the I/O under way. slow_start: how long
 	 * start's segment creation took on the host's thread when it was slow
