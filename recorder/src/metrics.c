@@ -100,6 +100,11 @@ STALLSCOPE_API size_t stallscope_metrics_text(char *buf, size_t len)
 		 atomic_load(&ss_counters.writer_cycles)},
 		{"stallscope_watchdog_looks_total", "counter",
 		 "Stall watchdog looks at the workers' polls.", atomic_load(&ss_counters.watchdog_looks)},
+		{"stallscope_watchdog_own_thread", "gauge",
+		 "1 while the stall watchdog's looks run on a thread of their own (sampling or task "
+		 "dumps on, a seal under way, or a slow disk), 0 on the writer's thread or with no "
+		 "watchdog; after stop, how the last session ended.",
+		 atomic_load(&ss_counters.watchdog_own_thread)},
 		{"stallscope_stall_capture_steps_total", "counter",
 		 "Later steps of stall captures (a CPU-clock window's end, a look for a signal's answer).",
 		 atomic_load(&ss_counters.capture_steps)},

@@ -329,6 +329,9 @@ struct ss_counters {
 	_Atomic uint64_t writer_cycles, watchdog_looks, capture_steps;
 	/* Stall captures the watchdog took (process total): what its looks found. */
 	_Atomic uint64_t stall_captures;
+	/* 1 while the watchdog's looks run on a thread of their own (kept after
+	 * stop: the mode the last session ended in). */
+	_Atomic uint32_t watchdog_own_thread;
 };
 extern SS_INTERNAL struct ss_counters ss_counters;
 

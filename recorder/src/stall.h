@@ -97,7 +97,7 @@ SS_INTERNAL uint64_t ss_watchdog_threshold_ns(void);
  * hosted). host: that thread ends after its current step and the writer's
  * thread takes the looks again, with the captures in flight. ending: stop
  * has begun; no look begins from now on, and its own thread is told to end;
- * 1 while captures are still in flight (hosted: the writer keeps taking
+ * 1 while captures are still in flight (for at most SS_CAPTURE_END_NS) (hosted: the writer keeps taking
  * their steps, and its cycles) or its own thread has not ended (it kicks
  * the writer when it has), then 0, and ss_watchdog_stop follows. */
 SS_INTERNAL int ss_watchdog_own_thread(void);
@@ -131,6 +131,10 @@ struct ss_capture_run {
 	uint64_t window, window_cpu;
 	uint64_t deadline, nap; /* the answer's wait */
 };
+/* The longest a stop waits for the captures in flight (a window and the
+ * signal's answer, 51 ms, and a margin for late steps); what is left then is
+ * dropped with a reason (watchdog.c). */
+#define SS_CAPTURE_END_NS 100000000ull
 /* Classifies and takes the stack of the thread of slot index i into m (kind,
  * syscall1, frames, reason): begins a capture (begin), or takes its next step
  * once run->at_ns has come (step). Each returns 1 when the capture is done (m

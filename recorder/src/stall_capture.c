@@ -33,6 +33,7 @@
 #include "stall.h"
 #include "sigwalk.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -49,6 +50,7 @@
 
 #define WINDOW_NS 1000000ull         /* CPU-clock window that splits running/runnable */
 #define ANSWER_NS 50000000ull        /* how long a signalled thread gets to answer */
+_Static_assert(WINDOW_NS + ANSWER_NS < SS_CAPTURE_END_NS, "a stop drops captures it should wait for");
 #define ANSWER_NAP0_NS 100000ull     /* first wait for its answer, doubling ... */
 #define ANSWER_NAP_MAX_NS 2000000ull /* ... up to this */
 #define SCAN_BYTES (64u << 10)       /* stack copied above a blocked thread's sp */
@@ -268,12 +270,34 @@ static int open_sysfd(const struct ss_slot *s, uint32_t i)
 	return fd;
 }
 
-/* What the syscall file says: "running", or "nr a1 .. a6 sp pc" in a system
- * call, "-1 sp pc" outside one. Anything else was not read from it (a cached
- * descriptor the host closed and reused). */
-static int looks_like_syscall(const char *buf)
+/* What the syscall file says, exactly as the kernel writes it: "running" (1);
+ * "nr a1 .. a6 sp pc" in a system call (nr >= 0, then eight 0x fields) or
+ * "-1 sp pc" outside one (0, with *nr, *sp, *pc). Anything else (-1) was not
+ * read from it: a cached descriptor the host closed and reused for a file of
+ * its own, which may well begin with a number (a PID file, a counter). */
+static int parse_syscall(const char *buf, long *nr, uint64_t *sp, uint64_t *pc)
 {
-	return strncmp(buf, "running", 7) == 0 || buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9');
+	if (!strcmp(buf, "running\n") || !strcmp(buf, "running"))
+		return 1;
+	if (buf[0] != '-' && (buf[0] < '0' || buf[0] > '9'))
+		return -1;
+	char *end;
+	long v = strtol(buf, &end, 10);
+	if (end == buf || v < -1)
+		return -1;
+	uint64_t x[8];
+	int want = v < 0 ? 2 : 8;
+	for (int k = 0; k < want; k++) {
+		if (strncmp(end, " 0x", 3) != 0 || !isxdigit((unsigned char)end[3]))
+			return -1;
+		x[k] = strtoull(end + 3, &end, 16);
+	}
+	if (strcmp(end, "\n") != 0 && *end)
+		return -1;
+	*nr = v;
+	*sp = x[want - 2];
+	*pc = x[want - 1];
+	return 0;
 }
 
 /* /proc/self/task/TID/syscall of slot s (cell i): 1 running; 0 not running, with
@@ -281,7 +305,7 @@ static int looks_like_syscall(const char *buf)
 static int read_syscall(const struct ss_slot *s, uint32_t i, long *nr, uint64_t *sp, uint64_t *pc)
 {
 	char buf[256];
-	ssize_t n = -1;
+	int r = -1;
 	for (int again = 1; again;) {
 		/* A cached descriptor that fails may be one the host closed:
 		 * then the file is opened once more. */
@@ -290,12 +314,11 @@ static int read_syscall(const struct ss_slot *s, uint32_t i, long *nr, uint64_t 
 		if (fd < 0)
 			return -1;
 		/* At offset 0 the file is generated afresh. */
-		n = pread(fd, buf, sizeof buf - 1, 0);
+		ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
 		if (n > 0) {
 			buf[n] = 0;
-			if (looks_like_syscall(buf))
+			if ((r = parse_syscall(buf, nr, sp, pc)) >= 0)
 				break;
-			n = 0;
 		}
 		int e = n < 0 ? errno : EIO;
 		/* The thread is gone (the next one of the slot opens its own), or
@@ -303,26 +326,7 @@ static int read_syscall(const struct ss_slot *s, uint32_t i, long *nr, uint64_t 
 		close_sysfd(i);
 		errno = e;
 	}
-	if (n <= 0)
-		return -1;
-	if (strncmp(buf, "running", 7) == 0)
-		return 1;
-	/* "nr a1 .. a6 sp pc" in a system call, "-1 sp pc" outside one. */
-	unsigned long long v[9];
-	char *p = buf, *end;
-	int k = 0;
-	*nr = strtol(p, &end, 10);
-	p = end;
-	while (k < 9) {
-		unsigned long long x = strtoull(p, &end, 0);
-		if (end == p)
-			break;
-		v[k++] = x;
-		p = end;
-	}
-	*sp = k >= 2 ? v[k - 2] : 0;
-	*pc = k >= 1 ? v[k - 1] : 0;
-	return 0;
+	return r;
 }
 
 static char proc_state(uint32_t tid)

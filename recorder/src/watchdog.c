@@ -52,7 +52,9 @@
  * Only the writer's thread starts and joins that thread, never a hook, so
  * the thread's start and join hand the state below from one to the other.
  * At stop no look begins, and the captures in flight end at their times
- * while the writer's cycles go on (ss_watchdog_ending).
+ * while the writer's cycles go on (ss_watchdog_ending); what is still in
+ * flight SS_CAPTURE_END_NS after stop began is dropped with a reason, so a
+ * stop is bounded whatever a capture does.
  *
  * Captures never make this thread wait (stall_capture.c): their 1 ms CPU-clock
  * window and the wait for a signal's answer (up to 50 ms for a thread that
@@ -121,6 +123,7 @@ static struct {
 	int hosted, thread_made, own_failed;
 	_Atomic uint32_t handback, ending, finished;
 	uint64_t look_at;           /* the next look (a stamp) */
+	uint64_t end_by;            /* stop: captures still in flight then are dropped */
 	uint32_t quiet;             /* looks in a row that found nothing moved and no poll open */
 	uint32_t capturing;         /* captures in flight */
 	uint64_t step_at_ns;        /* the earliest of their next steps (CLOCK_MONOTONIC) */
@@ -246,6 +249,8 @@ static int is_boundary(uint32_t kind)
 	       kind == SS_EV_WORKER_END;
 }
 
+static void drop_capture(struct wd_slot *w, const char *why);
+
 /* Brings w up to date with the ring of s. */
 static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 {
@@ -257,6 +262,10 @@ static void scan_slot(struct ss_slot *s, struct wd_slot *w, uint64_t now)
 	}
 	uint32_t thread = s->thread_id;
 	if (w->thread != thread) {
+		/* Its STALL before its STALL_END, and the count of captures in
+		 * flight kept right (a stop waits for it to reach 0). */
+		if (w->capturing)
+			drop_capture(w, "no stack: the thread left its slot during the capture");
 		emit_end(w, now);
 		memset(w, 0, sizeof *w);
 		w->thread = thread;
@@ -359,17 +368,37 @@ static struct ss_stall_msg *capture_msg(const struct wd_slot *w)
 	return m;
 }
 
-/* w's capture is done (its message in D.cap_msg): queued, and the next one
- * planned. Under smu. */
-static void capture_done(struct ss_slot *s, struct wd_slot *w)
+/* w's capture is over (its message in D.cap_msg): no longer in flight, and
+ * queued. Under smu. */
+static void capture_queued(struct wd_slot *w)
 {
 	if (w->capturing) {
 		w->capturing = 0;
-		D.capturing--;
+		if (D.capturing)
+			D.capturing--;
 	}
 	enqueue(D.cap_msg);
 	atomic_fetch_add_explicit(&ss_counters.stall_captures, 1, memory_order_relaxed);
 	w->captures++;
+}
+
+/* Ends w's capture in flight without waiting for the rest of it; its message
+ * says why. Under smu. */
+static void drop_capture(struct wd_slot *w, const char *why)
+{
+	struct ss_stall_msg *m = capture_msg(w);
+	m->kind = SS_STALL_UNKNOWN;
+	m->nframes = 0;
+	m->syscall1 = 0;
+	snprintf(m->reason, sizeof m->reason, "%s", why);
+	capture_queued(w);
+}
+
+/* w's capture is done (its message in D.cap_msg): queued, and the next one
+ * planned. Under smu. */
+static void capture_done(struct ss_slot *s, struct wd_slot *w)
+{
+	capture_queued(w);
 	/* The next power of two of the threshold the poll has not reached by the
 	 * capture's end: a first capture that came late (the watchdog was
 	 * preempted, or looked first after a quiet spell), or one that waited
@@ -406,11 +435,13 @@ static void capture(struct ss_slot *s, uint32_t i, struct wd_slot *w)
 		D.step_at_ns = w->run.at_ns;
 }
 
-/* The steps of the captures in flight that are due. */
+/* The steps of the captures in flight that are due. They are counted again
+ * on the way: a stop waits for the count to reach 0 (ss_watchdog_ending). */
 static void capture_steps(void)
 {
 	uint64_t now = ss_now(), next = UINT64_MAX;
-	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span && D.capturing; i++) {
+	uint32_t left = 0;
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
 		struct wd_slot *w = &D.ws[i];
 		if (!w->capturing)
 			continue;
@@ -422,9 +453,26 @@ static void capture_steps(void)
 			capture_done(&D.pool->slots[i], w);
 		if (w->capturing && w->run.at_ns < next)
 			next = w->run.at_ns;
+		left += w->capturing != 0;
 		pthread_mutex_unlock(&D.smu);
 	}
+	D.capturing = left;
 	D.step_at_ns = next;
+}
+
+/* Stop: what is still in flight at the end's deadline is dropped, so that a
+ * stop never waits longer than that, whatever a capture (or a miscount) does. */
+static void drop_captures(void)
+{
+	for (uint32_t i = 0, span = ss_pool_span(D.pool); i < span; i++) {
+		if (!D.ws[i].capturing)
+			continue;
+		pthread_mutex_lock(&D.smu);
+		drop_capture(&D.ws[i], "no stack: the recording stopped before the capture ended");
+		pthread_mutex_unlock(&D.smu);
+	}
+	D.capturing = 0;
+	D.step_at_ns = UINT64_MAX;
 }
 
 /* One look at every ring, captures due begun; sets when the next is due. */
@@ -499,6 +547,8 @@ SS_INTERNAL uint64_t ss_watchdog_next_ns(void)
 	uint64_t at = UINT64_MAX;
 	if (!atomic_load_explicit(&D.ending, memory_order_relaxed))
 		at = ss_stamp() >= D.look_at ? 0 : stamp_to_ns(D.look_at);
+	else if (D.capturing)
+		at = D.end_by; /* what is left then is dropped */
 	return D.capturing && D.step_at_ns < at ? D.step_at_ns : at;
 }
 
@@ -506,8 +556,12 @@ SS_INTERNAL void ss_watchdog_run(void)
 {
 	if (D.capturing && ss_now() >= D.step_at_ns)
 		capture_steps();
-	if (!atomic_load_explicit(&D.ending, memory_order_relaxed) && ss_stamp() >= D.look_at)
-		look();
+	if (!atomic_load_explicit(&D.ending, memory_order_relaxed)) {
+		if (ss_stamp() >= D.look_at)
+			look();
+	} else if (D.capturing && ss_now() >= D.end_by) {
+		drop_captures();
+	}
 }
 
 SS_INTERNAL int ss_watchdog_hosted(void)
@@ -525,16 +579,19 @@ SS_INTERNAL uint64_t ss_watchdog_slack_ns(void)
 	return D.slack_ns;
 }
 
-/* Stop: the captures in flight finish (at most ANSWER_NS and a window). */
+/* Stop: the captures in flight finish (at most ANSWER_NS and a window), or
+ * are dropped at the end's deadline. */
 static void finish_captures(void)
 {
-	while (D.capturing) {
-		uint64_t at = D.step_at_ns;
+	while (D.capturing && ss_now() < D.end_by) {
+		uint64_t at = D.step_at_ns < D.end_by ? D.step_at_ns : D.end_by;
 		struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		capture_steps();
 	}
+	if (D.capturing)
+		drop_captures();
 }
 
 static void *watchdog_main(void *arg)
@@ -591,6 +648,7 @@ static int start_thread(void)
 		return -1;
 	D.thread_made = 1;
 	D.hosted = 0;
+	atomic_store(&ss_counters.watchdog_own_thread, 1u);
 	return 0;
 }
 
@@ -617,16 +675,34 @@ SS_INTERNAL void ss_watchdog_host(void)
 	pthread_join(D.thread, NULL);
 	D.thread_made = 0;
 	D.hosted = 1;
+	atomic_store(&ss_counters.watchdog_own_thread, 0u);
+}
+
+/* The end begins (stop; on the writer's thread): no look begins any more, and
+ * the captures in flight get until end_by. Before the store to running that
+ * stops our thread, which reads end_by after it. */
+static void begin_end(void)
+{
+	if (atomic_load(&D.ending))
+		return;
+	D.end_by = ss_now() + SS_CAPTURE_END_NS;
+	atomic_store(&D.ending, 1u);
 }
 
 SS_INTERNAL int ss_watchdog_ending(void)
 {
 	if (!D.started)
 		return 0;
-	if (!atomic_exchange(&D.ending, 1u) && D.thread_made) {
-		atomic_store(&D.running, 0u);
-		wake_thread();
+	if (!atomic_load(&D.ending)) {
+		begin_end();
+		if (D.thread_made) {
+			atomic_store(&D.running, 0u);
+			wake_thread();
+		}
 	}
+	/* Hosted: the captures' steps run on the writer's thread meanwhile. */
+	if (!D.thread_made && D.capturing && ss_now() >= D.end_by)
+		drop_captures();
 	return D.thread_made ? !atomic_load(&D.finished) : D.capturing != 0;
 }
 
@@ -634,6 +710,7 @@ SS_INTERNAL void ss_watchdog_start(const struct stallscope_config *cfg, uint32_t
 				   int own_thread, char *status, size_t len)
 {
 	memset(&D, 0, sizeof D);
+	atomic_store(&ss_counters.watchdog_own_thread, 0u);
 	snprintf(status, len, "off");
 	if (!cfg->stall_threshold_ms)
 		return;
@@ -733,7 +810,7 @@ SS_INTERNAL void ss_watchdog_stop(void)
 {
 	if (!D.started)
 		return;
-	atomic_store(&D.ending, 1u);
+	begin_end();
 	atomic_store(&D.running, 0u);
 	if (D.thread_made) {
 		wake_thread();

@@ -63,11 +63,21 @@ struct writer {
 	uint64_t last_cycle_ns;      /* when the last cycle began */
 	_Atomic int long_sleep;      /* sleeping past TICK_NS: the watchdog may nudge */
 	/* The watchdog's looks run on this thread (writer.c, writer_loop): set by
-	 * start before BOOT_GO, changed only by this thread (ss_writer_io_begin)
-	 * and only while the watchdog has no thread, so its thread may read it.
+	 * start before BOOT_GO, changed only by this thread and only while the
+	 * watchdog has no thread (cleared before one is made, set again after it
+	 * was joined: writer.c, move_looks), so its thread may read it.
 	 * nudged: a look saw a ring past a quarter full. io_moved: the looks were
-	 * moved to their own thread for the I/O under way. */
+	 * moved to their own thread for the I/O under way. slow_start: how long
+	 * start's segment creation took on the host's thread when it was slow
+	 * (the looks move at the thread's first loop pass), else 0. */
 	int one_thread, nudged, io_moved;
+	uint64_t slow_start;
+	/* This thread's run-queue wait (writer.c, io_slow): its schedstat file
+	 * (fd + 1, 0: none), the last value read, whether it was read right
+	 * before the I/O under way, and whether the last I/O was slow by the
+	 * clock but perhaps only kept waiting for a CPU. */
+	int rq_fd1, rq_exact, io_suspect;
+	uint64_t rq_last;
 	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
 	/* This thread's CPU split between its cycles and the looks (cpu_to): read
 	 * at each change from one to the other, the time since the last read going

@@ -13,7 +13,9 @@
  * looks (watchdog.c), and its cycles run at their wake-ups (writer_loop): one
  * recorder thread, not two, as long as the disk is fast: I/O that may take
  * long (a seal's fdatasync), or that took longer than half the stall
- * threshold, has the looks moved to a thread of their own (ss_writer_io_begin).
+ * threshold (this thread's wait for a CPU left out), has the looks moved to a
+ * thread of their own (ss_writer_io_begin; the first slow write and a hung
+ * one still hold them: a known limit).
  *
  * Segments do not overlap in time: a rotation picks a boundary B, drains every ring
  * up to B into the old segment, seals it with end_ts = B, and starts the next one at
@@ -38,6 +40,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -466,21 +469,101 @@ static void set_slack(void)
 	      0);
 }
 
+/* Moves the looks to a thread of their own; 0 when moved. one_thread is
+ * cleared before the thread is made, whose creation publishes it (the thread
+ * reads it in ss_writer_nudge), and set again if it could not be made. Only on
+ * this thread (never the host's: start's segment creation, ss_writer_io_end). */
+static int move_looks(void)
+{
+	if (!wr.one_thread)
+		return -1;
+	wr.one_thread = 0;
+	if (ss_watchdog_own_thread() != 0) {
+		wr.one_thread = 1;
+		return -1;
+	}
+	set_slack();
+	return 0;
+}
+
+/* An I/O took took ns, more than half the threshold: the looks stay on a
+ * thread of their own for the rest of the session (moved: they are there). */
+static void keep_moved(uint64_t took, int moved)
+{
+	if (!moved && move_looks() != 0)
+		return;
+	ss_log("writing to %s took %.1f ms, more than half the stall threshold: the stall "
+	       "watchdog takes its looks on a thread of their own for the rest of the session",
+	       wr.cfg.seg.dir, (double)took / 1e6);
+}
+
+/* This thread's run-queue wait so far, in ns (/proc/thread-self/schedstat's
+ * second field; its file opened by this thread at the loop's start): 0 and
+ * *out, else -1. */
+static int run_delay(uint64_t *out)
+{
+	char buf[96];
+	ssize_t n = wr.rq_fd1 ? pread(wr.rq_fd1 - 1, buf, sizeof buf - 1, 0) : -1;
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *end;
+	strtoull(buf, &end, 10);
+	if (*end != ' ')
+		return -1;
+	*out = strtoull(end + 1, &end, 10);
+	return *end == ' ' ? 0 : -1;
+}
+
+/* An I/O took took ns of wall time, more than half the threshold: was the disk
+ * slow, or was this thread kept waiting for a CPU (a loaded machine, where the
+ * bar of T/2 is shorter than a scheduler's slice)? The run-queue wait is read
+ * only now, so without a read before the I/O: against the last value read,
+ * which counts the waits since then too. What is left of took is then less
+ * than the I/O's own time: past T/2 the disk was slow for sure. Else it is
+ * not known, and the next I/O reads the wait before it too (io_suspect,
+ * ss_writer_io_begin) and is measured exactly: the looks move when that one
+ * is slow as well. A seal is always measured exactly (it is rare). */
+static int io_slow(uint64_t took)
+{
+	uint64_t rq;
+	if (run_delay(&rq) != 0)
+		return 1; /* no schedstat: wall time it is */
+	uint64_t waited = rq > wr.rq_last ? rq - wr.rq_last : 0;
+	int exact = wr.rq_exact;
+	wr.rq_last = rq;
+	if (took - (waited < took ? waited : took) > ss_watchdog_threshold_ns() / 2)
+		return 1;
+	wr.io_suspect = !exact;
+	return 0;
+}
+
 /* I/O that may take long, on this thread. With the looks on it (one thread) a
  * slow disk would hold them, and the captures of workers stalled on the same
  * disk, the stalls most worth explaining, would not come. So a seal (its
  * fdatasync and rename, seal=1) has the looks moved to a thread of their own
  * first, and back when it took less than half the threshold; any write that
- * took longer (writeback throttling, NFS, a failing disk) keeps them there for
- * the rest of the session. A slow disk then costs a thread, not the captures;
- * a fast one keeps one thread. io_begin returns the time to give io_end. */
+ * took longer (writeback throttling, NFS, a failing disk), this thread's wait
+ * for a CPU left out (io_slow), keeps them there for the rest of the session.
+ * A slow disk then costs a thread, not the captures; a fast one keeps one
+ * thread. A known limit: the looks move only after a write other than a
+ * seal's has taken that long (after two, when the first one's wait for a CPU
+ * could not be told apart), so the captures due during the first slow write
+ * come late or not at all, and a write that hangs (a hard NFS mount, a
+ * failing disk) holds them for as long as it hangs. Writes off the looks'
+ * thread (io_uring submissions reaped at the next wake-up) would end that;
+ * not done. io_begin returns the time to give io_end.
+ * Start creates the first segment on the host's thread: a slow creation there
+ * is only noted (slow_start), and this thread moves the looks at its first
+ * loop pass (writer_loop), so the host's thread keeps its timer slack and
+ * never makes the watchdog's thread. */
 SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
 {
-	if (seal && wr.one_thread && ss_watchdog_own_thread() == 0) {
-		wr.one_thread = 0;
+	if (!pthread_equal(pthread_self(), wr.thread))
+		return ss_now();
+	if (seal && move_looks() == 0)
 		wr.io_moved = 1;
-		set_slack();
-	}
+	wr.rq_exact = (wr.io_moved || wr.io_suspect) && run_delay(&wr.rq_last) == 0;
 	return ss_now();
 }
 
@@ -488,22 +571,21 @@ SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
 SS_INTERNAL void ss_writer_io_end(uint64_t t0)
 {
 	uint64_t took = ss_now() - t0;
-	int moved = wr.io_moved, e = errno;
+	int moved = wr.io_moved, e = errno, slow = took > ss_watchdog_threshold_ns() / 2;
 	wr.io_moved = 0;
-	if (took <= ss_watchdog_threshold_ns() / 2) {
+	if (!pthread_equal(pthread_self(), wr.thread)) {
+		if (slow)
+			wr.slow_start = took; /* read by the thread after BOOT_GO */
+	} else if (slow && io_slow(took)) {
+		wr.io_suspect = 0;
+		keep_moved(took, moved);
+	} else {
+		wr.io_suspect &= slow;
 		if (moved) {
 			ss_watchdog_host();
 			wr.one_thread = 1;
 			set_slack();
 		}
-	} else if (moved || (wr.one_thread && ss_watchdog_own_thread() == 0)) {
-		if (!moved) {
-			wr.one_thread = 0;
-			set_slack();
-		}
-		ss_log("writing to %s took %.1f ms, more than half the stall threshold: the stall "
-		       "watchdog takes its looks on a thread of its own for the rest of the session",
-		       wr.cfg.seg.dir, (double)took / 1e6);
 	}
 	errno = e;
 }
@@ -525,6 +607,14 @@ SS_INTERNAL void ss_writer_io_end(uint64_t t0)
  * holds to the last one. */
 static void writer_loop(void)
 {
+	if (wr.slow_start)
+		keep_moved(wr.slow_start, 0);
+	/* For io_slow: opened by this thread, so it stays this thread's. */
+	if (wr.one_thread) {
+		int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+		wr.rq_fd1 = fd + 1;
+		run_delay(&wr.rq_last);
+	}
 	set_slack();
 	wr.cpu_mark = ss_thread_cpu_ns();
 	wr.cpu_part = wr.one_thread;
@@ -635,6 +725,9 @@ static void *writer_main(void *arg)
 	atomic_fetch_add(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
 	cpu -= wr.cpu_parts[1];
 	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
+	if (wr.rq_fd1)
+		close(wr.rq_fd1 - 1);
+	wr.rq_fd1 = 0;
 	pthread_mutex_unlock(&fork_mu);
 	return NULL;
 }

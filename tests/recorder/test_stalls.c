@@ -19,7 +19,9 @@
  *               it is still captured, without a burst
  *   pace        the looks come once per 2T while every poll is short and once
  *               per T after a long one; first captures by 2T after short polls
- *               only, at T while long polls are around
+ *               only, at T while long polls are around; among back-to-back
+ *               polls of 3-5 ms no two looks closer than 1.5T (a young poll's
+ *               look at its 2T mark)
  *   fork        a child forked while a poll of the parent is held past the
  *               threshold records its own session: its captures hold its own
  *               stack, and nothing of the parent's stalled poll (the watchdog's
@@ -34,8 +36,9 @@
  *               is free for the next thread at once, not at the writer's next
  *               paced cycle (up to a second later)
  *   closed-fds  the host closes the descriptor a capture keeps open and puts
- *               a file of its own at that number: the recorder neither closes
- *               nor reads the host's file, and captures still work
+ *               a file of its own at that number (a PID file, "12345"): the
+ *               recorder neither closes it nor takes it for the syscall file
+ *               (no "system call 12345"), and captures still work
  *   two-threads long-poll, blocking, mutex and exit again with the watchdog on
  *               a thread of its own (task dumps on), the other path of slot
  *               releases and capture steps
@@ -446,6 +449,8 @@ static struct {
 	_Atomic uint32_t want, done;
 	_Atomic uint64_t short_max;
 	uint64_t long_ns;
+	_Atomic int b2b;           /* polls of 3-5 ms back to back, no 1 ms sleep */
+	_Atomic uint64_t stretch_at; /* when one of those last ended T/2 old or more */
 } pace;
 
 struct worker {
@@ -539,14 +544,23 @@ static void *worker_main(void *p)
 				atomic_store(&pace.done, done + 1);
 				continue;
 			}
+			/* Back to back, asleep: a poll that spun would be
+			 * preempted past T/2 on a loaded machine. */
+			int b2b = atomic_load(&pace.b2b);
 			uint64_t t0 = now_ns();
 			stallscope_poll_begin(w->task0 + k % 1000, 0);
-			culprit_spin(100000);
+			if (b2b)
+				sleep_ms(3 + (unsigned)rand_r(&seed) % 3);
+			else
+				culprit_spin(100000);
 			stallscope_poll_end();
 			uint64_t d = now_ns() - t0;
 			if (d > atomic_load(&pace.short_max))
 				atomic_store(&pace.short_max, d);
-			sleep_ms(1);
+			if (b2b && d >= PACE_T_MS * 1000000ull / 2)
+				atomic_store(&pace.stretch_at, now_ns());
+			if (!b2b)
+				sleep_ms(1);
 		}
 		break;
 	}
@@ -948,8 +962,14 @@ static void test_quiet(void)
 #define PACE_LOOKS 12   /* looks timed at a stretch */
 #define PACE_POLLS 6    /* long polls at random moments while long polls are around */
 
+#define PACE_GAPS 8    /* gaps between looks timed among back-to-back polls */
+
 struct pace_run {
-	uint64_t short_max[2]; /* the longest short poll in stretches 1 and 5 (ns) */
+	uint64_t short_max[3]; /* the longest short poll in stretches 1, 5 and 0 (ns) */
+	int stretched0;        /* 0: one of its polls took T/2 within 1.2 s before or
+				* while its gaps were timed, in each of its tries */
+	uint64_t gap_min;      /* 0: the shortest of PACE_GAPS gaps between looks
+				* while a poll of 3-5 ms is always open (0: none in 20 s) */
 	uint64_t span[3];      /* the wall time of PACE_LOOKS looks: 1 short polls only,
 				* 3 right after a long poll, 5 the first stretch as far
 				* apart as 1 after the long polls (0: none within 10 s) */
@@ -974,6 +994,37 @@ static uint64_t looks_span(void)
 	return now_ns() - t0;
 }
 
+/* The shortest of PACE_GAPS gaps between looks from now, each taken at its
+ * longest: a look the count shows first at a read came after the clock read
+ * before the read before it, and before the clock read after it; two looks
+ * between reads are at most that far apart. Reads come every millisecond or
+ * so; a late one (a loaded machine) only makes a gap look longer. 0 when
+ * they did not come within 20 s. */
+static uint64_t looks_gap_min(void)
+{
+	uint64_t t0 = now_ns(), before = now_ns(), since = 0, least = UINT64_MAX;
+	long long c = watchdog_looks();
+	for (int gaps = -1; gaps < PACE_GAPS;) {
+		if (now_ns() - t0 > 20000000000ull)
+			return 0;
+		sleep_ms(1);
+		uint64_t b = now_ns();
+		long long c1 = watchdog_looks();
+		uint64_t t = now_ns();
+		if (c1 != c) {
+			if (gaps >= 0 && t - since < least)
+				least = t - since;
+			if (c1 > c + 1 && t - before < least)
+				least = t - before;
+			gaps += (int)(c1 - c);
+			since = before;
+			c = c1;
+		}
+		before = b;
+	}
+	return least;
+}
+
 /* Asks the worker for a long poll and waits (at most 30 s) until it made it. */
 static void pace_long_poll(void)
 {
@@ -991,7 +1042,26 @@ static void pace_once(struct pace_run *r)
 	pace.long_ns = 3 * T;
 	char *dir = start("stall-pace", PACE_T_MS, 0, 10);
 	struct worker w[1] = { { .job = J_PACE, .task0 = 600, .cpu = -1 } };
+	atomic_store(&pace.b2b, 1);
 	run(w, 1);
+	/* 0. Back-to-back polls of 3-5 ms: every look sees a poll open younger
+	 * than T/2, and the next comes at that poll's 2T mark (at least 2T less
+	 * 5 ms later), not at its T mark. A poll a loaded machine stretched to
+	 * T/2 is a long one, and keeps the looks at T for max(1 s, 8T): timed
+	 * again then, up to 5 times. */
+	for (int i = 0; i < 5; i++) {
+		atomic_store(&pace.short_max, 0);
+		uint64_t from = now_ns();
+		r->gap_min = looks_gap_min();
+		r->short_max[2] = atomic_load(&pace.short_max);
+		uint64_t at = atomic_load(&pace.stretch_at);
+		r->stretched0 = at && at + 1200000000u > from;
+		if (r->gap_min >= 3 * T / 2 || !r->stretched0)
+			break;
+		sleep_ms(1200);
+	}
+	atomic_store(&pace.b2b, 0);
+	atomic_store(&pace.short_max, 0);
 	/* 1. Only short polls since the start. */
 	r->span[0] = looks_span();
 	r->short_max[0] = atomic_load(&pace.short_max);
@@ -1041,7 +1111,13 @@ static void pace_once(struct pace_run *r)
  * T: fewer than that many looks in it only with late wake-ups); and first
  * captures are checked with T/2 of lateness allowed: the first long poll after
  * only short ones by 2T, and those begun at any moment while long polls are
- * around by T (at 2T looks half of them would come later than 1.5T). */
+ * around by T (at 2T looks about a quarter of them would come later than
+ * 1.5T, with a young poll's look at its 2T mark). Each gap between looks is
+ * checked among back-to-back polls of 3-5 ms (asleep), always one open and
+ * younger than T/2: its look at its 2T mark puts them at least 2T less 5 ms
+ * apart, at its T mark (the rule broken) about T apart. Each gap is taken at
+ * its longest, so a late read never shortens it; a poll stretched to T/2 (a
+ * long one) has the gaps timed again. */
 static void test_pace(void)
 {
 	printf("pace\n");
@@ -1049,6 +1125,8 @@ static void test_pace(void)
 	struct pace_run r;
 	for (int attempt = 0;; attempt++) {
 		pace_once(&r);
+		printf("  back-to-back polls of 3-5 ms (longest %.2f ms): looks at least %.1f ms apart "
+		       "(%d gaps)\n", (double)r.short_max[2] / 1e6, (double)r.gap_min / 1e6, PACE_GAPS);
 		printf("  %d looks: %.0f ms among short polls (longest %.2f ms), %.0f ms right after "
 		       "a long poll, %.0f ms once short polls were alone again (longest %.2f ms); at "
 		       "least %.0f ms apart: spaced out as 2T\n", PACE_LOOKS, (double)r.span[0] / 1e6,
@@ -1062,16 +1140,23 @@ static void test_pace(void)
 			late |= r.ages[i] > 3 * T / 2;
 		}
 		printf(" ms (threshold %u ms)\n", PACE_T_MS);
-		int stretched = r.short_max[0] >= T / 2 || r.short_max[1] >= T / 2;
-		int ok = !stretched && r.span[0] >= stretch && r.span[1] && r.span[1] < stretch &&
+		int stretched = r.short_max[0] >= T / 2 || r.short_max[1] >= T / 2 ||
+				(r.stretched0 && r.gap_min < 3 * T / 2);
+		int ok = !stretched && r.gap_min >= 3 * T / 2 && r.span[0] >= stretch && r.span[1] &&
+			 r.span[1] < stretch &&
 			 r.span[2] && r.first && r.first <= 5 * T / 2 && r.nages == PACE_POLLS && !late;
 		if (ok || attempt == 2 || (!stretched && !machine_loaded()))
 			break;
 		printf("  the machine is loaded%s: again\n", stretched ? " (a short poll took T/2)" : "");
 	}
-	CHECK(r.short_max[0] < T / 2 && r.short_max[1] < T / 2,
-	      "polls of 100 us took up to %.1f and %.1f ms: the machine is too loaded to keep them "
-	      "short", (double)r.short_max[0] / 1e6, (double)r.short_max[1] / 1e6);
+	CHECK(r.short_max[0] < T / 2 && r.short_max[1] < T / 2 &&
+	      (!r.stretched0 || r.gap_min >= 3 * T / 2),
+	      "polls of 100 us took up to %.1f and %.1f ms, of 3-5 ms up to %.1f ms: the machine is "
+	      "too loaded to keep them short", (double)r.short_max[0] / 1e6,
+	      (double)r.short_max[1] / 1e6, (double)r.short_max[2] / 1e6);
+	CHECK(r.gap_min >= 3 * T / 2, "looks among back-to-back polls of 3-5 ms came %.1f ms apart: "
+	      "a young poll's look at its T mark, not its 2T one (want at least 1.5T, %.1f ms)",
+	      (double)r.gap_min / 1e6, (double)(3 * T / 2) / 1e6);
 	CHECK(r.span[0] >= stretch, "%d looks among short polls only took %.1f ms: closer than "
 	      "1.5T (%.1f ms for them)", PACE_LOOKS, (double)r.span[0] / 1e6, (double)stretch / 1e6);
 	CHECK(r.first >= T && r.first <= 5 * T / 2, "the first long poll after short ones was first "
@@ -1269,8 +1354,11 @@ static void test_closed_fds(void)
 	wait_spin_captures(dir, 980);
 	int fd = syscall_fd(atomic_load(&long_tid));
 	CHECK(fd >= 0, "no descriptor kept on the stalled worker's syscall file");
-	int mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	CHECK(mine >= 0, "open /dev/null");
+	/* Digits first: a loose reader took it for "in system call 12345". */
+	char pidfile[] = "/tmp/stallscope-pidfile-XXXXXX";
+	int mine = mkstemp(pidfile);
+	CHECK(mine >= 0 && write(mine, "12345\n", 6) == 6, "a PID file in /tmp");
+	unlink(pidfile);
 	CHECK(dup2(mine, fd) == fd, "dup2");
 	close(mine);
 	int before = captures_seen(dir, 980, CAP_ANY);

@@ -15,7 +15,11 @@
  * session the recorder's thread carries its name (ss-writer), so `top -H` and
  * profiles of the host tell it from the program's threads; hooks only (no CPU
  * sampling, no task dumps) the writer's thread also takes the stall watchdog's
- * looks, so there is no ss-watchdog thread.
+ * looks, so there is no ss-watchdog thread. Sessions 3 and 4 (another
+ * directory): with task dumps on, then with CPU sampling on, the watchdog has
+ * a thread of its own, named ss-watchdog when start returns (by borrowing the
+ * caller's name, or, sampling on, by naming it from outside), and the
+ * caller's own name is its own again.
  */
 #include <stallscope/stallscope.h>
 
@@ -23,6 +27,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "trace_check.h"
 
@@ -187,6 +192,40 @@ static int has_thread(const char *name)
 	return found;
 }
 
+/* A session with task dumps (dumps) or CPU sampling on: ss-watchdog named
+ * when start returns, the caller's name unchanged. */
+static void named_watchdog(const char *what, int dumps)
+{
+	char *dir = tc_tmpdir("toggle-wd");
+	struct stallscope_config cfg;
+	stallscope_config_init(&cfg);
+	cfg.output_dir = dir;
+	cfg.file_prefix = "tw";
+	cfg.cpu_sampling = !dumps;
+	cfg.task_dump_enabled = dumps;
+	char own0[17] = "", own1[17] = "";
+	prctl(PR_GET_NAME, own0, 0, 0, 0);
+	CHECK(stallscope_start(&cfg) == 0, "start (%s): %s", what, stallscope_last_error());
+	int writer = has_thread("ss-writer"), watchdog = has_thread("ss-watchdog");
+	prctl(PR_GET_NAME, own1, 0, 0, 0);
+	static char metrics[65536];
+	stallscope_metrics_text(metrics, sizeof metrics);
+	int sampling = !strstr(metrics, "stallscope_sampler_mode{mode=\"off\"} 1");
+	CHECK(stallscope_stop() == 0, "stop (%s): %s", what, stallscope_last_error());
+	tc_rmrf(dir);
+	free(dir);
+	if (!dumps && !sampling) {
+		printf("SKIP: %s: the CPU sampler did not start (no perf, no timer)\n", what);
+		return;
+	}
+	printf("%s: ss-writer %d, ss-watchdog %d, caller \"%s\" -> \"%s\"\n", what, writer,
+	       watchdog, own0, own1);
+	CHECK(writer && watchdog, "%s: the recorder's threads are not named (ss-writer %d, "
+	      "ss-watchdog %d)", what, writer, watchdog);
+	CHECK(!strcmp(own0, own1), "%s: the caller's name went from \"%s\" to \"%s\"", what,
+	      own0, own1);
+}
+
 int main(void)
 {
 	char *dir = tc_tmpdir("toggle");
@@ -288,6 +327,10 @@ int main(void)
 	tc_free(&t);
 	tc_rmrf(dir);
 	free(dir);
+
+	/* Sessions 3 and 4. */
+	named_watchdog("task dumps on", 1);
+	named_watchdog("CPU sampling on", 0);
 	printf("toggle: ok\n");
 	return 0;
 }

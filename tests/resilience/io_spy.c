@@ -8,6 +8,14 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -38,6 +46,95 @@ static void delay(uint64_t ns)
 		;
 }
 
+/* The real-time thread: spins for hog_ns each time hog_go is bumped, on the
+ * CPU of whoever bumped it (which then waits in its run queue meanwhile). */
+static pthread_t hog;
+static _Atomic uint32_t hog_go, hog_done, hog_cpu, hog_quit;
+
+static uint64_t run_delay_ns(void)
+{
+	char buf[96] = "";
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (f && !fgets(buf, sizeof buf, f))
+		buf[0] = 0;
+	if (f)
+		fclose(f);
+	char *p = strchr(buf, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void pin(pthread_t t, uint32_t cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(t, sizeof set, &set);
+}
+
+static void *hog_main(void *arg)
+{
+	(void)arg;
+	uint32_t seen = 0;
+	for (;;) {
+		uint32_t go;
+		while ((go = atomic_load(&hog_go)) == seen && !atomic_load(&hog_quit))
+			syscall(SYS_futex, &hog_go, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		if (atomic_load(&hog_quit))
+			return NULL;
+		seen = go;
+		pin(pthread_self(), atomic_load(&hog_cpu));
+		uint64_t end = mono_ns() + atomic_load(&io_spy.preempt_ns);
+		while (mono_ns() < end)
+			;
+		atomic_store(&hog_done, seen);
+	}
+}
+
+int io_spy_preempt_start(void)
+{
+	pthread_attr_t a;
+	struct sched_param sp = { .sched_priority = 1 };
+	pthread_attr_init(&a);
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+	pthread_attr_setschedparam(&a, &sp);
+	atomic_store(&io_spy.preempt_least_ns, UINT64_MAX);
+	int e = pthread_create(&hog, &a, hog_main, NULL);
+	pthread_attr_destroy(&a);
+	errno = e;
+	return e ? -1 : 0;
+}
+
+void io_spy_preempt_stop(void)
+{
+	atomic_store(&hog_quit, 1);
+	atomic_fetch_add(&hog_go, 1);
+	syscall(SYS_futex, &hog_go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	pthread_join(hog, NULL);
+	atomic_store(&hog_quit, 0);
+}
+
+/* The writer waits in its run queue while the real-time thread spins on its
+ * CPU: pinned to the CPU it is on, it cannot run elsewhere meanwhile. */
+static void preempted(void)
+{
+	cpu_set_t was;
+	pthread_getaffinity_np(pthread_self(), sizeof was, &was);
+	uint32_t cpu = (uint32_t)sched_getcpu();
+	pin(pthread_self(), cpu);
+	uint64_t rq0 = run_delay_ns();
+	atomic_store(&hog_cpu, cpu);
+	uint32_t go = atomic_fetch_add(&hog_go, 1) + 1;
+	syscall(SYS_futex, &hog_go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	while (atomic_load(&hog_done) != go)
+		sched_yield();
+	uint64_t waited = run_delay_ns() - rq0;
+	pthread_setaffinity_np(pthread_self(), sizeof was, &was);
+	uint64_t least = atomic_load(&io_spy.preempt_least_ns);
+	while (waited < least && !atomic_compare_exchange_weak(&io_spy.preempt_least_ns, &least, waited))
+		;
+}
+
 typedef ssize_t (*pwritev_fn)(int, const struct iovec *, int, off_t);
 
 static ssize_t spied_write(const char *sym, pwritev_fn *real, int fd, const struct iovec *iov,
@@ -48,6 +145,8 @@ static ssize_t spied_write(const char *sym, pwritev_fn *real, int fd, const stru
 	if (!on_writer())
 		return (*real)(fd, iov, n, off);
 	delay(atomic_load(&io_spy.write_delay_ns));
+	if (atomic_load(&io_spy.preempt_ns))
+		preempted();
 	ssize_t r = (*real)(fd, iov, n, off);
 	uint64_t end = mono_ns();
 	uint64_t zero = 0;
@@ -82,6 +181,24 @@ int fdatasync(int fd)
 	}
 	return real(fd);
 }
+
+int open(const char *path, int flags, ...)
+{
+	static int (*real)(const char *, int, ...);
+	if (!real)
+		real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+	va_end(ap);
+	size_t n = strlen(path);
+	if (n > 7 && !strcmp(path + n - 7, ".active") && !on_writer())
+		delay(atomic_exchange(&io_spy.start_open_delay_ns, 0));
+	return real(path, flags, mode);
+}
+
+/* The same function in a 64-bit libc. */
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 int io_spy_has_thread(const char *name)
 {

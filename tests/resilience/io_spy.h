@@ -6,7 +6,10 @@
  * calls on to the next definition. Calls made on the recorder's writer thread
  * (named ss-writer) can be delayed, as a slow disk would (writeback
  * throttling, NFS, a failing disk), and are counted and timed; other threads'
- * pass untouched.
+ * pass untouched. A block write can also be made to wait for a CPU instead
+ * (io_spy_preempt_start: a busy real-time thread takes the writer's CPU), as on
+ * a loaded machine. The next segment file (*.active) opened on any other
+ * thread (start's, on the caller's thread) can be delayed once.
  */
 #ifndef STALLSCOPE_IO_SPY_H
 #define STALLSCOPE_IO_SPY_H
@@ -18,10 +21,20 @@ struct io_spy {
 	_Atomic uint64_t write_delay_ns, sync_delay_ns; /* added to each call */
 	_Atomic uint64_t writes, syncs;                 /* calls so far */
 	_Atomic uint64_t first_write_end, last_write_end; /* CLOCK_MONOTONIC ns, 0: none */
+	/* Taken (then 0) by the next open of a *.active file off the writer. */
+	_Atomic uint64_t start_open_delay_ns;
+	/* Each block write waits this long for a CPU (io_spy_preempt_start), and
+	 * the least run-queue wait a write saw so far (ns; UINT64_MAX: none). */
+	_Atomic uint64_t preempt_ns, preempt_least_ns;
 	/* Called (writer thread) at each fdatasync before it is delayed. */
 	void (*on_sync)(void);
 };
 extern struct io_spy io_spy;
+
+/* Starts the real-time thread io_spy.preempt_ns uses: 0, else -1 with errno
+ * (SCHED_FIFO refused). */
+int io_spy_preempt_start(void);
+void io_spy_preempt_stop(void);
 
 /* Whether the process has a thread of that name now (/proc/self/task). */
 int io_spy_has_thread(const char *name);

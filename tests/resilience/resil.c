@@ -195,3 +195,14 @@ int rs_write_file(const char *path, const void *data, size_t len)
 	}
 	return close(fd);
 }
+
+void rs_hooks_only(struct stallscope_config *cfg, const char *dir, const char *prefix,
+		   uint32_t threshold_ms)
+{
+	stallscope_config_init(cfg);
+	cfg->output_dir = dir;
+	cfg->file_prefix = prefix;
+	cfg->stall_threshold_ms = threshold_ms;
+	cfg->cpu_sampling = 0;
+	cfg->task_dump_enabled = 0;
+}

@@ -44,6 +44,12 @@ void rs_producers_start(struct rs_producer *p, int n);
 /* Stops and joins them. */
 void rs_producers_stop(struct rs_producer *p, int n);
 
+/* cfg for a hooks-only session (no CPU sampling, no task dumps) writing
+ * prefix's segments into dir, with a stall threshold of threshold_ms. */
+struct stallscope_config;
+void rs_hooks_only(struct stallscope_config *cfg, const char *dir, const char *prefix,
+		   uint32_t threshold_ms);
+
 uint64_t rs_now(void);
 void rs_sleep_ms(unsigned ms);
 

@@ -22,12 +22,18 @@
  *                loaded machine's sync still counts as fast): the looks move
  *                for the sync (a thread ss-watchdog exists while it runs) and
  *                come back after it: one recorder thread again.
+ *   slow start   the first segment file, created by stallscope_start on the
+ *                caller's thread, takes 20 ms to open: the looks still move
+ *                (ss-watchdog appears), but by the writer's thread: the
+ *                caller's timer slack is what it was (the hand-over sets the
+ *                slack of the thread it runs on).
  */
 #include <stallscope/stallscope.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "io_spy.h"
 #include "resil.h"
@@ -66,14 +72,9 @@ static void record(const char *tag, uint32_t threshold_ms, uint32_t rotation_s, 
 {
 	char *dir = tc_tmpdir(tag);
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "sd";
-	cfg.stall_threshold_ms = threshold_ms;
+	rs_hooks_only(&cfg, dir, "sd", threshold_ms);
 	cfg.rotation_period_s = rotation_s;
 	cfg.rotation_count = 64;
-	cfg.cpu_sampling = 0;
-	cfg.task_dump_enabled = 0;
 	cfg.unwind = STALLSCOPE_UNWIND_FP;
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	memset(&P, 0, sizeof P);
@@ -114,10 +115,39 @@ static uint32_t missed(uint64_t from, uint32_t *of)
 	return m;
 }
 
+/* Start with the first segment's creation delayed on the caller's thread. */
+static void slow_start(void)
+{
+	char *dir = tc_tmpdir("slowstart");
+	struct stallscope_config cfg;
+	rs_hooks_only(&cfg, dir, "sd", 10);
+	int slack0 = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	atomic_store(&io_spy.start_open_delay_ns, 20000000u);
+	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
+	int slack1 = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	uint64_t t0 = rs_now();
+	while (!io_spy_has_thread("ss-watchdog") && rs_now() - t0 < 5000000000u)
+		rs_sleep_ms(1);
+	int made = io_spy_has_thread("ss-watchdog");
+	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
+	int slack2 = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	printf("  caller's timer slack %d ns -> %d ns (after stop %d ns); ss-watchdog: %d\n",
+	       slack0, slack1, slack2, made);
+	CHECK(atomic_load(&io_spy.start_open_delay_ns) == 0, "start's segment file not delayed");
+	CHECK(slack1 == slack0 && slack2 == slack0, "the caller's timer slack went from %d ns to "
+	      "%d ns (%d ns after stop)", slack0, slack1, slack2);
+	CHECK(made, "no ss-watchdog within 5 s of a start whose segment creation took 20 ms");
+	tc_rmrf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	int at_end;
 	uint32_t of, miss;
+
+	printf("slow start\n");
+	slow_start();
 
 	printf("slow writes\n");
 	atomic_store(&io_spy.write_delay_ns, 150000000u);
