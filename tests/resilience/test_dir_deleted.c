@@ -40,6 +40,18 @@ static void remove_dir(const char *dir)
 	CHECK(stat(trash, &st) != 0, "could not remove %s", trash);
 }
 
+/* NPROD producers of 50 marks a millisecond, tags 1 and up. */
+static void producers_start(struct rs_producer *p)
+{
+	memset(p, 0, NPROD * sizeof *p);
+	for (int i = 0; i < NPROD; i++) {
+		p[i].tag = (uint64_t)i + 1;
+		p[i].burst = 50;
+		p[i].pause_us = 1000;
+	}
+	rs_producers_start(p, NPROD);
+}
+
 /* The deletion in an idle spell (see the top). */
 static void idle_deletion(void)
 {
@@ -54,13 +66,7 @@ static void idle_deletion(void)
 	struct stallscope_stats s0, s1;
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	struct rs_producer p[NPROD];
-	memset(p, 0, sizeof p);
-	for (int i = 0; i < NPROD; i++) {
-		p[i].tag = (uint64_t)i + 1;
-		p[i].burst = 50;
-		p[i].pause_us = 1000;
-	}
-	rs_producers_start(p, NPROD);
+	producers_start(p);
 	rs_sleep_ms(100);
 	rs_producers_stop(p, NPROD);
 	/* Their last events and exits written, then two cycles with nothing. */
@@ -120,13 +126,7 @@ int main(void)
 	stallscope_get_stats(&s0);
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	struct rs_producer p[NPROD];
-	memset(p, 0, sizeof p);
-	for (int i = 0; i < NPROD; i++) {
-		p[i].tag = (uint64_t)i + 1;
-		p[i].burst = 50;
-		p[i].pause_us = 1000;
-	}
-	rs_producers_start(p, NPROD);
+	producers_start(p);
 	/* Record until a few segments were sealed, so there is something to lose. */
 	uint64_t t0 = rs_now();
 	do {
