@@ -266,7 +266,7 @@ static int run(int sampling, int nworkers, uint64_t polls, uint64_t iters, doubl
 		rm_dir(dir);
 		return -1;
 	}
-	char mt[8192];
+	static char mt[65536];
 	stallscope_metrics_text(mt, sizeof mt);
 	const char *modes[] = { "perf", "timer", "off" };
 	for (int i = 0; i < 3; i++) {

@@ -301,7 +301,7 @@ static void record(struct session *s, const char *tag, const struct stallscope_c
 	 * against the META record once the segments are read). */
 	struct timespec ts = { 0, 50000000L };
 	nanosleep(&ts, NULL);
-	char during[4096];
+	static char during[65536];
 	stallscope_metrics_text(during, sizeof during);
 	pthread_join(th, NULL);
 	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
