@@ -96,7 +96,8 @@ static inline struct ss_slot *slot(void)
 /* The hooks that shape a worker's lane (polls, parks) also tell the preload shim,
  * if one is loaded, that the program drives this thread itself: one thread-local
  * load and a branch, taken once per thread. */
-/* state: what the thread's in-poll cell becomes (ss_inpoll_set): one store. */
+/* state: what the thread's in-poll cell becomes (ss_inpoll_set): one relaxed
+ * load, and a store where the thread has a cell. */
 #define LANE_HOOK(kind, a, b, c, state)                                            \
 	do {                                                                       \
 		struct ss_slot *s_ = slot();                                       \

@@ -222,6 +222,9 @@ SS_INTERNAL void ss_percpu_after_fork(void);
 SS_INTERNAL int ss_percpu_add_fd(int fd);
 
 /* sampler_bpf.c */
+/* PROC_PID_INIT_INO: the initial pid namespace's inode number, fixed by the
+ * kernel (include/linux/proc_ns.h); the programs compare tgids of that one. */
+#define SS_PID_NS_INIT_INO 0xEFFFFFFCu
 struct bpf_insn;
 /* One instruction, for the hand-assembled programs. */
 SS_INTERNAL struct bpf_insn ss_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm);

@@ -207,12 +207,14 @@ void ss_sampler_get_stats(struct ss_sampler_stats *st);
 int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi);
 void ss_sampler_thread_remove(uint32_t tid);
 
-/* The cell a followed worker's poll hooks set at a poll's begin and at its end
- * or a park (ss_inpoll_mark), for the off-CPU filter; in_poll (1 inside a poll)
- * is its state now. Without a cell a thread keeps every switch-out. NULL when
- * switch-outs are not filtered (or this thread's are all kept). The memory stays
- * valid for the life of the process; the writer hands it to the thread's slot
- * (ss_slot.inpoll_cell) and clears that at ss_sampler_thread_remove. */
+/* The cell a followed worker's lane hooks set (ss_inpoll_set: IN at a poll's
+ * begin, OUT at its end and at an unpark, PARKED at a park), read by the
+ * off-CPU filter and the sched_switch program; in_poll (1 inside a poll) is its
+ * state now. Without a cell a thread keeps every switch. NULL when neither
+ * reads cells, or the thread's bucket is shared (its switches all kept). The
+ * memory stays valid for the life of the process; the writer hands it to the
+ * thread's slot (ss_slot.inpoll_cell) and clears that at
+ * ss_sampler_thread_remove. */
 _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll);
 
 /* Hands everything gathered since the last call to sink, in per-thread time order.

@@ -36,10 +36,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* PROC_PID_INIT_INO: the initial pid namespace's inode number, fixed by the
- * kernel (include/linux/proc_ns.h). */
-#define PID_NS_INIT_INO 0xEFFFFFFCu
-
 SS_INTERNAL struct bpf_insn ss_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
 	struct bpf_insn i;
@@ -105,7 +101,7 @@ static int head(struct bpf_insn *p, int *drop_at, char *why, size_t len)
 	uint64_t dev = (uint64_t)st.st_dev, ino = (uint64_t)st.st_ino;
 	int n = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (ino == PID_NS_INIT_INO) {
+	if (ino == SS_PID_NS_INIT_INO) {
 		/* The initial namespace (most programs): the plain helper, which skips
 		 * the namespace lookup at every overflow. Its u64 (tgid << 32 | pid),
 		 * stored little-endian, is the same { pid, tgid } at fp - 8. */

@@ -59,7 +59,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define PID_NS_INIT_INO 0xEFFFFFFCu
 #define REC_BYTES 16               /* u32 out_tid, in_tid, flags, pad */
 #define F_PREEMPT 1u
 #define F_STACK 2u
@@ -111,6 +110,12 @@ static void land(struct prog *g, int j)
 		g->p[j].off = (int16_t)(g->n - j - 1);
 }
 
+static void land_all(struct prog *g, const int *j, int n)
+{
+	for (int i = 0; i < n; i++)
+		land(g, j[i]);
+}
+
 static void ld_map(struct prog *g, int reg, int src, int fd)
 {
 	emit(g, insn(BPF_LD | BPF_DW | BPF_IMM, reg, src, 0, fd));
@@ -128,12 +133,19 @@ static void cell_of(struct prog *g, int reg, int cells_fd)
 	emit(g, LDX(BPF_W, 1, 2, 0));
 }
 
-/* After cell_of(): unless the bucket is shared, a jump (its index added to
- * jumps) taken where the cell says PARKED. In a shared bucket the cell is the
- * first follower's: its park says nothing of the others, whose switches must
- * come out (the importer ignores the parked one's inside its parks). */
-static void skip_parked(struct prog *g, int *jumps, int *n)
+/* The cell of the thread whose tid is in reg (cell_of: r1 its value, r2 its
+ * address), and jumps (their indices added to jumps) taken where the thread's
+ * switches are not written: no cell, or (parks 0) PARKED unless the bucket is
+ * shared. In a shared bucket the cell is the first follower's: its park says
+ * nothing of the others, whose switches must come out (the importer ignores
+ * the parked one's inside its parks). */
+static void counted(struct prog *g, int reg, int cells_fd, int parks, int *jumps, int *n)
 {
+	cell_of(g, reg, cells_fd);
+	jumps[(*n)++] = g->n;
+	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
+	if (parks)
+		return;
 	emit(g, MOV_X(3, 2));
 	/* shared[b]: 64 KiB past in_poll[b], beyond LDX's 16-bit offset */
 	emit(g, insn(BPF_ALU64 | BPF_ADD | BPF_K, 3, 0, 0, SS_INPOLL_CELLS * 4));
@@ -188,14 +200,9 @@ static int build(struct prog *g, uint32_t pid, const struct ss_btf_task *tk, int
 	/* (not adjacent: by tid alone; another process's thread in a followed
 	 * bucket costs a record the drain drops) */
 	emit(g, LDX(BPF_W, 9, 10, FP_NEXT));
-	cell_of(g, 9, cells_fd);
-	j_next_done[nj++] = g->n;
-	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
-	if (!parks)
-		skip_parked(g, j_next_done, &nj);
+	counted(g, 9, cells_fd, parks, j_next_done, &nj);
 	emit(g, MOV_X(8, 9));
-	for (int i = 0; i < nj; i++)
-		land(g, j_next_done[i]);
+	land_all(g, j_next_done, nj);
 
 	/* r7 = prev's tid where counted, else 0; r9 = its cell's value */
 	emit(g, CALL(BPF_FUNC_get_current_pid_tgid));
@@ -207,15 +214,10 @@ static int build(struct prog *g, uint32_t pid, const struct ss_btf_task *tk, int
 	j_prev_done[np++] = g->n;
 	emit(g, JMP_K(BPF_JNE, 1, (int32_t)pid));
 	emit(g, insn(BPF_ALU | BPF_MOV | BPF_X, 0, 0, 0, 0)); /* w0 = w0: the tid */
-	cell_of(g, 0, cells_fd);
-	j_prev_done[np++] = g->n;
-	emit(g, JMP_K(BPF_JEQ, 1, SS_INPOLL_NONE));
-	if (!parks)
-		skip_parked(g, j_prev_done, &np);
+	counted(g, 0, cells_fd, parks, j_prev_done, &np);
 	emit(g, MOV_X(7, 0));
 	emit(g, MOV_X(9, 1));
-	for (int i = 0; i < np; i++)
-		land(g, j_prev_done[i]);
+	land_all(g, j_prev_done, np);
 
 	/* neither: nothing to say */
 	emit(g, MOV_X(1, 7));
@@ -276,8 +278,7 @@ static int build(struct prog *g, uint32_t pid, const struct ss_btf_task *tk, int
 			j_plain[nplain++] = g->n;
 			emit(g, JMP_K(BPF_JEQ, 1, 0));
 		}
-		for (int i = 0; i < nw; i++)
-			land(g, j_want[i]);
+		land_all(g, j_want, nw);
 		/* r8 = the CPU's scratch element (the record is past the stack's 512) */
 		emit(g, ST(BPF_W, 10, FP_KEY, 0));
 		ld_map(g, 1, BPF_PSEUDO_MAP_FD, stk_fd);
@@ -318,8 +319,7 @@ static int build(struct prog *g, uint32_t pid, const struct ss_btf_task *tk, int
 		emit(g, MOV_K(0, 0));
 		emit(g, insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
 	}
-	for (int i = 0; i < nplain; i++)
-		land(g, j_plain[i]);
+	land_all(g, j_plain, nplain);
 	output(g, out_fd, 10, FP_REC, REC_BYTES);
 	land(g, j_none);
 	emit(g, MOV_K(0, 0));
@@ -362,7 +362,7 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, siz
 	stacks = 0; /* struct pt_regs as read here is x86-64's */
 #endif
 	struct stat st;
-	if (stat("/proc/self/ns/pid", &st) != 0 || (uint64_t)st.st_ino != PID_NS_INIT_INO) {
+	if (stat("/proc/self/ns/pid", &st) != 0 || (uint64_t)st.st_ino != SS_PID_NS_INIT_INO) {
 		snprintf(why, len, "not in the initial pid namespace (the program sees its tids)");
 		return -EOPNOTSUPP;
 	}

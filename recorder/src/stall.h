@@ -2,8 +2,8 @@
  * stall.h - stalled polls and idle-task dumps: what watchdog.c, stall_capture.c,
  * task_dump.c and the writer share.
  *
- *   watchdog.c       a thread that peeks at each worker's ring for the poll it is
- *                    in, and captures polls that outlive the stall threshold at
+ *   watchdog.c       looks (on the writer's thread, or one of its own) at each
+ *                    worker's ring for the poll it is in, and captures polls that outlive the stall threshold at
  *                    T, 2T, 4T ... (at most SS_STALL_MAX_CAPTURES)
  *   stall_capture.c  one capture: classify the thread from /proc (running,
  *                    blocked in which system call, runnable but not running) and
@@ -138,8 +138,8 @@ struct ss_capture_run {
 /* Classifies and takes the stack of the thread of slot index i into m (kind,
  * syscall1, frames, reason): begins a capture (begin), or takes its next step
  * once run->at_ns has come (step). Each returns 1 when the capture is done (m
- * is then filled), 0 when it waits for the step at run->at_ns; m is written
- * only by the call that returns 1. */
+ * is then filled), 0 when it waits for the step at run->at_ns; m is filled
+ * only by the call that returns 1 (each clears it first). */
 SS_INTERNAL int ss_capture_begin(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m,
 				 struct ss_capture_run *run);
 SS_INTERNAL int ss_capture_step(const struct ss_slot *s, uint32_t i, struct ss_stall_msg *m,

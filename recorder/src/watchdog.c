@@ -386,10 +386,8 @@ static void capture_queued(struct wd_slot *w)
  * says why. Under smu. */
 static void drop_capture(struct wd_slot *w, const char *why)
 {
-	struct ss_stall_msg *m = capture_msg(w);
+	struct ss_stall_msg *m = capture_msg(w); /* (frame and syscall counts zeroed) */
 	m->kind = SS_STALL_UNKNOWN;
-	m->nframes = 0;
-	m->syscall1 = 0;
 	snprintf(m->reason, sizeof m->reason, "%s", why);
 	capture_queued(w);
 }
@@ -792,16 +790,14 @@ SS_INTERNAL int ss_watchdog_slot_released(struct ss_slot *s)
 {
 	if (!D.started)
 		return 1;
+	/* (Stop runs on the writer's thread too, the only caller: not meanwhile.) */
 	int ok = 1;
+	uint32_t i = (uint32_t)(s - D.pool->slots);
 	pthread_mutex_lock(&D.smu);
-	/* started again under the lock: stop may have finished meanwhile */
-	if (D.started) {
-		uint32_t i = (uint32_t)(s - D.pool->slots);
-		if (i < D.pool->nslots && D.ws[i].capturing)
-			ok = 0;
-		else if (i < D.pool->nslots && D.ws[i].thread)
-			scan_slot(s, &D.ws[i], ss_stamp());
-	}
+	if (i < D.pool->nslots && D.ws[i].capturing)
+		ok = 0;
+	else if (i < D.pool->nslots && D.ws[i].thread)
+		scan_slot(s, &D.ws[i], ss_stamp());
 	pthread_mutex_unlock(&D.smu);
 	return ok;
 }
@@ -835,9 +831,8 @@ SS_INTERNAL void ss_watchdog_stop(void)
 	D.ws = NULL;
 	free(D.cap_msg);
 	D.cap_msg = NULL;
-	/* The queue stays until the writer's final drain, and the slots' lock
-	 * until the writer has ended: in two-thread mode it may be waiting for
-	 * it in ss_watchdog_slot_released (ss_watchdog_free below). */
+	/* The queue stays until the writer's final drain; the slots' lock goes
+	 * with it (ss_watchdog_free below). */
 }
 
 SS_INTERNAL void ss_watchdog_free(void)

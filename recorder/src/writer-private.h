@@ -80,9 +80,9 @@ struct writer {
 	uint64_t rq_last;
 	uint64_t due, early;         /* the next cycle (CLOCK_MONOTONIC), how early it may run */
 	/* This thread's CPU split between its cycles and the looks (cpu_to): read
-	 * at each change from one to the other, the time since the last read going
-	 * to the part it was doing (cpu_part: 0 writer, 1 watchdog). */
-	uint64_t cpu_mark, cpu_parts[2];
+	 * at each change from one to the other (cpu_part: 0 writer, 1 watchdog);
+	 * the looks' part summed, the writer's is the rest of the thread's CPU. */
+	uint64_t cpu_mark, cpu_looks;
 	int cpu_part;
 	struct ss_writer_config cfg;
 	char *metrics_file;

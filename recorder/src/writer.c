@@ -280,7 +280,8 @@ static void cpu_to(int part)
 	if (part == wr.cpu_part)
 		return;
 	uint64_t c = ss_thread_cpu_ns();
-	wr.cpu_parts[wr.cpu_part] += c - wr.cpu_mark;
+	if (wr.cpu_part)
+		wr.cpu_looks += c - wr.cpu_mark;
 	wr.cpu_mark = c;
 	wr.cpu_part = part;
 }
@@ -559,7 +560,9 @@ static int io_slow(uint64_t took)
  * never makes the watchdog's thread. */
 SS_INTERNAL uint64_t ss_writer_io_begin(int seal)
 {
-	if (!pthread_equal(pthread_self(), wr.thread))
+	/* Nothing to move where the looks are not this thread's: the watchdog
+	 * off, on a thread of its own already, or stopped (the final seal). */
+	if (!pthread_equal(pthread_self(), wr.thread) || !ss_watchdog_hosted())
 		return ss_now();
 	if (seal && move_looks() == 0)
 		wr.io_moved = 1;
@@ -573,6 +576,8 @@ SS_INTERNAL void ss_writer_io_end(uint64_t t0)
 	uint64_t took = ss_now() - t0;
 	int moved = wr.io_moved, e = errno, slow = took > ss_watchdog_threshold_ns() / 2;
 	wr.io_moved = 0;
+	if (!moved && !ss_watchdog_hosted())
+		return; /* nothing to move (as in ss_writer_io_begin); errno untouched */
 	if (!pthread_equal(pthread_self(), wr.thread)) {
 		if (slow)
 			wr.slow_start = took; /* read by the thread after BOOT_GO */
@@ -720,10 +725,9 @@ static void *writer_main(void *arg)
 	seal_segment(end);
 	/* The metrics file is written once more by stop (ss_writer_stop). */
 	/* The tour is start's cost (ss_clock_start_cpu_ns). */
-	uint64_t cpu = ss_thread_cpu_ns();
-	wr.cpu_parts[wr.cpu_part] += cpu - wr.cpu_mark;
-	atomic_fetch_add(&ss_counters.cpu_watchdog_ns, wr.cpu_parts[1]);
-	cpu -= wr.cpu_parts[1];
+	/* (cpu_part is 0 here: the watchdog's stop above went back to it.) */
+	uint64_t cpu = ss_thread_cpu_ns() - wr.cpu_looks;
+	atomic_fetch_add(&ss_counters.cpu_watchdog_ns, wr.cpu_looks);
 	atomic_store(&ss_counters.cpu_writer_ns, cpu - ss_clock_start_cpu_ns());
 	if (wr.rq_fd1)
 		close(wr.rq_fd1 - 1);

@@ -255,7 +255,6 @@ SS_INTERNAL void drain_stalls(uint64_t now, uint64_t lim)
  * per stretch as a worker (a shared bucket gives none, for the session). */
 static void give_cell(struct ss_slot *s)
 {
-	s->w_cell_asked = 1;
 	atomic_store_explicit(&s->inpoll_cell,
 			      ss_sampler_inpoll_cell((uint32_t)s->tid, s->w_open_since != 0),
 			      memory_order_relaxed);
@@ -282,6 +281,7 @@ SS_INTERNAL void follow_thread(struct ss_slot *s, int exiting)
 		 * ALL again: a park the worker ended in would silence the thread's
 		 * switches for good (the importer no longer sees it parked). */
 		if (s->w_runtime) {
+			s->w_cell_asked = 1;
 			give_cell(s);
 			return;
 		}
