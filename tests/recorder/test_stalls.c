@@ -1290,6 +1290,13 @@ static void test_exit(void)
 			printf("  again: the thread returned after its capture's answer was due (load)\n");
 			continue;
 		}
+		/* A release kept waiting for a CPU (the paced-cycle regression frees
+		 * it about a second later in every attempt). */
+		if (ended == 1 && (!freed || freed >= 300000000u) && machine_loaded() && attempt < 3) {
+			printf("  again: the slot came free %.1f ms after the exit on a loaded machine\n",
+			       (double)freed / 1e6);
+			continue;
+		}
 		CHECK(caps >= 1 && ended == 1, "%d captures of the poll its thread left, %d say it ended "
 		      "(want 1)", caps, ended);
 		CHECK(freed && freed < 300000000u, "the slot of a thread that exited while its capture "

@@ -51,10 +51,10 @@ static void delay(uint64_t ns)
 static pthread_t hog;
 static _Atomic uint32_t hog_go, hog_done, hog_cpu, hog_quit;
 
-static uint64_t run_delay_ns(void)
+uint64_t io_spy_run_delay_ns(const char *schedstat)
 {
 	char buf[96] = "";
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	FILE *f = fopen(schedstat, "r");
 	if (f && !fgets(buf, sizeof buf, f))
 		buf[0] = 0;
 	if (f)
@@ -122,13 +122,13 @@ static void preempted(void)
 	pthread_getaffinity_np(pthread_self(), sizeof was, &was);
 	uint32_t cpu = (uint32_t)sched_getcpu();
 	pin(pthread_self(), cpu);
-	uint64_t rq0 = run_delay_ns();
+	uint64_t rq0 = io_spy_run_delay_ns("/proc/thread-self/schedstat");
 	atomic_store(&hog_cpu, cpu);
 	uint32_t go = atomic_fetch_add(&hog_go, 1) + 1;
 	syscall(SYS_futex, &hog_go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	while (atomic_load(&hog_done) != go)
 		sched_yield();
-	uint64_t waited = run_delay_ns() - rq0;
+	uint64_t waited = io_spy_run_delay_ns("/proc/thread-self/schedstat") - rq0;
 	pthread_setaffinity_np(pthread_self(), sizeof was, &was);
 	uint64_t least = atomic_load(&io_spy.preempt_least_ns);
 	while (waited < least && !atomic_compare_exchange_weak(&io_spy.preempt_least_ns, &least, waited))

@@ -39,4 +39,9 @@ void io_spy_preempt_stop(void);
 /* Whether the process has a thread of that name now (/proc/self/task). */
 int io_spy_has_thread(const char *name);
 
+/* The run-queue wait so far (ns) in a schedstat file (its second field:
+ * /proc/thread-self/schedstat, /proc/self/task/TID/schedstat); 0 when it
+ * cannot be read. */
+uint64_t io_spy_run_delay_ns(const char *schedstat);
+
 #endif

@@ -57,12 +57,9 @@ static void idle_deletion(void)
 {
 	char *dir = tc_tmpdir("dirdel-idle");
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "di";
+	rs_hooks_only(&cfg, dir, "di", 10);
 	cfg.rotation_count = 64;
 	cfg.rotation_period_s = UINT32_MAX;
-	cfg.cpu_sampling = 0;
 	struct stallscope_stats s0, s1;
 	CHECK(stallscope_start(&cfg) == 0, "start: %s", stallscope_last_error());
 	struct rs_producer p[NPROD];
@@ -114,13 +111,10 @@ int main(void)
 {
 	char *dir = tc_tmpdir("dirdel");
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "dd";
+	rs_hooks_only(&cfg, dir, "dd", 10);
 	cfg.max_file_size = 65536;
 	cfg.rotation_count = 64; /* nothing recorded after the deletion is evicted */
 	cfg.rotation_period_s = UINT32_MAX;
-	cfg.cpu_sampling = 0;
 
 	struct stallscope_stats s0, s1, s2;
 	stallscope_get_stats(&s0);

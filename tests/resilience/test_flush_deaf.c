@@ -200,14 +200,7 @@ static void rq_find_writer(void)
 
 static uint64_t rq_wait_now(void)
 {
-	unsigned long long run = 0, wait = 0;
-	FILE *f = rq_path[0] ? fopen(rq_path, "r") : NULL;
-	if (f) {
-		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-			wait = 0;
-		fclose(f);
-	}
-	return wait;
+	return rq_path[0] ? io_spy_run_delay_ns(rq_path) : 0;
 }
 
 /* The writer's run-queue wait since t (from the last reading at or before t;
@@ -306,15 +299,10 @@ int main(void)
 	char *dir = tc_tmpdir("flushdeaf");
 	dir_g = dir;
 	struct stallscope_config cfg;
-	stallscope_config_init(&cfg);
-	cfg.output_dir = dir;
-	cfg.file_prefix = "fd";
+	rs_hooks_only(&cfg, dir, "fd", 10);
 	cfg.max_file_size = 256u << 20; /* one file: no rotation under the reads */
 	cfg.rotation_period_s = UINT32_MAX;
 	cfg.flush_interval_ms = FLUSH_MS;
-	cfg.stall_threshold_ms = 10;
-	cfg.cpu_sampling = 0;
-	cfg.task_dump_enabled = 0;
 	/* Frame-pointer stacks: the first stack unwound by CFI opens libdw in a
 	 * writer cycle (milliseconds, tens under ASan on a loaded machine), a cost
 	 * of its own that this test is not about. */
