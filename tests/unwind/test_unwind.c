@@ -397,7 +397,9 @@ static void test_truncated(void)
 		}
 		else if (!unnamed[0])
 			snprintf(unnamed, sizeof unnamed, "%s", st);
-		if (strstr(st, "chain_3") && strstr(st, "worker_main"))
+		/* (Not with chain_3 the leaf: in its prologue or epilogue the 3 KB
+		 * frame is not there, and the copy rightly reaches its callers.) */
+		if (strstr(st, "chain_3") && strstr(st, "worker_main") && strncmp(st, "chain_3 ", 8) != 0)
 			through += n;
 		free(st);
 	}
