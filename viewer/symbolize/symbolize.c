@@ -14,6 +14,7 @@
 #include "symbolize.h"
 #include "debuginfod.h"
 #include "demangle.h"
+#include "plt.h"
 
 #include <dwarf.h>
 #include <errno.h>
@@ -38,6 +39,8 @@ struct sym_map {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	int64_t load_adjust;  /* ELF vaddr = addr - start + pgoff + load_adjust */
+	struct ss_plt plt;    /* the file's PLT stubs, read on first use */
+	bool plt_read;
 	char note[SS_SYM_TEXT + 128];
 };
 
@@ -191,6 +194,7 @@ void ss_sym_free(struct ss_symbolizer *s)
 	for (size_t i = 0; i < s->n_maps; i++) {
 		if (s->maps[i].dwfl)
 			dwfl_end(s->maps[i].dwfl);
+		ss_plt_free(&s->maps[i].plt);
 		free(s->maps[i].path);
 	}
 	free(s->maps);
@@ -525,6 +529,34 @@ static bool from_dwarf(Dwfl_Module *mod, GElf_Addr vaddr, struct ss_sym_result *
 	return true;
 }
 
+/* A PLT stub (plt.h): code the linker made, which neither DWARF nor a symbol
+ * names; "puts@plt" as perf says, the mangled form kept for C++ and Rust. */
+static bool from_plt(struct sym_map *sm, GElf_Addr vaddr, struct ss_sym_result *out)
+{
+	GElf_Addr bias = 0;
+	if (!sm->plt_read) {
+		sm->plt_read = true;
+		ss_plt_read(dwfl_module_getelf(sm->mod, &bias), &sm->plt);
+	}
+	if (!sm->plt.n || !dwfl_module_getelf(sm->mod, &bias))
+		return false;
+	const struct ss_plt_entry *e = ss_plt_find(&sm->plt, vaddr - bias);
+	if (!e)
+		return false;
+	struct ss_sym_frame *f = &out->f[0];
+	const char *sym = sm->plt.names + e->name;
+	char dem[SS_SYM_NAME];
+	if (!e->plain && ss_demangle(sym, dem, sizeof dem)) {
+		snprintf(f->function, sizeof f->function, "%.*s@plt", (int)(sizeof f->function - 5), dem);
+		snprintf(f->mangled, sizeof f->mangled, "%s@plt", sym);
+	} else {
+		ss_plt_name(&sm->plt, e, f->function, sizeof f->function);
+	}
+	if (!out->note[0])
+		copy(out->note, "PLT stub: made by the linker, no symbol or debug info");
+	return true;
+}
+
 void ss_sym_user(struct ss_symbolizer *s, int64_t key, const struct ss_sym_mapping *m, uint64_t addr,
 		 struct ss_sym_result *out)
 {
@@ -540,7 +572,7 @@ void ss_sym_user(struct ss_symbolizer *s, int64_t key, const struct ss_sym_mappi
 	if (!sm->mod)
 		return;
 	GElf_Addr vaddr = (GElf_Addr)((int64_t)(addr - m->start + m->pgoff) + sm->load_adjust);
-	if (from_dwarf(sm->mod, vaddr, out))
+	if (from_plt(sm, vaddr, out) || from_dwarf(sm->mod, vaddr, out))
 		return;
 	GElf_Off off;
 	GElf_Sym sym;
