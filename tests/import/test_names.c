@@ -20,6 +20,15 @@
  *     answers it ends within its time limit (DEBUGINFOD_MAXTIME=2) and says why.
  *     SKIP (77) when debuginfod is missing or does not come up.
  *
+ *   test_names plt OBJDUMP CLI PROG...
+ *     each PROG (plt_prog.c linked with lazy and immediate binding, with IBT's
+ *     .plt.sec, without PIE): every PLT stub objdump names (.plt, .plt.sec,
+ *     .plt.got) has that name from the symbolizer ("clock_gettime@plt"), the
+ *     lazy resolver at the start of .plt is ".plt"; a stack through
+ *     stallscope_poll_begin@plt, clock_gettime@plt and .plt imports with those
+ *     names, and so does it after `stallscope symbolize` with the binary moved
+ *     away. SKIP (77) without objdump.
+ *
  *   test_names kallsyms
  *     every code symbol of this machine's kernel in /proc/kallsyms, looked up
  *     at its address and halfway to the next, has the name that reading the
@@ -208,13 +217,12 @@ static void check_names(const char *db, const char *const want[3], const char *w
 	}
 }
 
-static void test_program(const char *prog, const char *cli, const char *const want[3], const char *what)
+/* Stack s of program prog imported where it was recorded, then symbolized
+ * with the binary at hand and imported without it: the frames are want[]. */
+static void check_stack(const char *prog, const struct prog_stack *sp, const char *cli, const char *const want[3],
+			const char *what)
 {
-	struct prog_stack s;
-	memset(&s, 0, sizeof s);
-	CHECK(run_prog(prog, &s) == 0, "%s: no output or no build id", prog);
-	if (failures)
-		return;
+	struct prog_stack s = *sp;
 	/* Where it was recorded. */
 	char dir_name[64], db_name[64];
 	snprintf(dir_name, sizeof dir_name, "%s-here", what);
@@ -244,9 +252,18 @@ static void test_program(const char *prog, const char *cli, const char *const wa
 	char tw[64];
 	snprintf(tw, sizeof tw, "%s, symbol table", what);
 	check_names(db2, want, tw);
-	printf("names (%s): %s <- %s <- %s, demangled, mangled kept; the same from the segment's symbol table\n",
-	       what, want[0], want[1], want[2]);
+	printf("names (%s): %s <- %s <- %s; the same from the segment's symbol table\n", what, want[0], want[1],
+	       want[2]);
 	free(dir), free(db), free(seg), free(copy), free(gone), free(dir2), free(seg2), free(db2);
+}
+
+static void test_program(const char *prog, const char *cli, const char *const want[3], const char *what)
+{
+	struct prog_stack s;
+	memset(&s, 0, sizeof s);
+	CHECK(run_prog(prog, &s) == 0, "%s: no output or no build id", prog);
+	if (!failures)
+		check_stack(prog, &s, cli, want, what);
 }
 
 static int demangle_main(const char *names_c, const char *names_cxx, const char *cli)
@@ -272,6 +289,131 @@ static int demangle_main(const char *names_c, const char *names_cxx, const char 
 	} else {
 		printf("names (DWARF): not run: this build has no C++ compiler\n");
 	}
+	return failures ? 1 : 0;
+}
+
+/* ---- PLT stubs ------------------------------------------------------------------ */
+
+struct stub {
+	unsigned long long at;  /* ELF virtual address */
+	char name[256];
+};
+
+/* objdump's labels in the PLT sections (its own synthesized names, BFD's code,
+ * not ours): every "NAME@plt" entry, and the start of .plt in *plt0. */
+static size_t objdump_stubs(const char *objdump, const char *prog, struct stub *v, size_t max,
+			    unsigned long long *plt0)
+{
+	char cmd[3200], line[512], sec[64] = "";
+	snprintf(cmd, sizeof cmd, "'%s' -d -j .plt -j .plt.sec -j .plt.got '%s'", objdump, prog);
+	FILE *p = popen(cmd, "r");
+	size_t n = 0;
+	*plt0 = 0;
+	while (p && fgets(line, sizeof line, p)) {
+		unsigned long long at;
+		char name[256];
+		if (sscanf(line, "Disassembly of section %63[^:]:", sec) == 1)
+			continue;
+		if (sscanf(line, "%llx <%255[^>]>:", &at, name) != 2)
+			continue;
+		if (strcmp(sec, ".plt") == 0 && !*plt0)
+			*plt0 = at;
+		size_t len = strlen(name);
+		if (len > 4 && strcmp(name + len - 4, "@plt") == 0 && n < max) {
+			v[n].at = at;
+			snprintf(v[n++].name, sizeof v[0].name, "%s", name);
+		}
+	}
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* The mapping the kernel makes of prog's code (its executable PT_LOAD), at a
+ * PIE's usual base. */
+static bool code_mapping(const char *prog, struct prog_stack *s, unsigned long long *base)
+{
+	int fd = open(prog, O_RDONLY);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	GElf_Ehdr eh;
+	size_t n = 0;
+	bool ok = false;
+	if (e && gelf_getehdr(e, &eh) && elf_getphdrnum(e, &n) == 0) {
+		*base = eh.e_type == ET_DYN ? 0x555555554000ull : 0;
+		for (size_t i = 0; i < n && !ok; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+				continue;
+			s->lo = *base + (ph.p_vaddr & ~0xfffull);
+			s->hi = (*base + ph.p_vaddr + ph.p_memsz + 0xfff) & ~0xfffull;
+			s->off = ph.p_offset & ~0xfffull;
+			ok = true;
+		}
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Every PLT stub objdump names has that name from the symbolizer (its first
+ * and a middle byte), the lazy resolver is ".plt"; then a stack through
+ * stallscope_poll_begin@plt, clock_gettime@plt and .plt imports with those
+ * names, here and from the segment's symbol table. */
+static void test_plt_program(const char *objdump, const char *rel_prog, const char *cli)
+{
+	struct prog_stack s;
+	memset(&s, 0, sizeof s);
+	/* As a mapping names it. */
+	CHECK(realpath(rel_prog, s.path), "realpath %s", rel_prog);
+	const char *prog = s.path, *what = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+	s.bid_len = build_id_of(prog, s.bid);
+	unsigned long long base = 0, plt0 = 0;
+	static struct stub v[512];
+	size_t n = objdump_stubs(objdump, prog, v, 512, &plt0);
+	CHECK(code_mapping(prog, &s, &base) && s.bid_len, "%s: no code mapping or build id", what);
+	CHECK(n >= 2 && plt0, "%s: objdump shows %zu PLT stubs, .plt at %#llx", what, n, plt0);
+	if (failures)
+		return;
+	struct ss_symbolizer *sym = ss_sym_new(NULL, 0);
+	struct ss_sym_mapping m = { prog, s.bid, s.bid_len, s.lo, s.hi, s.off };
+	struct ss_sym_result r;
+	unsigned long long poll = 0, clock = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (unsigned k = 0; k < 2; k++) {
+			ss_sym_user(sym, 1, &m, base + v[i].at + 5 * k, &r);
+			CHECK(strcmp(r.f[0].function, v[i].name) == 0, "%s: %#llx+%u is '%s' (%s), objdump says '%s'",
+			      what, v[i].at, 5 * k, r.f[0].function, r.note, v[i].name);
+		}
+		if (strcmp(v[i].name, "stallscope_poll_begin@plt") == 0)
+			poll = base + v[i].at;
+		if (strcmp(v[i].name, "clock_gettime@plt") == 0)
+			clock = base + v[i].at;
+	}
+	ss_sym_user(sym, 1, &m, base + plt0 + 8, &r);
+	CHECK(strcmp(r.f[0].function, ".plt") == 0, "%s: the lazy resolver is '%s'", what, r.f[0].function);
+	ss_sym_free(sym);
+	CHECK(poll && clock, "%s: objdump names no stallscope_poll_begin@plt or clock_gettime@plt", what);
+	if (failures)
+		return;
+	printf("PLT (%s): the %zu stubs objdump names have those names, .plt is the resolver\n", what, n);
+	s.pc[0] = poll + 4;
+	s.pc[1] = clock + 6;
+	s.pc[2] = base + plt0 + 9;
+	static const char *const want[3] = { "stallscope_poll_begin@plt|", "clock_gettime@plt|", ".plt|" };
+	check_stack(prog, &s, cli, want, what);
+}
+
+static int plt_main(int argc, char **argv)
+{
+	const char *objdump = argv[2], *cli = argv[3];
+	if (access(objdump, X_OK) != 0) {
+		printf("SKIP: no objdump (binutils), whose PLT names the test compares with\n");
+		return 77;
+	}
+	for (int i = 4; i < argc; i++)
+		test_plt_program(objdump, argv[i], cli);
 	return failures ? 1 : 0;
 }
 
@@ -566,11 +708,13 @@ int main(int argc, char **argv)
 		rc = demangle_main(argv[2], argv[3], argv[4]);
 	} else if (argc == 4 && strcmp(argv[1], "debuginfod") == 0) {
 		rc = debuginfod_main(argv[2], argv[3]);
+	} else if (argc >= 5 && strcmp(argv[1], "plt") == 0) {
+		rc = plt_main(argc, argv);
 	} else if (argc == 2 && strcmp(argv[1], "kallsyms") == 0) {
 		rc = kallsyms_main();
 	} else {
 		fprintf(stderr, "usage: test_names demangle NAMES_C NAMES_CXX|none CLI | debuginfod NAMES_CXX DEBUGINFOD"
-			" | kallsyms\n");
+			" | kallsyms | plt OBJDUMP CLI PROG...\n");
 		return 2;
 	}
 	if (rc == 0) {
