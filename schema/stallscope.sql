@@ -532,11 +532,13 @@ CREATE TABLE IF NOT EXISTS frames (
   rel_pc INTEGER NOT NULL,          -- file offset of the address looked up (return addresses
                                     -- minus 1); for kernel frames the absolute address
   function TEXT,                    -- as people read it: C++ and Rust names demangled;
-                                    -- NULL when unknown
+                                    -- a PLT stub as perf names it ('puts@plt', '.plt' the
+                                    -- lazy resolver); NULL when unknown
   file TEXT,                        -- source file, NULL when unknown
   line INTEGER,                     -- source line, NULL when unknown
   inline_depth INTEGER NOT NULL DEFAULT 0,
-  symbol_note TEXT,                 -- why a frame has no name ('no debug info',
+  symbol_note TEXT,                 -- why a frame has no name or no file ('no debug info',
+                                    -- 'PLT stub: ...',
                                     -- 'build-id mismatch: PATH', 'file not found',
                                     -- 'debuginfod: ...', ...)
   mangled TEXT                      -- the symbol's mangled name when function was demangled

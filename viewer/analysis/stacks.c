@@ -94,6 +94,14 @@ static bool runtime_function(const char *fn)
 	return false;
 }
 
+/* PLT stubs ("puts@plt", ".plt" the lazy resolver): code the linker made for a
+ * call into a library, so the way there, never what the program was doing. */
+static bool plt_stub(const char *fn)
+{
+	size_t n = strlen(fn);
+	return strcmp(fn, ".plt") == 0 || (n > 4 && strcmp(fn + n - 4, "@plt") == 0);
+}
+
 struct ss_callstacks *ss_callstacks_new(sqlite3 *db)
 {
 	struct ss_callstacks *c = calloc(1, sizeof *c);
@@ -166,7 +174,8 @@ static const struct ss_stack_frame *frame_of(struct ss_callstacks *c, int64_t id
 	cf->f.mapping = cf->mapping;
 	cf->f.frame_id = id;
 	cf->f.kernel = cf->mapping && !strcmp(cf->mapping, "[kernel]");
-	cf->f.system = system_mapping(cf->mapping) || (cf->function && runtime_function(cf->function));
+	cf->f.system = system_mapping(cf->mapping) ||
+		       (cf->function && (runtime_function(cf->function) || plt_stub(cf->function)));
 	if (ss_hmap_put(&c->frame_index, (uint64_t)id, 0, c->n_frames) != 0) {
 		free(cf->function);
 		free(cf->file);
