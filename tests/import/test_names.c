@@ -27,7 +27,8 @@
  *     lazy resolver at the start of .plt is ".plt"; a stack through
  *     stallscope_poll_begin@plt, clock_gettime@plt and .plt imports with those
  *     names, and so does it after `stallscope symbolize` with the binary moved
- *     away. SKIP (77) without objdump.
+ *     away; the report's analysis takes none of them for the program's own
+ *     code. SKIP (77) without objdump.
  *
  *   test_names kallsyms
  *     every code symbol of this machine's kernel in /proc/kallsyms, looked up
@@ -65,6 +66,7 @@
 #include "symbolize.h"
 #include "segment_builder.h"
 #include "soft_check.h"
+#include "stacks.h"
 
 extern char **environ;
 
@@ -226,7 +228,7 @@ static void check_stack(const char *prog, const struct prog_stack *sp, const cha
 	/* Where it was recorded. */
 	char dir_name[64], db_name[64];
 	snprintf(dir_name, sizeof dir_name, "%s-here", what);
-	snprintf(db_name, sizeof db_name, "%s-here.db", what);
+	snprintf(db_name, sizeof db_name, "%.50s-here.db", what);
 	char *dir = in_tmp(dir_name), *db = in_tmp(db_name), *seg = NULL;
 	mkdir(dir, 0755);
 	if (asprintf(&seg, "%s/n.0.bin", dir) < 0)
@@ -403,6 +405,28 @@ static void test_plt_program(const char *objdump, const char *rel_prog, const ch
 	s.pc[2] = base + plt0 + 9;
 	static const char *const want[3] = { "stallscope_poll_begin@plt|", "clock_gettime@plt|", ".plt|" };
 	check_stack(prog, &s, cli, want, what);
+	/* The report's code responsible is never a stub: the way into a library. */
+	char db_name[64];
+	snprintf(db_name, sizeof db_name, "%.50s-here.db", what);
+	char *db = in_tmp(db_name);
+	sqlite3 *d = NULL;
+	sqlite3_stmt *st = NULL;
+	struct ss_callstacks *cs = NULL;
+	struct ss_stack_frame f[8];
+	size_t nf = 0;
+	if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK && (cs = ss_callstacks_new(d)) &&
+	    sqlite3_prepare_v2(d, "SELECT callsite_id FROM samples", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		nf = ss_callstacks_get(cs, sqlite3_column_int64(st, 0), f, 8);
+	CHECK(nf == 3, "%s: the sample's stack has %zu frames", what, nf);
+	for (size_t i = 0; i < nf; i++)
+		CHECK(f[i].system, "%s: frame %zu (%s) is taken for the program's own code", what, i,
+		      f[i].function ? f[i].function : "?");
+	CHECK(nf != 3 || ss_callstacks_own(cs, f, nf) < 0, "%s: a stack of PLT stubs has own code", what);
+	sqlite3_finalize(st);
+	ss_callstacks_free(cs);
+	sqlite3_close(d);
+	free(db);
 }
 
 static int plt_main(int argc, char **argv)

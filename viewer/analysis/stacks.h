@@ -34,7 +34,7 @@ struct ss_stack_frame {
 	const char *file;
 	const char *mapping;
 	int64_t line, frame_id, rel_pc;
-	bool system;           /* a system or recorder library, the kernel, the vDSO */
+	bool system;           /* a system or recorder library, the kernel, the vDSO, a PLT stub */
 	bool kernel;
 };
 
