@@ -22,8 +22,10 @@
  *
  *   test_names plt OBJDUMP CLI PROG...
  *     each PROG (plt_prog.c linked with lazy and immediate binding, with IBT's
- *     .plt.sec, without PIE): every PLT stub objdump names (.plt, .plt.sec,
- *     .plt.got) has that name from the symbolizer ("clock_gettime@plt"), the
+ *     .plt.sec, without PIE; plt_prog_cxx.cpp): every PLT stub objdump names
+ *     (.plt, .plt.sec, .plt.got) has that name from the symbolizer
+ *     ("clock_gettime@plt"; C++ names demangled as objdump -C does, with the
+ *     mangled one kept: "operator new(unsigned long)@plt", "_Znwm@plt"), the
  *     lazy resolver at the start of .plt is ".plt"; a stack through
  *     stallscope_poll_begin@plt, clock_gettime@plt and .plt imports with those
  *     names, and so does it after `stallscope symbolize` with the binary moved
@@ -298,26 +300,32 @@ static int demangle_main(const char *names_c, const char *names_cxx, const char 
 
 struct stub {
 	unsigned long long at;  /* ELF virtual address */
-	char name[256];
+	char name[512];
 };
 
 /* objdump's labels in the PLT sections (its own synthesized names, BFD's code,
- * not ours): every "NAME@plt" entry, and the start of .plt in *plt0. */
-static size_t objdump_stubs(const char *objdump, const char *prog, struct stub *v, size_t max,
+ * not ours), demangled with -C: every "NAME@plt" entry, and the start of .plt
+ * in *plt0. */
+static size_t objdump_stubs(const char *objdump, const char *prog, bool demangle, struct stub *v, size_t max,
 			    unsigned long long *plt0)
 {
-	char cmd[3200], line[512], sec[64] = "";
-	snprintf(cmd, sizeof cmd, "'%s' -d -j .plt -j .plt.sec -j .plt.got '%s'", objdump, prog);
+	char cmd[3200], line[1024], sec[64] = "";
+	snprintf(cmd, sizeof cmd, "'%s' -d %s -j .plt -j .plt.sec -j .plt.got '%s'", objdump, demangle ? "-C" : "",
+		 prog);
 	FILE *p = popen(cmd, "r");
 	size_t n = 0;
 	*plt0 = 0;
 	while (p && fgets(line, sizeof line, p)) {
 		unsigned long long at;
-		char name[256];
+		int used = 0;
 		if (sscanf(line, "Disassembly of section %63[^:]:", sec) == 1)
 			continue;
-		if (sscanf(line, "%llx <%255[^>]>:", &at, name) != 2)
+		/* "ADDR <NAME>:" - a C++ name can hold '<' and '>' itself. */
+		char *end = strstr(line, ">:\n");
+		if (sscanf(line, "%llx <%n", &at, &used) != 1 || !used || !end)
 			continue;
+		*end = 0;
+		const char *name = line + used;
 		if (strcmp(sec, ".plt") == 0 && !*plt0)
 			*plt0 = at;
 		size_t len = strlen(name);
@@ -371,22 +379,32 @@ static void test_plt_program(const char *objdump, const char *rel_prog, const ch
 	CHECK(realpath(rel_prog, s.path), "realpath %s", rel_prog);
 	const char *prog = s.path, *what = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
 	s.bid_len = build_id_of(prog, s.bid);
-	unsigned long long base = 0, plt0 = 0;
-	static struct stub v[512];
-	size_t n = objdump_stubs(objdump, prog, v, 512, &plt0);
+	unsigned long long base = 0, plt0 = 0, plt0_c = 0;
+	static struct stub v[512], vc[512];
+	size_t n = objdump_stubs(objdump, prog, false, v, 512, &plt0);
+	size_t nc = objdump_stubs(objdump, prog, true, vc, 512, &plt0_c);
 	CHECK(code_mapping(prog, &s, &base) && s.bid_len, "%s: no code mapping or build id", what);
-	CHECK(n >= 2 && plt0, "%s: objdump shows %zu PLT stubs, .plt at %#llx", what, n, plt0);
+	CHECK(n >= 2 && plt0 && nc == n, "%s: objdump shows %zu PLT stubs (%zu with -C), .plt at %#llx", what, n,
+	      nc, plt0);
 	if (failures)
 		return;
 	struct ss_symbolizer *sym = ss_sym_new(NULL, 0);
 	struct ss_sym_mapping m = { prog, s.bid, s.bid_len, s.lo, s.hi, s.off };
 	struct ss_sym_result r;
 	unsigned long long poll = 0, clock = 0;
+	size_t mangled = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* Demangled as objdump -C does, the mangled name kept when it differs. */
+		bool dem = ss_demangle_available() && strcmp(v[i].name, vc[i].name) != 0;
+		const char *want_m = dem ? v[i].name : "";
+		if (!dem)
+			snprintf(vc[i].name, sizeof vc[i].name, "%s", v[i].name);
+		mangled += want_m[0] != 0;
 		for (unsigned k = 0; k < 2; k++) {
 			ss_sym_user(sym, 1, &m, base + v[i].at + 5 * k, &r);
-			CHECK(strcmp(r.f[0].function, v[i].name) == 0, "%s: %#llx+%u is '%s' (%s), objdump says '%s'",
-			      what, v[i].at, 5 * k, r.f[0].function, r.note, v[i].name);
+			CHECK(strcmp(r.f[0].function, vc[i].name) == 0 && strcmp(r.f[0].mangled, want_m) == 0,
+			      "%s: %#llx+%u is '%s' ('%s', %s), objdump says '%s' ('%s')", what, v[i].at, 5 * k,
+			      r.f[0].function, r.f[0].mangled, r.note, vc[i].name, want_m);
 		}
 		if (strcmp(v[i].name, "stallscope_poll_begin@plt") == 0)
 			poll = base + v[i].at;
@@ -399,7 +417,8 @@ static void test_plt_program(const char *objdump, const char *rel_prog, const ch
 	CHECK(poll && clock, "%s: objdump names no stallscope_poll_begin@plt or clock_gettime@plt", what);
 	if (failures)
 		return;
-	printf("PLT (%s): the %zu stubs objdump names have those names, .plt is the resolver\n", what, n);
+	printf("PLT (%s): the %zu stubs objdump names have those names (%zu demangled), .plt is the resolver\n",
+	       what, n, mangled);
 	s.pc[0] = poll + 4;
 	s.pc[1] = clock + 6;
 	s.pc[2] = base + plt0 + 9;
