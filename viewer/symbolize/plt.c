@@ -16,8 +16,17 @@
 #define MAX_RELOCS (1u << 20)
 
 struct rel {
-	uint64_t got;   /* r_offset: the GOT slot */
-	uint64_t sym;   /* symbol index, 0 when none */
+	uint64_t got;    /* r_offset: the GOT slot */
+	uint64_t sym;    /* symbol index, 0 when none */
+	uint64_t ifunc;  /* an IRELATIVE's addend (its resolver), else 0 */
+};
+
+/* A function symbol by value, for naming IRELATIVE stubs. */
+struct fsym {
+	uint64_t value;
+	const char *name;
+	uint64_t size;
+	unsigned char bind;
 };
 
 struct sec {
@@ -28,9 +37,11 @@ struct sec {
 struct ctx {
 	Elf *e;
 	struct ss_plt *p;
-	Elf_Data *syms, *strs;
+	Elf_Data *syms;
 	size_t strndx;
-	bool oom;
+	struct fsym *fs;   /* function symbols sorted by value, read when an IRELATIVE needs them */
+	size_t n_fs;
+	bool fs_read, oom;
 };
 
 static int cmp_rel(const void *a, const void *b)
@@ -96,11 +107,11 @@ static size_t read_rels(struct ctx *c, const struct sec *r, bool with_sym, struc
 	for (size_t i = 0; i < n; i++) {
 		GElf_Rela ra;
 		GElf_Rel rl;
-		uint64_t off, info;
+		uint64_t off, info, addend = 0;
 		if (r->sh.sh_type == SHT_RELA) {
 			if (!gelf_getrela(d, (int)i, &ra))
 				break;
-			off = ra.r_offset, info = ra.r_info;
+			off = ra.r_offset, info = ra.r_info, addend = (uint64_t)ra.r_addend;
 		} else {
 			if (!gelf_getrel(d, (int)i, &rl))
 				break;
@@ -108,7 +119,8 @@ static size_t read_rels(struct ctx *c, const struct sec *r, bool with_sym, struc
 		}
 		if (with_sym && !GELF_R_SYM(info))
 			continue;
-		v[k++] = (struct rel){ off, GELF_R_SYM(info) };
+		bool irel = GELF_R_TYPE(info) == R_X86_64_IRELATIVE && !GELF_R_SYM(info);
+		v[k++] = (struct rel){ off, GELF_R_SYM(info), irel ? addend : 0 };
 	}
 	if (k)
 		qsort(v, k, sizeof *v, cmp_rel);
@@ -140,9 +152,101 @@ static uint32_t put_name(struct ctx *c, const char *s, size_t len)
 	return at;
 }
 
+static int cmp_fsym(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The function symbols of one symbol table (.dynsym, .symtab) into c->fs. */
+static void read_fsyms(struct ctx *c, const char *name)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	if (elf_getshdrstrndx(c->e, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(c->e, scn))) {
+		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(c->e, shstrndx, sh.sh_name) : NULL;
+		if (n && strcmp(n, name) == 0 && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+			break;
+	}
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	size_t each = gelf_fsize(c->e, ELF_T_SYM, 1, EV_CURRENT);
+	size_t n = d && each ? d->d_size / each : 0;
+	for (size_t i = 1; i < n && c->n_fs < MAX_RELOCS && !c->oom; i++) {
+		GElf_Sym y;
+		if (!gelf_getsym(d, (int)i, &y))
+			break;
+		int t = GELF_ST_TYPE(y.st_info);
+		const char *yn = (t == STT_FUNC || t == STT_GNU_IFUNC) && y.st_value ? elf_strptr(c->e, sh.sh_link, y.st_name)
+										     : NULL;
+		if (!yn || !yn[0])
+			continue;
+		if (c->n_fs % 1024 == 0) {
+			struct fsym *nf = realloc(c->fs, (c->n_fs + 1024) * sizeof *nf);
+			if (!nf) {
+				c->oom = true;
+				return;
+			}
+			c->fs = nf;
+		}
+		c->fs[c->n_fs++] = (struct fsym){ y.st_value, yn, y.st_size, GELF_ST_BIND(y.st_info) };
+	}
+}
+
+static size_t underscores(const char *s)
+{
+	size_t n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Whether a names the function better than b, by perf's choose_best_symbol():
+ * a size, not weak, global, fewer leading underscores, the longer name. */
+static bool better(const struct fsym *a, const struct fsym *b)
+{
+	if ((a->size != 0) != (b->size != 0))
+		return a->size != 0;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return a->bind != STB_WEAK;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return a->bind == STB_GLOBAL;
+	if (underscores(a->name) != underscores(b->name))
+		return underscores(a->name) < underscores(b->name);
+	return strlen(a->name) > strlen(b->name);
+}
+
+/* The name of the IFUNC whose resolver is at value (an IRELATIVE's addend), as
+ * perf's get_ifunc_name() finds it; NULL when no function symbol is there. */
+static const char *ifunc_name(struct ctx *c, uint64_t value)
+{
+	if (!c->fs_read) {
+		c->fs_read = true;
+		read_fsyms(c, ".dynsym");
+		read_fsyms(c, ".symtab");
+		if (c->n_fs)
+			qsort(c->fs, c->n_fs, sizeof *c->fs, cmp_fsym);
+	}
+	struct fsym key = { .value = value };
+	const struct fsym *f = c->n_fs ? bsearch(&key, c->fs, c->n_fs, sizeof *c->fs, cmp_fsym) : NULL;
+	if (!f)
+		return NULL;
+	while (f > c->fs && f[-1].value == value)
+		f--;
+	const struct fsym *best = f;
+	for (; f < c->fs + c->n_fs && f->value == value; f++)
+		if (better(f, best))
+			best = f;
+	return best->name;
+}
+
 /* One stub at [lo, lo + size): named by symbol index sym of the dynamic
- * symbols (0 or unreadable: by its file offset, as perf does). */
-static void add(struct ctx *c, const struct sec *in, uint64_t lo, uint64_t size, uint64_t sym, const char *plain)
+ * symbols, or an IRELATIVE's by its resolver (ifunc); else by its file offset,
+ * as perf does. */
+static void add(struct ctx *c, const struct sec *in, uint64_t lo, uint64_t size, uint64_t sym, uint64_t ifunc,
+		const char *plain)
 {
 	struct ss_plt *p = c->p;
 	if (c->oom || p->n >= SS_PLT_MAX)
@@ -156,6 +260,8 @@ static void add(struct ctx *c, const struct sec *in, uint64_t lo, uint64_t size,
 		const char *n = NULL;
 		if (sym && c->syms && sym <= INT32_MAX && gelf_getsym(c->syms, (int)sym, &s))
 			n = elf_strptr(c->e, c->strndx, s.st_name);
+		else if (!sym && ifunc)
+			n = ifunc_name(c, ifunc);
 		if (n && n[0]) {
 			name = n;
 			len = strcspn(n, "@"); /* a version, when a tool wrote one into the name */
@@ -190,7 +296,7 @@ static void add_slots(struct ctx *c, const struct sec *s, uint64_t from, uint64_
 {
 	uint64_t end = s->sh.sh_addr + s->sh.sh_size;
 	for (size_t i = 0; i < n && from < end && end - from >= es; i++, from += es)
-		add(c, s, from, es, rels[i].sym, NULL);
+		add(c, s, from, es, rels[i].sym, rels[i].ifunc, NULL);
 }
 
 /* The GOT slot a .plt.got entry jumps through: [endbr64] [bnd] jmp *disp32(%rip). */
@@ -225,11 +331,11 @@ static void read_plt_got(struct ctx *c, size_t shstrndx)
 		uint64_t slot, sym = 0;
 		if (!got_slot((const uint8_t *)d->d_buf + at, (size_t)es, g.sh.sh_addr + at, &slot))
 			continue;
-		struct rel key = { slot, 0 };
+		struct rel key = { slot, 0, 0 };
 		const struct rel *r = nr ? bsearch(&key, rels, nr, sizeof *rels, cmp_rel) : NULL;
 		if (r)
 			sym = r->sym;
-		add(c, &g, g.sh.sh_addr + at, es, sym, NULL);
+		add(c, &g, g.sh.sh_addr + at, es, sym, 0, NULL);
 	}
 	free(rels);
 }
@@ -268,14 +374,14 @@ int ss_plt_read(Elf *e, struct ss_plt *p)
 	}
 	if (have_sec) {
 		if (have_plt)
-			add(&c, &plt, plt.sh.sh_addr, plt.sh.sh_size, 0, ".plt");
+			add(&c, &plt, plt.sh.sh_addr, plt.sh.sh_size, 0, 0, ".plt");
 		add_slots(&c, &sec, sec.sh.sh_addr, entry_size(&sec.sh), rels, nr);
 	} else if (have_plt) {
 		uint64_t es = entry_size(&plt.sh), from = plt.sh.sh_addr;
 		/* A lazy PLT starts with the resolver, one entry long; a .plt with
 		 * exactly one entry per relocation has none. */
 		if (nr * es != plt.sh.sh_size) {
-			add(&c, &plt, from, es < plt.sh.sh_size ? es : plt.sh.sh_size, 0, ".plt");
+			add(&c, &plt, from, es < plt.sh.sh_size ? es : plt.sh.sh_size, 0, 0, ".plt");
 			from += es;
 		}
 		add_slots(&c, &plt, from, es, rels, nr);
@@ -286,6 +392,7 @@ int ss_plt_read(Elf *e, struct ss_plt *p)
 	if (!c.syms && find_sec(e, shstrndx, ".rela.dyn", &rd))
 		use_symbols(&c, &rd);
 	read_plt_got(&c, shstrndx);
+	free(c.fs);
 	if (p->n)
 		qsort(p->v, p->n, sizeof *p->v, cmp_entry);
 	/* Sections of a hostile file can overlap: an entry ends where the next

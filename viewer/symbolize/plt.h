@@ -14,8 +14,11 @@
  *   .plt.got  each entry's `jmp *disp(%rip)` (after an endbr64 and a bnd
  *             prefix, when there) gives a GOT slot; the .rela.dyn relocation
  *             of that slot gives the name.
- * An entry whose relocation has no symbol is "offset_0xOFF@plt" (OFF: its file
- * offset), perf's name. Names are the dynamic symbol's, without any "@VERSION".
+ * Names are the dynamic symbol's, without any "@VERSION". An IRELATIVE
+ * relocation (a call to an IFUNC inside its own library, e.g. libc's memchr) has
+ * no symbol: its stub is named by the function symbol at its addend (the
+ * resolver; of several, the one perf's choose_best_symbol() picks), as perf
+ * does; a stub with neither is "offset_0xOFF@plt" (OFF: its file offset).
  * Entry sizes come from sh_entsize (8 or 16, else by sh_addralign: 8, or 16).
  *
  * Other machines, and files whose PLT data is not there (separate debug info:
