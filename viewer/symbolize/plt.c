@@ -128,6 +128,18 @@ static size_t read_rels(struct ctx *c, const struct sec *r, bool with_sym, struc
 	return k;
 }
 
+/* v, with room for element n (of size each): capacity doubles, full when n is
+ * 0 or a power of two from 64 on. NULL when memory ran out (v is kept). */
+static void *grown(struct ctx *c, void *v, size_t n, size_t each)
+{
+	if (n && (n < 64 || (n & (n - 1))))
+		return v;
+	void *nv = realloc(v, (n ? n * 2 : 64) * each);
+	if (!nv)
+		c->oom = true;
+	return nv;
+}
+
 static uint32_t put_name(struct ctx *c, const char *s, size_t len)
 {
 	struct ss_plt *p = c->p;
@@ -159,38 +171,28 @@ static int cmp_fsym(const void *a, const void *b)
 }
 
 /* The function symbols of one symbol table (.dynsym, .symtab) into c->fs. */
-static void read_fsyms(struct ctx *c, const char *name)
+static void read_fsyms(struct ctx *c, size_t shstrndx, const char *name)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	if (elf_getshdrstrndx(c->e, &shstrndx) != 0)
+	struct sec t;
+	if (!find_sec(c->e, shstrndx, name, &t) || (t.sh.sh_type != SHT_DYNSYM && t.sh.sh_type != SHT_SYMTAB))
 		return;
-	while ((scn = elf_nextscn(c->e, scn))) {
-		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(c->e, shstrndx, sh.sh_name) : NULL;
-		if (n && strcmp(n, name) == 0 && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
-			break;
-	}
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	Elf_Data *d = elf_getdata(t.scn, NULL);
 	size_t each = gelf_fsize(c->e, ELF_T_SYM, 1, EV_CURRENT);
 	size_t n = d && each ? d->d_size / each : 0;
 	for (size_t i = 1; i < n && c->n_fs < MAX_RELOCS && !c->oom; i++) {
 		GElf_Sym y;
 		if (!gelf_getsym(d, (int)i, &y))
 			break;
-		int t = GELF_ST_TYPE(y.st_info);
-		const char *yn = (t == STT_FUNC || t == STT_GNU_IFUNC) && y.st_value ? elf_strptr(c->e, sh.sh_link, y.st_name)
-										     : NULL;
+		int type = GELF_ST_TYPE(y.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !y.st_value)
+			continue;
+		const char *yn = elf_strptr(c->e, t.sh.sh_link, y.st_name);
 		if (!yn || !yn[0])
 			continue;
-		if (c->n_fs % 1024 == 0) {
-			struct fsym *nf = realloc(c->fs, (c->n_fs + 1024) * sizeof *nf);
-			if (!nf) {
-				c->oom = true;
-				return;
-			}
-			c->fs = nf;
-		}
+		struct fsym *nf = grown(c, c->fs, c->n_fs, sizeof *nf);
+		if (!nf)
+			return;
+		c->fs = nf;
 		c->fs[c->n_fs++] = (struct fsym){ y.st_value, yn, y.st_size, GELF_ST_BIND(y.st_info) };
 	}
 }
@@ -222,10 +224,11 @@ static bool better(const struct fsym *a, const struct fsym *b)
  * perf's get_ifunc_name() finds it; NULL when no function symbol is there. */
 static const char *ifunc_name(struct ctx *c, uint64_t value)
 {
-	if (!c->fs_read) {
+	size_t shstrndx;
+	if (!c->fs_read && elf_getshdrstrndx(c->e, &shstrndx) == 0) {
 		c->fs_read = true;
-		read_fsyms(c, ".dynsym");
-		read_fsyms(c, ".symtab");
+		read_fsyms(c, shstrndx, ".dynsym");
+		read_fsyms(c, shstrndx, ".symtab");
 		if (c->n_fs)
 			qsort(c->fs, c->n_fs, sizeof *c->fs, cmp_fsym);
 	}
@@ -276,14 +279,10 @@ static void add(struct ctx *c, const struct sec *in, uint64_t lo, uint64_t size,
 		len = strlen(name);
 	if (!len)
 		return;
-	if (p->n % 256 == 0) {
-		struct ss_plt_entry *nv = realloc(p->v, (p->n + 256) * sizeof *nv);
-		if (!nv) {
-			c->oom = true;
-			return;
-		}
-		p->v = nv;
-	}
+	struct ss_plt_entry *nv = grown(c, p->v, p->n, sizeof *nv);
+	if (!nv)
+		return;
+	p->v = nv;
 	uint32_t at = put_name(c, name, len);
 	if (at == UINT32_MAX)
 		return;
@@ -409,17 +408,16 @@ int ss_plt_read(Elf *e, struct ss_plt *p)
 	return c.oom ? -1 : 0;
 }
 
+static int cmp_holds(const void *key, const void *entry)
+{
+	uint64_t a = *(const uint64_t *)key;
+	const struct ss_plt_entry *e = entry;
+	return a < e->lo ? -1 : a >= e->hi;
+}
+
 const struct ss_plt_entry *ss_plt_find(const struct ss_plt *p, uint64_t vaddr)
 {
-	size_t lo = 0, hi = p->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->v[mid].lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && vaddr < p->v[lo - 1].hi ? &p->v[lo - 1] : NULL;
+	return p->n ? bsearch(&vaddr, p->v, p->n, sizeof *p->v, cmp_holds) : NULL;
 }
 
 void ss_plt_name(const struct ss_plt *p, const struct ss_plt_entry *e, char *out, size_t len)
