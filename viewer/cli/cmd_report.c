@@ -127,25 +127,33 @@ static void worker_label(const struct ss_summary *s, const struct ss_sum_worker 
 
 static void text_workers(FILE *o, const struct ss_summary *s)
 {
-	fprintf(o, "\nworkers\n  %-18s %8s %10s %10s %6s %12s %9s\n", "worker", "polls", "busy", "parked", "util",
-		"longest poll", "no CPU");
+	fprintf(o, "\nworkers\n  %-18s %8s %10s %10s %6s %12s %10s %9s\n", "worker", "polls", "busy", "parked",
+		"util", "longest poll", "on CPU", "no CPU");
 	for (size_t i = 0; i < s->n_workers; i++) {
 		const struct ss_sum_worker *w = &s->workers[i];
 		const struct ss_scan_worker *k = w->scan;
 		double busy = k ? (double)k->busy : 0, parked = k ? (double)k->parked : 0;
-		double util = busy + parked > 0 ? busy / (busy + parked) : 0;
-		char name[64], b[32], p[32], l[32], starve[16] = "-";
+		char name[64], b[32], p[32], l[32] = "-", util[16] = "-", run[32] = "-", starve[16] = "-";
 		worker_label(s, w, name, sizeof name);
 		ss_fmt_dur(b, sizeof b, busy);
 		ss_fmt_dur(p, sizeof p, parked);
-		ss_fmt_dur(l, sizeof l, k ? (double)k->longest : 0);
+		if (k && k->polls)
+			ss_fmt_dur(l, sizeof l, (double)k->longest);
+		/* A thread the program never marked polls on (a recorded unmodified
+		 * program's threads) has no utilisation to speak of: a 0% there would
+		 * read as idle while its on-CPU time says it computed. */
+		if (k && k->polls && busy + parked > 0)
+			snprintf(util, sizeof util, "%.1f%%", 100 * busy / (busy + parked));
+		if (k && k->has_cpu)
+			ss_fmt_dur(run, sizeof run, (double)k->on_cpu);
 		if (k && k->has_cpu && k->on_cpu + k->preempted > 0)
 			snprintf(starve, sizeof starve, "%.1f%%",
 				 100.0 * (double)k->preempted / (double)(k->on_cpu + k->preempted));
-		fprintf(o, "  %-18s %8llu %10s %10s %5.1f%% %12s %9s\n", name, (unsigned long long)(k ? k->polls : 0),
-			b, p, 100 * util, l, starve);
+		fprintf(o, "  %-18s %8llu %10s %10s %6s %12s %10s %9s\n", name,
+			(unsigned long long)(k ? k->polls : 0), b, p, util, l, run, starve);
 	}
-	fputs("  (no CPU: share of the time a worker wanted a CPU that it was runnable but not running)\n", o);
+	fputs("  (on CPU: time the thread ran, from CPU sampling's switches; no CPU: share of the time a worker wanted\n"
+	      "   a CPU that it was runnable but not running; util: busy / (busy + parked), for workers with polls)\n", o);
 }
 
 static const char *verdict_text(const struct ss_poll_detail *d)
