@@ -88,6 +88,53 @@ print("report figures match SQL:", sys.argv[2])
 PY
 done
 
+# The CPU table against plain SQL: a function's self time is the weight of the
+# CPU samples whose leaf frame it is, its total the weight of the samples with
+# it anywhere in the stack (once per sample however deep it recurses); most
+# self first, --top rows; the same inside --recording and a --from/--to window.
+"$cli" report "$tmp/lp.db" --top 5 --json > "$tmp/lp-cpu.json"
+"$cli" report "$tmp/lp.db" --top 5 --recording 1 --from 1s --to 2s --json > "$tmp/lp-cpu-win.json"
+"$cli" report "$tmp/lp.db" --top 5 > "$tmp/lp-cpu.txt"
+python3 - "$tmp/lp.db" "$tmp/lp-cpu.json" "$tmp/lp-cpu-win.json" "$tmp/lp-cpu.txt" <<'PY'
+import json, sqlite3, sys
+d = sqlite3.connect(sys.argv[1])
+def sql_costs(where):
+    self = dict(d.execute(f"""SELECT f.function, sum(s.weight) FROM samples s JOIN callsites c ON c.id = s.callsite_id
+        JOIN frames f ON f.id = c.frame_id JOIN threads t ON t.id = s.thread_id
+        WHERE s.kind = 'cpu' AND f.function IS NOT NULL AND {where} GROUP BY f.function"""))
+    total = dict(d.execute(f"""WITH RECURSIVE up(sid, cs) AS (
+          SELECT s.rowid, s.callsite_id FROM samples s JOIN threads t ON t.id = s.thread_id
+          WHERE s.kind = 'cpu' AND s.callsite_id IS NOT NULL AND {where}
+          UNION ALL SELECT up.sid, c.parent_id FROM up JOIN callsites c ON c.id = up.cs WHERE c.parent_id IS NOT NULL)
+        SELECT fn, sum(w) FROM (SELECT DISTINCT up.sid AS sid, f.function AS fn, s.weight AS w FROM up
+          JOIN callsites c ON c.id = up.cs JOIN frames f ON f.id = c.frame_id JOIN samples s ON s.rowid = up.sid
+          WHERE f.function IS NOT NULL) GROUP BY fn"""))
+    n, w = d.execute(f"""SELECT count(*), coalesce(sum(s.weight), 0) FROM samples s JOIN threads t ON t.id = s.thread_id
+        WHERE s.kind = 'cpu' AND {where}""").fetchone()
+    return self, total, n, w
+for path, where in ((sys.argv[2], "1"), (sys.argv[3], None)):
+    doc = json.load(open(path))
+    if where is None:
+        o = doc["scope"]["origin_ts"]
+        where = f"t.recording_id = 1 AND s.ts >= {o + 1000000000} AND s.ts < {o + 2000000000}"
+    cp = doc["cpu_profile"]
+    self, total, n, w = sql_costs(where)
+    assert (cp["samples"], cp["cpu_ns"]) == (n, w), (path, cp["samples"], cp["cpu_ns"], n, w)
+    fs = cp["functions"]
+    assert 1 <= len(fs) <= 5, (path, fs)
+    assert [f["self_ns"] for f in fs] == sorted((f["self_ns"] for f in fs), reverse=True), (path, fs)
+    named = [f for f in fs if f["function"] in total]
+    assert named, (path, fs)
+    for f in named:
+        assert f["self_ns"] == self.get(f["function"], 0) and f["total_ns"] == total[f["function"]], (path, f, self.get(f["function"]), total[f["function"]])
+    # nothing named with more self time was left out of the table
+    assert max(self.values()) <= fs[0]["self_ns"], (path, max(self.values()), fs[0])
+assert json.load(open(sys.argv[2]))["cpu_profile"]["functions"][0]["function"] == "cpu_spin"
+text = open(sys.argv[4]).read()
+assert "\nCPU: " in text and "cpu_spin" in text.split("\nCPU: ")[1].split("\n")[2], text
+print("report CPU table matches SQL")
+PY
+
 # The README's per-location p99 query and the report's per-location p99 are
 # one definition: run the query exactly as the README prints it.
 python3 - "$root/README.md" "$tmp/lp.db" "$tmp/lp.json" "$tmp/bl.db" "$tmp/bl.json" <<'PY'

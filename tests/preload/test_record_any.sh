@@ -88,6 +88,32 @@ check_xz() { # DB LOG: the recording of one xz run
 		WHERE f.function IS NOT NULL AND m.path LIKE '%.so%'")
 	[ "$named" -ge 1 ] || fail "xz: no library function named in the samples"
 	grep -q 'preload shim' "$log" || fail "xz: summary does not say the shim recorded it"
+	# The report says the lanes computed: each lane's on-CPU time is its
+	# threads' on-cpu intervals, and a lane with no polls shows no utilisation
+	# (a 0% there read as idle).
+	"$cli" report "$db" > "$db.txt" && "$cli" report "$db" --json > "$db.json" || fail "xz: report"
+	python3 - "$db" "$db.txt" "$db.json" <<'PY' || fail "xz: report's workers table"
+import json, sqlite3, sys
+d = sqlite3.connect(sys.argv[1])
+text = open(sys.argv[2]).read().splitlines()
+head = [i for i, l in enumerate(text) if l.split()[:1] == ["worker"]]
+assert head and "on CPU" in text[head[0]], text[:12]
+computed = 0
+for w in json.load(open(sys.argv[3]))["summary"]["workers"]:
+    want = d.execute("SELECT coalesce(sum(c.dur), 0) FROM cpu_intervals c JOIN workers k ON k.thread_id = c.thread_id "
+                     "WHERE k.id = ? AND c.state = 'on-cpu'", (w["id"],)).fetchone()[0]
+    assert w.get("on_cpu_ns") == want, (w, want)
+    row = [l.split() for l in text[head[0] + 1:] if l.split()[:1] == [f"{w['runtime']}#{w['index']}"]]
+    assert len(row) == 1, (w, row)
+    cols = row[0]
+    # worker polls busy(2) parked(2) util longest on-CPU(2) no-CPU
+    assert w["polls"] > 0 or cols[6] == "-", ("util shown for a lane without polls", cols)
+    if want >= 100_000_000:
+        computed += 1
+        assert cols[-2] in ("s", "ms"), ("on CPU missing", cols)  # "... 17.71 s 57.5%"
+assert computed >= 1, "no lane with 100 ms on CPU"
+print("report: on-CPU time per lane matches cpu_intervals,", computed, "lanes computed")
+PY
 }
 
 # ---- xz -T2, as root -----------------------------------------------------------------

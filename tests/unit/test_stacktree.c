@@ -97,6 +97,28 @@ static void test_trees(void)
 	CHECK(self == 2 && tot == 17, "a: self %lld, total %lld (recursion counted once)", (long long)self,
 	      (long long)tot);
 
+	/* Every function in one pass, as sv_tree_sym_cost gives each: b 10 (self)
+	 * 12 (total), c 5 5, d 3 3, a 2 17 (recursion once), main 0 20. */
+	struct sv_sym_cost *costs;
+	size_t nc = sv_tree_costs(&t, &costs);
+	static const struct { const char *name; int64_t self, total, count; } want[] = {
+		{ "b", 10, 12, 1 }, { "c", 5, 5, 1 }, { "d", 3, 3, 1 }, { "a", 2, 17, 1 }, { "main", 0, 20, 0 },
+	};
+	CHECK(nc == 5, "costs of %zu functions", nc);
+	for (size_t i = 0; i < nc && i < 5; i++) {
+		char nm[64];
+		sv_sym_label(&t, costs[i].sym, nm, sizeof nm);
+		CHECK(!strcmp(nm, want[i].name) && costs[i].self == want[i].self && costs[i].total == want[i].total &&
+			      costs[i].self_count == want[i].count,
+		      "costs[%zu]: %s self %lld total %lld count %lld, want %s %lld %lld", i, nm,
+		      (long long)costs[i].self, (long long)costs[i].total, (long long)costs[i].self_count,
+		      want[i].name, (long long)want[i].self, (long long)want[i].total);
+		int64_t s1, t1;
+		sv_tree_sym_cost(&t, costs[i].sym, &s1, &t1);
+		CHECK(s1 == costs[i].self && t1 == costs[i].total, "costs[%zu] agrees with sv_tree_sym_cost", i);
+	}
+	free(costs);
+
 	struct sv_line_cost *lines;
 	size_t nl = sv_tree_sym_lines(&t, a, &lines);
 	CHECK(nl == 2 && lines[0].line == 10 && lines[0].total == 12 && lines[0].self == 2 && lines[1].line == 11 &&

@@ -289,11 +289,14 @@ static int off_window(struct ctx *c, const struct window *w)
 
 /* ---- scopes --------------------------------------------------------------- */
 
-static int thread_windows(struct ctx *c, int64_t t0, int64_t t1)
+/* Every thread's window, or every thread of recording (when not 0). */
+static int thread_windows(struct ctx *c, int64_t recording, int64_t t0, int64_t t1)
 {
-	sqlite3_stmt *s = stmt(c, SS_Q_STACK_THREADS);
+	sqlite3_stmt *s = stmt(c, recording ? SS_Q_STACK_RECORDING_THREADS : SS_Q_STACK_THREADS);
 	if (!s)
 		return fail(c, "threads");
+	if (recording)
+		sqlite3_bind_int64(s, 1, recording);
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
 		if (add_window(c, sqlite3_column_int64(s, 0), t0, t1) != 0)
@@ -332,7 +335,21 @@ static int resolve(struct ctx *c, const struct sv_scope *sc)
 	switch (sc->kind) {
 	case SV_SCOPE_TRACE:
 	case SV_SCOPE_RANGE:
-		return thread_windows(c, c0, c1);
+		return thread_windows(c, 0, c0, c1);
+	case SV_SCOPE_RECORDING: {
+		sqlite3_stmt *s = stmt(c, SS_Q_STACK_RECORDING);
+		if (!s)
+			return fail(c, "recordings");
+		sqlite3_bind_int64(s, 1, sc->id);
+		int rc = sqlite3_step(s);
+		if (rc == SQLITE_DONE) {
+			snprintf(c->err, c->errlen, "no recording %lld in this trace", (long long)sc->id);
+			return -1;
+		}
+		if (rc != SQLITE_ROW)
+			return fail(c, "recordings");
+		return thread_windows(c, sc->id, c0, c1);
+	}
 	case SV_SCOPE_WORKER: {
 		sqlite3_stmt *s = stmt(c, SS_Q_STACK_WORKER);
 		if (!s)
@@ -548,7 +565,7 @@ int sv_scope_parse(const char *text, struct sv_scope *out)
 {
 	static const struct { const char *name; enum sv_scope_kind kind; } kinds[] = {
 		{ "worker", SV_SCOPE_WORKER }, { "poll", SV_SCOPE_POLL }, { "stall", SV_SCOPE_STALL },
-		{ "task", SV_SCOPE_TASK }, { "location", SV_SCOPE_LOCATION },
+		{ "task", SV_SCOPE_TASK }, { "location", SV_SCOPE_LOCATION }, { "recording", SV_SCOPE_RECORDING },
 	};
 	if (!strcmp(text, "trace") || !strcmp(text, "range")) {
 		out->kind = text[0] == 't' ? SV_SCOPE_TRACE : SV_SCOPE_RANGE;
@@ -576,7 +593,7 @@ int sv_scope_parse(const char *text, struct sv_scope *out)
 void sv_scope_name(const struct sv_scope *s, char *buf, size_t len)
 {
 	static const char *const names[] = { "the whole trace", "the range", "worker", "poll", "stall", "task",
-					     "spawn location" };
+					     "spawn location", "recording" };
 	if (s->kind <= SV_SCOPE_RANGE)
 		snprintf(buf, len, "%s", names[s->kind]);
 	else if ((unsigned)s->kind < sizeof names / sizeof names[0])

@@ -41,6 +41,7 @@ enum sv_scope_kind {
 	SV_SCOPE_STALL,
 	SV_SCOPE_TASK,
 	SV_SCOPE_LOCATION,   /* the polls of one (spawn) location */
+	SV_SCOPE_RECORDING,  /* every thread of one recording (a trace may hold several) */
 };
 
 struct sv_scope {
@@ -76,7 +77,7 @@ int sv_collect_path(const char *path, const struct sv_scope *scope, const struct
 		    double seconds, struct sv_profile *out, struct sv_collect_info *info, char *err, size_t errlen);
 
 /* "trace", "range", "worker:ID", "poll:ID", "stall:ID", "task:ID",
- * "location:ID" -> scope (t0 / t1 untouched). Returns 0, or -1. */
+ * "location:ID", "recording:ID" -> scope (t0 / t1 untouched). Returns 0, or -1. */
 int sv_scope_parse(const char *text, struct sv_scope *out);
 /* The scope in words: "the whole trace", "poll 12" ... */
 void sv_scope_name(const struct sv_scope *s, char *buf, size_t len);

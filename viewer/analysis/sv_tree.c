@@ -316,6 +316,62 @@ void sv_tree_sym_cost(const struct sv_tree *t, uint32_t sym, int64_t *self, int6
 	}
 }
 
+static int cmp_costs(const void *a, const void *b)
+{
+	const struct sv_sym_cost *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return x->sym < y->sym ? -1 : x->sym > y->sym;
+}
+
+size_t sv_tree_costs(struct sv_tree *t, struct sv_sym_cost **out)
+{
+	*out = NULL;
+	size_t n = t->n_syms;
+	struct sv_sym_cost *v = calloc(n ? n : 1, sizeof *v);
+	/* the last stack (index + 1) a symbol's total counted, so a recursive
+	 * function counts once per stack */
+	size_t *seen = calloc(n ? n : 1, sizeof *seen);
+	if (!v || !seen) {
+		free(v);
+		free(seen);
+		t->failed = true;
+		return 0;
+	}
+	for (size_t i = 0; i < t->p->n_stacks; i++) {
+		const struct sv_stack *s = &t->p->stacks[i];
+		const uint32_t *f = t->p->refs + s->first;
+		for (uint32_t k = 0; k < s->depth; k++) {
+			uint32_t sym = t->frame_sym[f[k]];
+			if (seen[sym] == i + 1)
+				continue;
+			seen[sym] = i + 1;
+			v[sym].total = sv_add_sat(v[sym].total, s->weight);
+		}
+		if (s->depth) {
+			uint32_t leaf = t->frame_sym[f[s->depth - 1]];
+			v[leaf].self = sv_add_sat(v[leaf].self, s->weight);
+			v[leaf].self_count = sv_add_sat(v[leaf].self_count, s->count);
+		}
+	}
+	free(seen);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].total > 0) {
+			v[i].sym = (uint32_t)i;
+			v[m++] = v[i];
+		}
+	qsort(v, m, sizeof *v, cmp_costs);
+	if (!m) {
+		free(v);
+		return 0;
+	}
+	*out = v;
+	return m;
+}
+
 static int cmp_lines(const void *a, const void *b)
 {
 	const struct sv_line_cost *x = a, *y = b;

@@ -93,6 +93,18 @@ uint32_t sv_tree_find_node(const struct sv_tree *t, uint32_t sym);
  * it is in, each once however often it recurses), over the whole profile. */
 void sv_tree_sym_cost(const struct sv_tree *t, uint32_t sym, int64_t *self, int64_t *total);
 
+struct sv_sym_cost {
+	uint32_t sym;
+	int64_t self, total;      /* as sv_tree_sym_cost */
+	int64_t self_count;       /* samples (intervals) with the function at the leaf */
+};
+/* Every function's self and total over the whole profile in one pass (what
+ * sv_tree_sym_cost gives for one), those with any weight, most self first
+ * (then most total, then the tree's symbol order). Returns how many (0 when
+ * none or on failure: memory, which sets t->failed); *out is malloc()ed,
+ * free() it. */
+size_t sv_tree_costs(struct sv_tree *t, struct sv_sym_cost **out);
+
 struct sv_line_cost {
 	uint32_t file;            /* profile string */
 	int32_t line;

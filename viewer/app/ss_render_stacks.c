@@ -53,7 +53,8 @@ int ss_stack_args_take(struct ss_stack_args *s, const char *a, const char *val)
 	case 1: {
 		struct sv_scope sc;
 		if (sv_scope_parse(val, &sc) != 0)
-			return bad(a, "'trace', 'range', or worker:ID, poll:ID, stall:ID, task:ID, location:ID", val);
+			return bad(a, "'trace', 'range', or worker:ID, poll:ID, stall:ID, task:ID, location:ID, recording:ID",
+				   val);
 		s->scope = val;
 		break;
 	}
@@ -94,8 +95,9 @@ void ss_stack_args_usage(FILE *out)
 	      "                       off-CPU flame graph, or the call tree\n"
 	      "stack view options (with --view flame, offcpu-flame or tree):\n"
 	      "  --scope SCOPE        trace (default), range (--from/--to), worker:ID,\n"
-	      "                       poll:ID, stall:ID, task:ID or location:ID (row ids\n"
-	      "                       of the database); --from/--to clip the others\n"
+	      "                       poll:ID, stall:ID, task:ID, location:ID or\n"
+	      "                       recording:ID (row ids of the database); --from/--to\n"
+	      "                       clip the others\n"
 	      "  --stacks cpu|offcpu  what the tree weighs (default cpu)\n"
 	      "  --group-by function|line\n"
 	      "                       frames grouped by function (default) or by line\n"

@@ -16,6 +16,8 @@
 #include "commands.h"
 #include "json_out.h"
 #include "store_open.h"
+#include "sv_collect.h"
+#include "sv_tree.h"
 #include "thresholds.h"
 
 void cmd_report_help(FILE *out)
@@ -127,25 +129,128 @@ static void worker_label(const struct ss_summary *s, const struct ss_sum_worker 
 
 static void text_workers(FILE *o, const struct ss_summary *s)
 {
-	fprintf(o, "\nworkers\n  %-18s %8s %10s %10s %6s %12s %9s\n", "worker", "polls", "busy", "parked", "util",
-		"longest poll", "no CPU");
+	fprintf(o, "\nworkers\n  %-18s %8s %10s %10s %6s %12s %10s %9s\n", "worker", "polls", "busy", "parked",
+		"util", "longest poll", "on CPU", "no CPU");
 	for (size_t i = 0; i < s->n_workers; i++) {
 		const struct ss_sum_worker *w = &s->workers[i];
 		const struct ss_scan_worker *k = w->scan;
 		double busy = k ? (double)k->busy : 0, parked = k ? (double)k->parked : 0;
-		double util = busy + parked > 0 ? busy / (busy + parked) : 0;
-		char name[64], b[32], p[32], l[32], starve[16] = "-";
+		char name[64], b[32], p[32], l[32] = "-", util[16] = "-", run[32] = "-", starve[16] = "-";
 		worker_label(s, w, name, sizeof name);
 		ss_fmt_dur(b, sizeof b, busy);
 		ss_fmt_dur(p, sizeof p, parked);
-		ss_fmt_dur(l, sizeof l, k ? (double)k->longest : 0);
+		if (k && k->polls)
+			ss_fmt_dur(l, sizeof l, (double)k->longest);
+		/* A thread the program never marked polls on (a recorded unmodified
+		 * program's threads) has no utilisation to speak of: a 0% there would
+		 * read as idle while its on-CPU time says it computed. */
+		if (k && k->polls && busy + parked > 0)
+			snprintf(util, sizeof util, "%.1f%%", 100 * busy / (busy + parked));
+		if (k && k->has_cpu)
+			ss_fmt_dur(run, sizeof run, (double)k->on_cpu);
 		if (k && k->has_cpu && k->on_cpu + k->preempted > 0)
 			snprintf(starve, sizeof starve, "%.1f%%",
 				 100.0 * (double)k->preempted / (double)(k->on_cpu + k->preempted));
-		fprintf(o, "  %-18s %8llu %10s %10s %5.1f%% %12s %9s\n", name, (unsigned long long)(k ? k->polls : 0),
-			b, p, 100 * util, l, starve);
+		fprintf(o, "  %-18s %8llu %10s %10s %6s %12s %10s %9s\n", name,
+			(unsigned long long)(k ? k->polls : 0), b, p, util, l, run, starve);
 	}
-	fputs("  (no CPU: share of the time a worker wanted a CPU that it was runnable but not running)\n", o);
+	fputs("  (on CPU: time the thread ran, from CPU sampling's switches; no CPU: share of the time a worker wanted\n"
+	      "   a CPU that it was runnable but not running; util: busy / (busy + parked), for workers with polls)\n", o);
+}
+
+/* Where the scope's CPU time went: its CPU samples' profile, functions by
+ * their own time (perf report's first table). */
+struct cpu_hot {
+	struct sv_profile prof;
+	struct sv_tree tree;
+	struct sv_sym_cost *costs;
+	size_t n;
+};
+
+static int cpu_hot_read(sqlite3 *db, const struct ss_scope *scope, struct cpu_hot *h, char *err, size_t len)
+{
+	memset(h, 0, sizeof *h);
+	struct sv_scope sc = { scope->recording_id ? SV_SCOPE_RECORDING : SV_SCOPE_TRACE, scope->recording_id, 0, 0 };
+	if (scope->windowed) {
+		/* Open ends at the data's ends (INT64_MIN / MAX are no times). */
+		sc.t0 = scope->from == INT64_MIN ? scope->origin : scope->from;
+		sc.t1 = scope->to == INT64_MAX ? scope->end + 1 : scope->to;
+	}
+	const struct sv_collect_options co = { .kind = SV_KIND_CPU };
+	if (sv_collect(db, NULL, &sc, &co, &h->prof, NULL, err, len) != 0)
+		return -1;
+	if (h->prof.failed || sv_tree_build(&h->tree, &h->prof, SV_GROUP_FUNCTION, SV_TOP_DOWN, SV_NONE) != 0) {
+		snprintf(err, len, "CPU profile: out of memory");
+		return -1;
+	}
+	h->n = sv_tree_costs(&h->tree, &h->costs);
+	if (h->tree.failed) {
+		snprintf(err, len, "CPU profile: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void cpu_hot_free(struct cpu_hot *h)
+{
+	free(h->costs);
+	sv_tree_free(&h->tree);
+	sv_profile_free(&h->prof);
+}
+
+static double share(int64_t part, int64_t whole)
+{
+	return whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void text_cpu(FILE *o, const struct cpu_hot *h, size_t top)
+{
+	if (!h->prof.total_count) {
+		fputs("\nCPU: no CPU samples in scope (recorded without CPU sampling, or none in the window)\n", o);
+		return;
+	}
+	char w[32];
+	ss_fmt_dur(w, sizeof w, (double)h->prof.total_weight);
+	fprintf(o, "\nCPU: %lld samples, %s of CPU time; the functions with the most of it\n",
+		(long long)h->prof.total_count, w);
+	fprintf(o, "  %17s  %17s  %s\n", "self", "total", "function");
+	for (size_t i = 0; i < h->n && i < top; i++) {
+		const struct sv_sym_cost *c = &h->costs[i];
+		char self[32], total[32], name[256], where[160];
+		ss_fmt_dur(self, sizeof self, (double)c->self);
+		ss_fmt_dur(total, sizeof total, (double)c->total);
+		sv_sym_label(&h->tree, c->sym, name, sizeof name);
+		sv_sym_where(&h->tree, c->sym, where, sizeof where);
+		fprintf(o, "  %10s %5.1f%%  %10s %5.1f%%  %s%s%s%s\n", self, share(c->self, h->prof.total_weight), total,
+			share(c->total, h->prof.total_weight), name, where[0] ? " (" : "", where, where[0] ? ")" : "");
+	}
+	fputs("  (self: samples with the function at the leaf; total: samples with it anywhere in the stack)\n", o);
+}
+
+static void json_cpu(struct ss_json *j, const struct cpu_hot *h, size_t top)
+{
+	ss_json_open(j, "cpu_profile", '{');
+	ss_json_int(j, "samples", h->prof.total_count);
+	ss_json_int(j, "cpu_ns", h->prof.total_weight);
+	ss_json_open(j, "functions", '[');
+	for (size_t i = 0; i < h->n && i < top; i++) {
+		const struct sv_sym_cost *c = &h->costs[i];
+		char name[256], where[160];
+		sv_sym_label(&h->tree, c->sym, name, sizeof name);
+		sv_sym_where(&h->tree, c->sym, where, sizeof where);
+		ss_json_open(j, NULL, '{');
+		ss_json_str(j, "function", name);
+		if (where[0])
+			ss_json_str(j, "where", where);
+		else
+			ss_json_null(j, "where");
+		ss_json_int(j, "self_ns", c->self);
+		ss_json_int(j, "total_ns", c->total);
+		ss_json_int(j, "self_samples", c->self_count);
+		ss_json_close(j, '{');
+	}
+	ss_json_close(j, '[');
+	ss_json_close(j, '{');
 }
 
 static const char *verdict_text(const struct ss_poll_detail *d)
@@ -626,6 +731,16 @@ int cmd_report(int argc, char **argv)
 		sqlite3_close(db);
 		return SS_EXIT_USAGE;
 	}
+	struct cpu_hot hot;
+	if (cpu_hot_read(db, &scope, &hot, err, sizeof err) != 0) {
+		if (budget.expired)
+			ss_store_error(db, &budget, err, sizeof err);
+		fprintf(stderr, "stallscope report: %s: %s\n", o.path, err);
+		cpu_hot_free(&hot);
+		ss_analysis_free(a);
+		sqlite3_close(db);
+		return SS_EXIT_USAGE;
+	}
 	const struct ss_summary *s = ss_analysis_summary(a);
 	const struct ss_scan *sc = ss_analysis_scan(a);
 	const struct ss_findings *fl = ss_analysis_findings(a);
@@ -643,6 +758,7 @@ int cmd_report(int argc, char **argv)
 		ss_json_num(&j, "origin_ts", (double)scope.origin);
 		ss_json_close(&j, '{');
 		json_summary(&j, s, sc);
+		json_cpu(&j, &hot, o.top);
 		json_thresholds(&j);
 		json_findings(&j, fl);
 		ss_json_close(&j, '{');
@@ -662,6 +778,7 @@ int cmd_report(int argc, char **argv)
 		fputc('\n', out);
 		text_recordings(out, s);
 		text_workers(out, s);
+		text_cpu(out, &hot, o.top);
 		text_long_polls(out, s, sc);
 		text_stalls(out, s);
 		text_wakes(out, s, sc, o.top);
@@ -672,6 +789,7 @@ int cmd_report(int argc, char **argv)
 	for (size_t i = 0; i < fl->n; i++)
 		if ((int)fl->v[i].severity > worst)
 			worst = (int)fl->v[i].severity;
+	cpu_hot_free(&hot);
 	ss_analysis_free(a);
 	sqlite3_close(db);
 	if (fflush(out) != 0 || ferror(out)) {

@@ -69,6 +69,9 @@ void sv_scope_title(struct tl_db *db, const struct sv_scope *s, const struct sv_
 			 ci ? ci->windows : 0, d);
 		return;
 	}
+	case SV_SCOPE_RECORDING:
+		snprintf(buf, len, "recording #%lld", (long long)s->id);
+		return;
 	}
 	snprintf(buf, len, "?");
 }

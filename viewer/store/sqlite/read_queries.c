@@ -138,6 +138,10 @@ static const char *const sql[SS_Q_COUNT] = {
 	[SS_Q_STACK_ALL_SAMPLES] = "SELECT callsite_id, weight, poll_id FROM samples WHERE kind = ?1",
 	[SS_Q_STACK_THREADS] = "SELECT id FROM threads t WHERE EXISTS (SELECT 1 FROM samples s WHERE s.thread_id = t.id)"
 			       " OR EXISTS (SELECT 1 FROM cpu_intervals c WHERE c.thread_id = t.id) ORDER BY id",
+	[SS_Q_STACK_RECORDING_THREADS] = "SELECT id FROM threads t WHERE recording_id = ?1 AND (EXISTS (SELECT 1"
+					 " FROM samples s WHERE s.thread_id = t.id) OR EXISTS (SELECT 1 FROM"
+					 " cpu_intervals c WHERE c.thread_id = t.id)) ORDER BY id",
+	[SS_Q_STACK_RECORDING] = "SELECT 1 FROM recordings WHERE id = ?1",
 	[SS_Q_STACK_SAMPLES_IN] = "SELECT callsite_id, weight, poll_id FROM samples WHERE thread_id = ?1 AND ts >= ?2"
 				  " AND ts < ?3 AND kind = ?4",
 	[SS_Q_STACK_OFFCPU_IN] = "SELECT ts, callsite_id, poll_id FROM samples WHERE thread_id = ?1 AND ts >= ?2"

@@ -52,6 +52,8 @@ enum ss_read_query {
 	/* the stack views (viewer/analysis/sv_collect.c) */
 	SS_Q_STACK_ALL_SAMPLES,   /* ?1 kind: callsite_id, weight, poll_id of every sample */
 	SS_Q_STACK_THREADS,       /* id of every thread with samples or CPU intervals */
+	SS_Q_STACK_RECORDING_THREADS, /* ... of recording ?1 */
+	SS_Q_STACK_RECORDING,     /* 1 when recording ?1 exists */
 	SS_Q_STACK_SAMPLES_IN,    /* ?1 thread, ?2 from, ?3 to, ?4 kind: callsite_id, weight, poll_id */
 	SS_Q_STACK_OFFCPU_IN,     /* ?1 thread, ?2 from, ?3 to: ts, callsite_id, poll_id of off-CPU samples, by ts */
 	SS_Q_STACK_SWITCH_BEFORE, /* ?1 thread, ?2 ts: ts of the two intervals begun last at or before ?2 */
