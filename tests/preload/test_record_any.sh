@@ -22,6 +22,15 @@ chmod 755 "$tmp"
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 q() { sqlite3 -batch -noheader "$1" "$2"; }
+# Until DIR holds a segment (recording has begun: on a loaded machine a start
+# can take longer than any fixed sleep), at most 20 s.
+wait_segment() {
+	for _ in $(seq 1 200); do
+		for f in "$1"/*.bin "$1"/*.bin.active; do [ -e "$f" ] && return 0; done
+		sleep 0.1
+	done
+	return 1
+}
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 can_nobody=0
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && nobody test -x "$cli"; then
@@ -214,7 +223,7 @@ enough_samples "$tmp/int.db" 20 || fail "SIGINT: the recording lost its samples"
 "$cli" record -o "$tmp/kill" -p $$ --duration 30 2> /dev/null &
 rec=$!
 ( i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done ) # some CPU for the shell's samples
-sleep 0.3
+wait_segment "$tmp/kill" || fail "record -p made no segment in 20 s"
 kill -KILL "$rec"
 wait "$rec" 2>/dev/null
 "$cli" import "$tmp/kill" -o "$tmp/kill.db" -q 2> "$tmp/kill.log"
@@ -238,7 +247,7 @@ kill "$victim"; wait "$victim" 2>/dev/null
 # segments import
 "$cli" record -o "$tmp/kill2" -- xz $xzargs > "$tmp/kill2.xz" 2> /dev/null &
 rec=$!
-sleep 0.3
+wait_segment "$tmp/kill2" || fail "record -- xz made no segment in 20 s"
 kill -KILL "$rec"
 wait "$rec" 2>/dev/null
 for _ in $(seq 1 100); do pgrep -f "xz $xzargs" > /dev/null || break; sleep 0.1; done
