@@ -51,7 +51,7 @@ static void delay(uint64_t ns)
 static pthread_t hog;
 static _Atomic uint32_t hog_go, hog_done, hog_cpu, hog_quit;
 
-uint64_t io_spy_run_delay_ns(const char *schedstat)
+uint64_t io_spy_schedstat(const char *schedstat, uint64_t *slices)
 {
 	char buf[96] = "";
 	FILE *f = fopen(schedstat, "r");
@@ -59,8 +59,16 @@ uint64_t io_spy_run_delay_ns(const char *schedstat)
 		buf[0] = 0;
 	if (f)
 		fclose(f);
-	char *p = strchr(buf, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	char *p = strchr(buf, ' '), *end = p;
+	uint64_t wait = p ? strtoull(p + 1, &end, 10) : 0;
+	if (slices)
+		*slices = p ? strtoull(end, NULL, 10) : 0;
+	return wait;
+}
+
+uint64_t io_spy_run_delay_ns(const char *schedstat)
+{
+	return io_spy_schedstat(schedstat, NULL);
 }
 
 static void pin(pthread_t t, uint32_t cpu)
@@ -149,8 +157,14 @@ static ssize_t spied_write(const char *sym, pwritev_fn *real, int fd, const stru
 		preempted();
 	ssize_t r = (*real)(fd, iov, n, off);
 	uint64_t end = mono_ns();
-	uint64_t zero = 0;
-	atomic_compare_exchange_strong(&io_spy.first_write_end, &zero, end);
+	uint64_t none = 0;
+	if (atomic_compare_exchange_strong(&io_spy.first_write_end, &none, end)) {
+		atomic_store(&io_spy.first_write_rq,
+			     io_spy_run_delay_ns("/proc/thread-self/schedstat"));
+	} else {
+		none = 0;
+		atomic_compare_exchange_strong(&io_spy.second_write_end, &none, end);
+	}
 	atomic_store(&io_spy.last_write_end, end);
 	atomic_fetch_add(&io_spy.writes, 1);
 	return r;
@@ -202,6 +216,11 @@ int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
 int io_spy_has_thread(const char *name)
 {
+	return io_spy_thread_dir(name, NULL, 0);
+}
+
+int io_spy_thread_dir(const char *name, char *dir, size_t len)
+{
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
 	int found = 0;
@@ -215,6 +234,8 @@ int io_spy_has_thread(const char *name)
 			comm[strcspn(comm, "\n")] = 0;
 			found = strcmp(comm, name) == 0;
 		}
+		if (found && dir)
+			snprintf(dir, len, "/proc/self/task/%s", de->d_name);
 		if (f)
 			fclose(f);
 	}

@@ -15,12 +15,16 @@
 #define STALLSCOPE_IO_SPY_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct io_spy {
 	_Atomic uint64_t write_delay_ns, sync_delay_ns; /* added to each call */
 	_Atomic uint64_t writes, syncs;                 /* calls so far */
 	_Atomic uint64_t first_write_end, last_write_end; /* CLOCK_MONOTONIC ns, 0: none */
+	_Atomic uint64_t second_write_end;
+	/* The writer's run-queue wait so far (its schedstat) at the first's end. */
+	_Atomic uint64_t first_write_rq;
 	/* Taken (then 0) by the next open of a *.active file off the writer. */
 	_Atomic uint64_t start_open_delay_ns;
 	/* Each block write waits this long for a CPU (io_spy_preempt_start), and
@@ -38,10 +42,16 @@ void io_spy_preempt_stop(void);
 
 /* Whether the process has a thread of that name now (/proc/self/task). */
 int io_spy_has_thread(const char *name);
+/* The same, and its /proc/self/task/TID in dir (of len bytes) when it has. */
+int io_spy_thread_dir(const char *name, char *dir, size_t len);
 
 /* The run-queue wait so far (ns) in a schedstat file (its second field:
  * /proc/thread-self/schedstat, /proc/self/task/TID/schedstat); 0 when it
  * cannot be read. */
 uint64_t io_spy_run_delay_ns(const char *schedstat);
+/* The same, and the number of times the thread was given a CPU so far (its
+ * third field) in *slices. The wait is added when the thread gets its CPU:
+ * a thread still waiting has its current wait not counted yet. */
+uint64_t io_spy_schedstat(const char *schedstat, uint64_t *slices);
 
 #endif
