@@ -51,7 +51,7 @@ static void delay(uint64_t ns)
 static pthread_t hog;
 static _Atomic uint32_t hog_go, hog_done, hog_cpu, hog_quit;
 
-uint64_t io_spy_schedstat(const char *schedstat, uint64_t *slices)
+uint64_t io_spy_schedstat(const char *schedstat, uint64_t *run, uint64_t *slices)
 {
 	char buf[96] = "";
 	FILE *f = fopen(schedstat, "r");
@@ -60,6 +60,8 @@ uint64_t io_spy_schedstat(const char *schedstat, uint64_t *slices)
 	if (f)
 		fclose(f);
 	char *p = strchr(buf, ' '), *end = p;
+	if (run)
+		*run = p ? strtoull(buf, NULL, 10) : 0;
 	uint64_t wait = p ? strtoull(p + 1, &end, 10) : 0;
 	if (slices)
 		*slices = p ? strtoull(end, NULL, 10) : 0;
@@ -68,7 +70,7 @@ uint64_t io_spy_schedstat(const char *schedstat, uint64_t *slices)
 
 uint64_t io_spy_run_delay_ns(const char *schedstat)
 {
-	return io_spy_schedstat(schedstat, NULL);
+	return io_spy_schedstat(schedstat, NULL, NULL);
 }
 
 static void pin(pthread_t t, uint32_t cpu)

@@ -49,9 +49,10 @@ int io_spy_thread_dir(const char *name, char *dir, size_t len);
  * /proc/thread-self/schedstat, /proc/self/task/TID/schedstat); 0 when it
  * cannot be read. */
 uint64_t io_spy_run_delay_ns(const char *schedstat);
-/* The same, and the number of times the thread was given a CPU so far (its
- * third field) in *slices. The wait is added when the thread gets its CPU:
- * a thread still waiting has its current wait not counted yet. */
-uint64_t io_spy_schedstat(const char *schedstat, uint64_t *slices);
+/* The same, and its time on a CPU (the first field) in *run and the number
+ * of times it was given a CPU (the third) in *slices, where not NULL. The
+ * wait is added when the thread gets its CPU: a thread still waiting has its
+ * current wait not counted yet. */
+uint64_t io_spy_schedstat(const char *schedstat, uint64_t *run, uint64_t *slices);
 
 #endif

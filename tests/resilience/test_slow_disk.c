@@ -85,7 +85,7 @@ static uint64_t rq_of(const char *dir, uint64_t *slices)
 {
 	char path[96];
 	snprintf(path, sizeof path, "%s/schedstat", dir);
-	return dir[0] ? io_spy_schedstat(path, slices) : 0;
+	return dir[0] ? io_spy_schedstat(path, NULL, slices) : 0;
 }
 
 static void read_line(const char *dir, const char *file, char *buf, size_t len)
