@@ -216,6 +216,21 @@ int open(const char *path, int flags, ...)
 /* The same function in a 64-bit libc. */
 int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	if (!real)
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(RTLD_NEXT, "pthread_create");
+	char name[17] = "";
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	if (atomic_load(&io_spy.refuse_threads) && !strcmp(name, "ss-watchdog")) {
+		atomic_fetch_add(&io_spy.threads_refused, 1);
+		return EAGAIN;
+	}
+	return real(th, attr, fn, arg);
+}
+
 int io_spy_has_thread(const char *name)
 {
 	return io_spy_thread_dir(name, NULL, 0);

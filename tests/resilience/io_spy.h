@@ -9,7 +9,9 @@
  * pass untouched. A block write can also be made to wait for a CPU instead
  * (io_spy_preempt_start: a busy real-time thread takes the writer's CPU), as on
  * a loaded machine. The next segment file (*.active) opened on any other
- * thread (start's, on the caller's thread) can be delayed once.
+ * thread (start's, on the caller's thread) can be delayed once. The stall
+ * watchdog's thread (pthread_create, defined here too) can be refused, as a
+ * process at its thread limit would be.
  */
 #ifndef STALLSCOPE_IO_SPY_H
 #define STALLSCOPE_IO_SPY_H
@@ -32,6 +34,11 @@ struct io_spy {
 	_Atomic uint64_t preempt_ns, preempt_least_ns;
 	/* Called (writer thread) at each fdatasync before it is delayed. */
 	void (*on_sync)(void);
+	/* While set, pthread_create of an ss-watchdog thread fails with EAGAIN;
+	 * each refusal counted. Told by the name its maker (hooks only, the
+	 * writer's thread) lends it for the call (thread_named.c). */
+	_Atomic int refuse_threads;
+	_Atomic uint64_t threads_refused;
 };
 extern struct io_spy io_spy;
 

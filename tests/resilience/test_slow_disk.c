@@ -25,6 +25,13 @@
  *                loaded machine's sync still counts as fast): the looks move
  *                for the sync (a thread ss-watchdog exists while it runs) and
  *                come back after it: one recorder thread again.
+ *   no thread    every block write takes 30 ms and the ss-watchdog thread
+ *                cannot be made (pthread_create refused on the writer's
+ *                thread, io_spy.c): the host is not told but in one log line
+ *                and stallscope_errors_total, the looks stay on the writer's
+ *                thread (no ss-watchdog, the gauge 0) and go on there: polls
+ *                begun after the refusal are still captured (between the
+ *                writes: most, not all). The next session makes its thread.
  *   slow start   the first segment file, created by stallscope_start on the
  *                caller's thread, takes 20 ms to open: the looks still move
  *                (ss-watchdog appears), but by the writer's thread: the
@@ -41,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "io_spy.h"
 #include "resil.h"
@@ -234,6 +242,67 @@ static uint32_t missed(uint64_t from, uint32_t *of, uint32_t *left_out)
 	return m;
 }
 
+/* A session whose writes take 30 ms while the writer's thread cannot make
+ * threads (no thread, at the top). */
+static void no_thread(void)
+{
+	char log[] = "/tmp/stallscope-nothread-log-XXXXXX";
+	int fd = mkstemp(log);
+	CHECK(fd >= 0, "mkstemp");
+	long long errors0 = rs_metric("stallscope_errors_total");
+	uint64_t refused0 = atomic_load(&io_spy.threads_refused);
+	/* The recorder's log lines go to stderr: into the file for the session. */
+	fflush(stderr);
+	int saved = dup(2);
+	CHECK(saved >= 0 && dup2(fd, 2) == 2, "dup2");
+	atomic_store(&io_spy.refuse_threads, 1);
+	atomic_store(&io_spy.write_delay_ns, 30000000u);
+	atomic_store(&io_spy.first_write_end, 0);
+	long long looks0 = rs_metric("stallscope_watchdog_looks_total");
+	int at_end;
+	record("nothread", 10, UINT32_MAX, 1500, &at_end);
+	long long looks = rs_metric("stallscope_watchdog_looks_total") - looks0;
+	long long gauge = rs_metric("stallscope_watchdog_own_thread");
+	atomic_store(&io_spy.write_delay_ns, 0);
+	atomic_store(&io_spy.refuse_threads, 0);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	size_t len;
+	char *text = rs_read_file(log, &len);
+	unlink(log);
+	CHECK(text, "read %s", log);
+	fputs(text, stderr);
+	const char *line = "cannot start a thread for the stall watchdog";
+	int lines = 0;
+	for (const char *q = text; (q = strstr(q, line)) != NULL; q += strlen(line))
+		lines++;
+	free(text);
+	uint64_t refused = atomic_load(&io_spy.threads_refused) - refused0;
+	long long errors = rs_metric("stallscope_errors_total") - errors0;
+	uint64_t first = atomic_load(&io_spy.first_write_end);
+	uint32_t after = 0, captured = 0;
+	for (uint32_t i = 0; i < P.n; i++) {
+		after += first && P.begun[i] >= first;
+		captured += first && P.begun[i] >= first && P.captured[i];
+	}
+	printf("  %llu thread creations refused; %d log lines naming it; stallscope_errors_total "
+	       "+%lld; ss-watchdog at the end: %d, stallscope_watchdog_own_thread %lld; %lld looks; "
+	       "%u of %u polls begun after the first slow write captured\n",
+	       (unsigned long long)refused, lines, errors, at_end, gauge, looks, captured, after);
+	CHECK(refused >= 1, "the recorder never asked for an ss-watchdog thread with writes of 30 ms");
+	CHECK(lines == 1, "%d log lines say the watchdog's thread could not be made (%llu refusals): "
+	      "one is due", lines, (unsigned long long)refused);
+	CHECK(errors == 1, "stallscope_errors_total grew by %lld for a thread that could not be "
+	      "made", errors);
+	CHECK(!at_end && gauge == 0, "ss-watchdog at the end %d, gauge %lld: the looks are "
+	      "on the writer's thread", at_end, gauge);
+	CHECK(after >= 10, "only %u polls after the first slow write", after);
+	CHECK(captured * 2 >= after, "only %u of %u polls after the first slow write captured: the "
+	      "looks did not go on on the writer's thread", captured, after);
+}
+
 /* Start with the first segment's creation delayed on the caller's thread. */
 static void slow_start(void)
 {
@@ -270,6 +339,9 @@ int main(void)
 
 	/* Each runs again (ATTEMPTS at most) only when so many misses were left
 	 * out that fewer than 10 polls were judged; a miss not left out fails. */
+	printf("no thread\n");
+	no_thread();
+
 	printf("slow writes\n");
 	for (int attempt = 1;; attempt++) {
 		atomic_store(&io_spy.write_delay_ns, 150000000u);
