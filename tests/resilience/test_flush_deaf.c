@@ -276,13 +276,18 @@ static const struct watch *watch_at(uint64_t t)
  * at u included: schedstat adds a wait only at the thread's next turn on a
  * CPU, so a writer runnable at u (R) is read at that turn. One asleep at u
  * (on its timer, a lock, a capture's wait) has nothing added: a sleep is not
- * load. 0 without samples (no schedstat: nothing taken off). */
+ * load. At u is the first sample from u on: a sampling thread that load kept
+ * from its samples (one loaded run had none for 180 ms) then errs towards
+ * load, not towards a late writer. 0 without samples (no schedstat: nothing
+ * taken off). */
 static uint64_t writer_waited(uint64_t t, uint64_t u)
 {
 	uint32_t n = atomic_load(&nwatch);
 	if (!n)
 		return 0;
 	const struct watch *a = watch_at(t), *b = watch_at(u), *end = &watch[n - 1];
+	if (b < end && b->at < u)
+		b++;
 	uint64_t turns = b->turns;
 	if (b->state == 'R')
 		while (b < end && b->turns <= turns)
