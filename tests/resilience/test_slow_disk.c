@@ -242,19 +242,48 @@ static uint32_t missed(uint64_t from, uint32_t *of, uint32_t *left_out)
 	return m;
 }
 
+/* The recorder's log lines go to stderr: into a file for a session (no
+ * thread), given back by log_back, and at exit too, so that a check failing
+ * meanwhile still shows its message. */
+static char log_path[] = "/tmp/stallscope-nothread-log-XXXXXX";
+static int log_saved = -1;
+
+/* stderr back; what went to the file (malloc'd, NULL when none). */
+static char *log_back(void)
+{
+	if (log_saved < 0)
+		return NULL;
+	fflush(stderr);
+	dup2(log_saved, 2);
+	close(log_saved);
+	log_saved = -1;
+	size_t len;
+	char *text = rs_read_file(log_path, &len);
+	unlink(log_path);
+	return text;
+}
+
+static void log_back_at_exit(void)
+{
+	char *text = log_back();
+	if (text)
+		fputs(text, stderr);
+	free(text);
+}
+
 /* A session whose writes take 30 ms while the writer's thread cannot make
  * threads (no thread, at the top). */
 static void no_thread(void)
 {
-	char log[] = "/tmp/stallscope-nothread-log-XXXXXX";
-	int fd = mkstemp(log);
+	int fd = mkstemp(log_path);
 	CHECK(fd >= 0, "mkstemp");
 	long long errors0 = rs_metric("stallscope_errors_total");
 	uint64_t refused0 = atomic_load(&io_spy.threads_refused);
-	/* The recorder's log lines go to stderr: into the file for the session. */
 	fflush(stderr);
-	int saved = dup(2);
-	CHECK(saved >= 0 && dup2(fd, 2) == 2, "dup2");
+	log_saved = dup(2);
+	CHECK(log_saved >= 0 && dup2(fd, 2) == 2, "dup2");
+	close(fd);
+	atexit(log_back_at_exit);
 	atomic_store(&io_spy.refuse_threads, 1);
 	atomic_store(&io_spy.write_delay_ns, 30000000u);
 	atomic_store(&io_spy.first_write_end, 0);
@@ -265,14 +294,8 @@ static void no_thread(void)
 	long long gauge = rs_metric("stallscope_watchdog_own_thread");
 	atomic_store(&io_spy.write_delay_ns, 0);
 	atomic_store(&io_spy.refuse_threads, 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	close(fd);
-	size_t len;
-	char *text = rs_read_file(log, &len);
-	unlink(log);
-	CHECK(text, "read %s", log);
+	char *text = log_back();
+	CHECK(text, "read %s", log_path);
 	fputs(text, stderr);
 	const char *line = "cannot start a thread for the stall watchdog";
 	int lines = 0;
