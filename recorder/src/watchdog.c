@@ -635,15 +635,17 @@ static void wake_thread(void)
 	syscall(SYS_futex, &D.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* 0, else pthread_create's error. */
 static int start_thread(void)
 {
 	atomic_store(&D.finished, 0u);
 	atomic_store(&D.handback, 0u);
 	/* Named by borrowing only while the sampler is off: its perf events would
 	 * see the caller take the name. */
-	if (ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
-				   ss_sampler_mode() == SS_SAMPLER_OFF) != 0)
-		return -1;
+	int e = ss_thread_create_named(&D.thread, watchdog_main, NULL, "ss-watchdog",
+				       ss_sampler_mode() == SS_SAMPLER_OFF);
+	if (e != 0)
+		return e;
 	D.thread_made = 1;
 	D.hosted = 0;
 	atomic_store(&ss_counters.watchdog_own_thread, 1u);
@@ -654,10 +656,14 @@ SS_INTERNAL int ss_watchdog_own_thread(void)
 {
 	if (!D.started || !D.hosted || !atomic_load(&D.running) || atomic_load(&D.ending))
 		return -1;
-	if (start_thread() != 0) {
-		if (!D.own_failed)
-			ss_log("cannot start a thread for the stall watchdog; its looks stay on "
-			       "the writer's thread");
+	int e = start_thread();
+	if (e != 0) {
+		/* Once a session: each slow write asks again. */
+		if (!D.own_failed) {
+			ss_log("cannot start a thread for the stall watchdog (%s); its looks stay "
+			       "on the writer's thread", strerror(e));
+			atomic_fetch_add(&ss_counters.errors, 1);
+		}
 		D.own_failed = 1;
 		return -1;
 	}

@@ -51,7 +51,7 @@ static void delay(uint64_t ns)
 static pthread_t hog;
 static _Atomic uint32_t hog_go, hog_done, hog_cpu, hog_quit;
 
-uint64_t io_spy_run_delay_ns(const char *schedstat)
+uint64_t io_spy_schedstat(const char *schedstat, uint64_t *run, uint64_t *slices)
 {
 	char buf[96] = "";
 	FILE *f = fopen(schedstat, "r");
@@ -59,8 +59,18 @@ uint64_t io_spy_run_delay_ns(const char *schedstat)
 		buf[0] = 0;
 	if (f)
 		fclose(f);
-	char *p = strchr(buf, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	char *p = strchr(buf, ' '), *end = p;
+	if (run)
+		*run = p ? strtoull(buf, NULL, 10) : 0;
+	uint64_t wait = p ? strtoull(p + 1, &end, 10) : 0;
+	if (slices)
+		*slices = p ? strtoull(end, NULL, 10) : 0;
+	return wait;
+}
+
+uint64_t io_spy_run_delay_ns(const char *schedstat)
+{
+	return io_spy_schedstat(schedstat, NULL, NULL);
 }
 
 static void pin(pthread_t t, uint32_t cpu)
@@ -149,8 +159,14 @@ static ssize_t spied_write(const char *sym, pwritev_fn *real, int fd, const stru
 		preempted();
 	ssize_t r = (*real)(fd, iov, n, off);
 	uint64_t end = mono_ns();
-	uint64_t zero = 0;
-	atomic_compare_exchange_strong(&io_spy.first_write_end, &zero, end);
+	uint64_t none = 0;
+	if (atomic_compare_exchange_strong(&io_spy.first_write_end, &none, end)) {
+		atomic_store(&io_spy.first_write_rq,
+			     io_spy_run_delay_ns("/proc/thread-self/schedstat"));
+	} else {
+		none = 0;
+		atomic_compare_exchange_strong(&io_spy.second_write_end, &none, end);
+	}
 	atomic_store(&io_spy.last_write_end, end);
 	atomic_fetch_add(&io_spy.writes, 1);
 	return r;
@@ -200,7 +216,27 @@ int open(const char *path, int flags, ...)
 /* The same function in a 64-bit libc. */
 int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	if (!real)
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(RTLD_NEXT, "pthread_create");
+	char name[17] = "";
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	if (atomic_load(&io_spy.refuse_threads) && !strcmp(name, "ss-watchdog")) {
+		atomic_fetch_add(&io_spy.threads_refused, 1);
+		return EAGAIN;
+	}
+	return real(th, attr, fn, arg);
+}
+
 int io_spy_has_thread(const char *name)
+{
+	return io_spy_thread_dir(name, NULL, 0);
+}
+
+int io_spy_thread_dir(const char *name, char *dir, size_t len)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
@@ -215,6 +251,8 @@ int io_spy_has_thread(const char *name)
 			comm[strcspn(comm, "\n")] = 0;
 			found = strcmp(comm, name) == 0;
 		}
+		if (found && dir)
+			snprintf(dir, len, "/proc/self/task/%s", de->d_name);
 		if (f)
 			fclose(f);
 	}

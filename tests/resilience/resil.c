@@ -26,6 +26,17 @@ uint64_t rs_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+long long rs_metric(const char *name)
+{
+	static char buf[65536];
+	char key[128];
+	stallscope_metrics_text(buf, sizeof buf);
+	snprintf(key, sizeof key, "\n%s ", name);
+	const char *p = strstr(buf, key);
+	CHECK(p != NULL, "no %s in the metrics text", name);
+	return atoll(p + strlen(key));
+}
+
 void rs_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};

@@ -50,6 +50,10 @@ struct stallscope_config;
 void rs_hooks_only(struct stallscope_config *cfg, const char *dir, const char *prefix,
 		   uint32_t threshold_ms);
 
+/* The value of a metric in stallscope_metrics_text (fails the test when it
+ * is not there). */
+long long rs_metric(const char *name);
+
 uint64_t rs_now(void);
 void rs_sleep_ms(unsigned ms);
 

@@ -19,12 +19,27 @@
  * Ages are lower bounds: a missing mark counts as made at the first
  * checkpoint after it, and a read that starts late only finds more; a producer
  * or this thread starved by load cannot make the file look older than it is.
+ * What a loaded machine can do is keep the writer's thread waiting for a CPU:
+ * a mark's age less that wait meanwhile must be within F. Its schedstat adds a
+ * wait only when the wait ends (the thread's next turn on a CPU), so a writer
+ * runnable at the read is read at that turn: taken at the read, a wait still
+ * going on was left out (a loaded run saw a mark 164.7 ms old "less 1.9 ms"
+ * while the writer had sat runnable for 58 ms and more). A writer asleep at
+ * the read (on its timer, or held by a capture) has nothing taken off.
  *
  * A third worker spins in 60 ms polls that answer the signal: captures of
  * several threads run side by side, so its polls are captured at the threshold
- * while one of the deaf worker waits. The median age of their first captures
- * must be under 25 ms (10 ms threshold); captures taken one after the other
- * put it at 30-35 ms, since the deaf worker's keep the watchdog 93% of the time.
+ * while one of the deaf worker waits. Counted, not timed: a capture of the
+ * deaf worker that did not answer was in flight for 50 ms from its begin (the
+ * wait for the answer alone takes that long), so a first capture of the other
+ * worker begun less than 50 ms after it ran beside it. Captures taken one
+ * after the other never do, whatever the load (one in flight at a time: 0 of
+ * 41-64), and a thread held by each capture only where both began in the
+ * same look (2-4 of 53-126); side by side, about two in three do, since the
+ * deaf worker's are in flight about 70% of the time (10-130 and 160-210 ms of
+ * its 232). A quarter at least, and 3, must. (The median age of those first
+ * captures is printed: 10.1 ms at a 10 ms threshold; one after the other put
+ * it at 30-35 ms on a quiet machine, but 19-27 ms beside four busy loops.)
  *
  * Then stop, while the reads go on: it is landed just before a due cycle (65
  * to 74 ms after the last block write, io_spy.c, the writer's period being
@@ -35,7 +50,7 @@
  */
 #include <stallscope/stallscope.h>
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,10 +149,12 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* STALL records of the deaf task, and those that say it never answered; the
- * ages of the loud worker's first captures. */
+/* STALL records of the deaf task, and those that say it never answered (when
+ * they began); the loud worker's first captures (their ages, when they
+ * began). */
+#define MAX_DEAF 4096
 struct caps {
-	uint64_t all, unanswered, loud[MAX_LOUD];
+	uint64_t all, unanswered, deaf_at[MAX_DEAF], loud[MAX_LOUD], loud_at[MAX_LOUD];
 	size_t nloud;
 };
 
@@ -147,8 +164,10 @@ static void count_capture(const struct ss_record *rec, void *ctx)
 	if (rec->type != SS_REC_STALL)
 		return;
 	if (rec->u.stall.task >= LOUD_TASK0 && rec->u.stall.task < LOUD_TASK0 + MAX_LOUD &&
-	    rec->u.stall.index == 0 && c->nloud < MAX_LOUD)
+	    rec->u.stall.index == 0 && c->nloud < MAX_LOUD) {
+		c->loud_at[c->nloud] = rec->ts;
 		c->loud[c->nloud++] = rec->ts - rec->u.stall.poll_ts;
+	}
 	if (rec->u.stall.task != DEAF_TASK)
 		return;
 	c->all++;
@@ -157,61 +176,170 @@ static void count_capture(const struct ss_record *rec, void *ctx)
 								 : sizeof reason - 1;
 	memcpy(reason, rec->u.stall.reason, len);
 	reason[len] = 0;
-	c->unanswered += strstr(reason, "did not answer") != NULL;
+	if (strstr(reason, "did not answer") && c->unanswered < MAX_DEAF)
+		c->deaf_at[c->unanswered++] = rec->ts;
+}
+
+/* First captures of the loud worker begun while an unanswered capture of the
+ * deaf worker was still in flight (begun less than 50 ms before). */
+static size_t side_by_side(const struct caps *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->nloud; i++) {
+		int beside = 0;
+		for (uint64_t k = 0; k < c->unanswered && !beside; k++)
+			beside = c->deaf_at[k] < c->loud_at[i] && c->loud_at[i] - c->deaf_at[k] < 50000000u;
+		n += beside;
+	}
+	return n;
 }
 
 /* What the file showed: reads, the oldest mark missing at a read (and when),
- * the oldest while stop ran; and the oldest less the time the writer's thread
- * spent waiting for a CPU meanwhile (what load alone cannot make). */
-static uint64_t t0, worst, reads, worst_at, worst_stop, reads_stop, worst_own, raced;
+ * the oldest while stop ran. */
+static uint64_t t0, worst, reads, worst_at, worst_stop, reads_stop, raced;
 static size_t last_events;
 
-/* The writer thread's time runnable but not running (the second field of
- * its schedstat), kept at each read: a writer that a loaded machine leaves
- * on the run queue is late by that much whatever it does. 0 where the
- * kernel does not keep it (no excuse then). */
-#define RQ_CAP 65536
-struct rq_reading {
-	uint64_t at, wait;
+/* The marks found older than F at a read, judged after the run (late_own):
+ * less the writer's waits for a CPU meanwhile, what load alone cannot make. */
+#define LATE_CAP 65536
+struct late {
+	uint64_t mark, read; /* made (no later than), and the read's start */
 };
-static struct rq_reading rq[RQ_CAP];
-static size_t nrq;
-static char rq_path[64];
+static struct late late[LATE_CAP];
+static size_t nlate;
 
-static void rq_find_writer(void)
+/* The writer's thread every millisecond (watch_main): its state and wait
+ * channel (/proc/self/task/TID/stat, wchan) and its schedstat: time on a
+ * CPU, run-queue wait and turns on a CPU so far. A writer a loaded machine
+ * leaves on the run queue is late by that much whatever it does; and what
+ * it was doing is printed for a mark found late (sleeping on its timer or on
+ * something else, running, or waiting for a CPU). */
+#define WATCH_CAP 32768
+struct watch {
+	uint64_t at, run, wait, turns;
+	char state, wchan[31];
+};
+static struct watch watch[WATCH_CAP];
+static _Atomic uint32_t nwatch;
+static char writer_dir[48]; /* /proc/self/task/TID */
+
+static void read_small(const char *dir, const char *file, char *buf, size_t len)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	while (d && (de = readdir(d)) != NULL) {
-		char path[64], comm[32] = "";
-		if (de->d_name[0] == '.' || strlen(de->d_name) > 12)
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof comm, f) && !strncmp(comm, "ss-writer", 9))
-			snprintf(rq_path, sizeof rq_path, "/proc/self/task/%s/schedstat", de->d_name);
-		fclose(f);
+	char path[96];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	buf[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+static void *watch_main(void *arg)
+{
+	(void)arg;
+	char path[64];
+	snprintf(path, sizeof path, "%s/schedstat", writer_dir);
+	while (!atomic_load(&stop_done) && atomic_load(&nwatch) < WATCH_CAP) {
+		struct watch *w = &watch[atomic_load(&nwatch)];
+		char buf[512];
+		w->at = rs_now();
+		read_small(writer_dir, "stat", buf, sizeof buf);
+		const char *r = strrchr(buf, ')');
+		w->state = r && r[1] == ' ' ? r[2] : '?';
+		read_small(writer_dir, "wchan", w->wchan, sizeof w->wchan);
+		w->wait = io_spy_schedstat(path, &w->run, &w->turns);
+		/* Kept only while the thread is there (stop ends it). */
+		if (w->turns)
+			atomic_fetch_add(&nwatch, 1);
+		usleep(1000);
 	}
-	if (d)
-		closedir(d);
+	return NULL;
 }
 
-static uint64_t rq_wait_now(void)
+/* The last sample at or before t (the first one for earlier times). */
+static const struct watch *watch_at(uint64_t t)
 {
-	return rq_path[0] ? io_spy_run_delay_ns(rq_path) : 0;
+	uint32_t lo = 0, hi = atomic_load(&nwatch);
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (watch[mid].at <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &watch[lo];
 }
 
-/* The writer's run-queue wait since t (from the last reading at or before t;
- * the first one for earlier times). */
-static uint64_t rq_wait_since(uint64_t t, uint64_t wait_now)
+/* The writer's run-queue wait from t to a read at u, the wait still going on
+ * at u included: schedstat adds a wait only at the thread's next turn on a
+ * CPU, so a writer runnable at u (R) is read at that turn. One asleep at u
+ * (on its timer, a lock, a capture's wait) has nothing added: a sleep is not
+ * load. At u is the first sample from u on: a sampling thread that load kept
+ * from its samples (one loaded run had none for 180 ms) then errs towards
+ * load, not towards a late writer. 0 without samples (no schedstat: nothing
+ * taken off). */
+static uint64_t writer_waited(uint64_t t, uint64_t u)
 {
-	size_t k = nrq;
-	while (k > 1 && rq[k - 1].at > t)
-		k--;
-	return nrq && wait_now > rq[k - 1].wait ? wait_now - rq[k - 1].wait : 0;
+	uint32_t n = atomic_load(&nwatch);
+	if (!n)
+		return 0;
+	const struct watch *a = watch_at(t), *b = watch_at(u), *end = &watch[n - 1];
+	if (b < end && b->at < u)
+		b++;
+	uint64_t turns = b->turns;
+	if (b->state == 'R')
+		while (b < end && b->turns <= turns)
+			b++;
+	return b->wait > a->wait ? b->wait - a->wait : 0;
 }
+
+/* The oldest late mark less the writer's waits (writer_waited), and which. */
+static uint64_t late_own(const struct late **which)
+{
+	uint64_t own = 0;
+	*which = NULL;
+	for (size_t i = 0; i < nlate; i++) {
+		uint64_t age = late[i].read - late[i].mark;
+		uint64_t held = writer_waited(late[i].mark, late[i].read);
+		if (age > held && age - held > own) {
+			own = age - held;
+			*which = &late[i];
+		}
+	}
+	return own;
+}
+
+/* The writer from 20 ms before a late mark to the read that missed it: one
+ * line per run of samples with the same state and wait channel. */
+static int watched(const struct watch *w, const struct late *l)
+{
+	return w->at + 20000000u >= l->mark && w->at <= l->read + 2000000u;
+}
+
+static void watch_print(const struct late *l)
+{
+	uint32_t n = atomic_load(&nwatch);
+	printf("test_flush_deaf: the writer's thread from 20 ms before the late mark (made at "
+	       "%.1f ms) to the read that missed it (%.1f ms): state, wait channel, then what "
+	       "its CPU time, run-queue wait and turns on a CPU grew by\n",
+	       (double)(l->mark - t0) / 1e6, (double)(l->read - t0) / 1e6);
+	for (uint32_t i = 0, j; i < n; i = j + 1) {
+		j = i;
+		if (!watched(&watch[i], l))
+			continue;
+		while (j + 1 < n && watched(&watch[j + 1], l) && watch[j + 1].state == watch[i].state &&
+		       !strcmp(watch[j + 1].wchan, watch[i].wchan))
+			j++;
+		const struct watch *a = &watch[i], *b = j + 1 < n ? &watch[j + 1] : &watch[j];
+		printf("  %8.1f .. %8.1f ms  %c %-24s cpu +%.2f rq +%.2f ms turns +%llu\n",
+		       (double)(a->at - t0) / 1e6, (double)(watch[j].at - t0) / 1e6, a->state,
+		       a->wchan[0] ? a->wchan : "-", (double)(b->run - a->run) / 1e6,
+		       (double)(b->wait - a->wait) / 1e6, (unsigned long long)(b->turns - a->turns));
+	}
+}
+
 static struct rs_ckpt ckpt[NPROD][CKPT_CAP];
 static _Atomic uint32_t nckpt[NPROD];
 static struct rs_producer p[NPROD];
@@ -220,11 +348,8 @@ static struct rs_producer p[NPROD];
 static void *reader_main(void *arg)
 {
 	(void)arg;
-	rq_find_writer();
 	while (!atomic_load(&stop_done)) {
-		uint64_t x = rs_now(), sc = atomic_load(&stop_called), wait = rq_wait_now();
-		if (nrq < RQ_CAP)
-			rq[nrq++] = (struct rq_reading){ x, wait };
+		uint64_t x = rs_now(), sc = atomic_load(&stop_called);
 		uint32_t n[NPROD];
 		for (int i = 0; i < NPROD; i++)
 			n[i] = atomic_load_explicit(&nckpt[i], memory_order_acquire);
@@ -276,13 +401,12 @@ static void *reader_main(void *arg)
 				if (sc && ckpt[i][k].ts >= sc)
 					break;
 				uint64_t age = x > ckpt[i][k].ts ? x - ckpt[i][k].ts : 0;
-				uint64_t held = rq_wait_since(ckpt[i][k].ts, wait);
 				if (age > worst) {
 					worst = age;
 					worst_at = x - t0;
 				}
-				if (age > held && age - held > worst_own)
-					worst_own = age - held;
+				if (age > (uint64_t)FLUSH_MS * 1000000u && nlate < LATE_CAP)
+					late[nlate++] = (struct late){ ckpt[i][k].ts, x };
 				if (sc && age > worst_stop)
 					worst_stop = age;
 				break;
@@ -323,7 +447,9 @@ int main(void)
 	rs_producers_start(p, NPROD);
 	t0 = rs_now();
 
-	pthread_t rd;
+	pthread_t rd, wt;
+	CHECK(io_spy_thread_dir("ss-writer", writer_dir, sizeof writer_dir), "no ss-writer thread");
+	CHECK(pthread_create(&wt, NULL, watch_main, NULL) == 0, "pthread_create");
 	CHECK(pthread_create(&rd, NULL, reader_main, NULL) == 0, "pthread_create");
 	rs_sleep_ms(OBSERVE_NS / 1000000u);
 
@@ -345,6 +471,7 @@ int main(void)
 	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
 	atomic_store(&stop_done, rs_now());
 	pthread_join(rd, NULL);
+	pthread_join(wt, NULL);
 	atomic_store(&deaf_stop, 1);
 	pthread_join(deaf, NULL);
 	pthread_join(loud, NULL);
@@ -365,34 +492,42 @@ int main(void)
 	size_t nloud = c.nloud;
 	qsort(loud_age, nloud, sizeof *loud_age, cmp_u64);
 	uint64_t loud_median = nloud ? loud_age[nloud / 2] : 0;
+	size_t beside = side_by_side(&c);
 	printf("test_flush_deaf: %llu reads of the active file in %.1f s; the oldest mark not yet in "
 	       "it was at most %.1f ms old (at %.2f s; flush interval %u ms); %u deaf polls, %llu "
 	       "captures of them, %llu unanswered\n", (unsigned long long)reads,
 	       (double)(atomic_load(&stop_done) - t0) / 1e9, (double)worst / 1e6,
 	       (double)worst_at / 1e9, FLUSH_MS,
 	       atomic_load(&deaf_polls), (unsigned long long)all, (unsigned long long)unanswered);
-	printf("test_flush_deaf: the other worker's first captures, %zu: at %.1f ms of their polls "
-	       "(median; fastest %.1f, slowest %.1f)\n", nloud, (double)loud_median / 1e6,
+	printf("test_flush_deaf: the other worker's first captures, %zu, %zu of them begun while an "
+	       "unanswered capture of the deaf worker was in flight: at %.1f ms of their polls "
+	       "(median; fastest %.1f, slowest %.1f)\n", nloud, beside, (double)loud_median / 1e6,
 	       nloud ? (double)loud_age[0] / 1e6 : 0.0,
 	       nloud ? (double)loud_age[nloud - 1] / 1e6 : 0.0);
 	/* The scenario happened: captures waited out the answer more than once. */
 	CHECK(unanswered >= 3, "only %llu captures of the deaf worker waited for an answer",
 	      (unsigned long long)unanswered);
 	CHECK(nloud >= 10, "only %zu first captures of the other worker's 60 ms polls", nloud);
-	CHECK(loud_median < 25000000u, "the other worker's polls were first captured at %.1f ms "
-	      "(median), held by the deaf worker's captures", (double)loud_median / 1e6);
 	printf("test_flush_deaf: %llu reads during stop raced the last seal's rename (fewer events than "
 	       "the read before) and were left out\n", (unsigned long long)raced);
+	uint32_t nw = atomic_load(&nwatch);
+	const struct late *l;
+	uint64_t worst_own = late_own(&l);
 	printf("test_flush_deaf: the writer's thread waited %.1f ms for a CPU in all (%s)\n",
-	       nrq ? (double)(rq[nrq - 1].wait - rq[0].wait) / 1e6 : 0.0,
-	       rq_path[0] ? "its schedstat" : "no schedstat found");
+	       nw ? (double)(watch[nw - 1].wait - watch[0].wait) / 1e6 : 0.0,
+	       nw ? "its schedstat" : "no schedstat found");
 	if (worst > (uint64_t)FLUSH_MS * 1000000u)
-		printf("test_flush_deaf: less the writer's waits for a CPU meanwhile, at most %.1f ms old "
-		       "(%s)\n", (double)worst_own / 1e6,
-		       rq_path[0] ? "the writer's schedstat" : "no schedstat: nothing taken off");
+		printf("test_flush_deaf: less the writer's waits for a CPU meanwhile (the one still "
+		       "going on at the read too), at most %.1f ms old\n", (double)worst_own / 1e6);
+	if (worst_own > (uint64_t)FLUSH_MS * 1000000u)
+		watch_print(l);
 	CHECK(worst_own <= (uint64_t)FLUSH_MS * 1000000u,
 	      "a mark %.1f ms old was not in the file (%.1f ms less the writer's waits for a CPU; "
-	      "flush interval %u ms)", (double)worst / 1e6, (double)worst_own / 1e6, FLUSH_MS);
+	      "flush interval %u ms)", l ? (double)(l->read - l->mark) / 1e6 : 0.0,
+	      (double)worst_own / 1e6, FLUSH_MS);
+	CHECK(beside >= 3 && beside * 4 >= nloud, "only %zu of %zu first captures of the other worker ran beside a capture "
+	      "of the deaf worker (median age %.1f ms): captures taken one after the other", beside,
+	      nloud, (double)loud_median / 1e6);
 	tc_rmrf(dir);
 	free(dir);
 	return 0;

@@ -29,16 +29,6 @@
 #include "resil.h"
 #include "trace_check.h"
 
-static long long own_thread_gauge(void)
-{
-	static char buf[65536];
-	stallscope_metrics_text(buf, sizeof buf);
-	const char *key = "\nstallscope_watchdog_own_thread ";
-	const char *p = strstr(buf, key);
-	CHECK(p != NULL, "no stallscope_watchdog_own_thread in the metrics text");
-	return atoll(p + strlen(key));
-}
-
 /* Records 1.5 s of short polls, hooks only, threshold 10 ms; at the end:
  * whether ss-watchdog runs, the gauge, the block writes made. */
 static void record(const char *tag, int *watchdog, long long *gauge, uint64_t *writes)
@@ -58,7 +48,7 @@ static void record(const char *tag, int *watchdog, long long *gauge, uint64_t *w
 	}
 	stallscope_worker_end();
 	*watchdog = io_spy_has_thread("ss-watchdog");
-	*gauge = own_thread_gauge();
+	*gauge = rs_metric("stallscope_watchdog_own_thread");
 	*writes = atomic_load(&io_spy.writes) - w0;
 	CHECK(stallscope_stop() == 0, "stop: %s", stallscope_last_error());
 	tc_rmrf(dir);
