@@ -73,6 +73,10 @@ struct ss_sthread {
 
 	int fd_clock, fd_cs;              /* perf: -1 when not open */
 	uint64_t id_clock, id_cs;
+	/* cpu_ring: the id of the sched_switch program's BPF_OUTPUT event of this
+	 * CPU, whose records come to this ring only (the program writes to the
+	 * CPU it runs on; sampler_swtp.c); 0: none */
+	uint64_t id_out;
 	void *ring;                       /* header page + data pages */
 	size_t ring_len;
 	uint64_t data_size;
@@ -269,11 +273,11 @@ SS_INTERNAL int ss_btf_sched_switch_args(void);
  * says what the loaded program does); parks: a parked worker's switches are
  * written too (else ss_smp.swtp_skips_parks). */
 SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, size_t len);
-/* With the per-CPU rings open: a BPF_OUTPUT event into each, and the program
- * attached to the raw tracepoint. 0, or -errno with why. */
+/* With the per-CPU rings open: a BPF_OUTPUT event into each (its id in the
+ * ring's id_out), and the program attached to the raw tracepoint. 0, or
+ * -errno with why. */
 SS_INTERNAL int ss_swtp_attach(char *why, size_t len);
 SS_INTERNAL void ss_swtp_close(void);
-SS_INTERNAL int ss_swtp_is_out(uint64_t id);
 /* One of the program's samples (its body p[0..n)): switches of followed threads. */
 SS_INTERNAL void ss_swtp_record(const unsigned char *p, size_t n, const struct ss_sample_sink *sink);
 

@@ -561,7 +561,9 @@ SS_INTERNAL void ss_perf_record(struct ss_sthread *t, const struct perf_event_he
 		int sw = h->type == PERF_RECORD_SWITCH || h->type == PERF_RECORD_SWITCH_CPU_WIDE;
 		uint32_t who = smp ? (n >= 32 ? rd32(p + 20) : 0) : tr_tid;
 		uint64_t when = smp ? (n >= 32 ? rd64(p + 24) : 0) : tr_time;
-		if (smp && ss_smp.swtp && n >= 8 && ss_swtp_is_out(rd64(p))) {
+		/* The program's records in a CPU's ring are of that CPU's
+		 * BPF_OUTPUT event only (id_out): one compare. */
+		if (smp && t->id_out && n >= 8 && rd64(p) == t->id_out) {
 			ss_swtp_record(p, n, sink); /* of this process, followed ones picked there */
 			return;
 		}

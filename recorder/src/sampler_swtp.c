@@ -336,14 +336,6 @@ static int load(const struct prog *g, char *why, size_t len)
 
 static int out_map = -1;     /* BPF_MAP_TYPE_PERF_EVENT_ARRAY, by CPU */
 static int link_fd = -1;     /* the raw tracepoint's attachment */
-static uint64_t *out_ids;    /* the BPF_OUTPUT events' sample ids, sorted */
-static uint32_t nout;
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 static int map_create(uint32_t type, uint32_t value_size, uint32_t entries)
 {
@@ -420,11 +412,6 @@ SS_INTERNAL int ss_swtp_load(int cells_fd, int stacks, int parks, char *why, siz
 	return prog;
 }
 
-SS_INTERNAL int ss_swtp_is_out(uint64_t id)
-{
-	return nout && bsearch(&id, out_ids, nout, sizeof id, cmp_u64) != NULL;
-}
-
 SS_INTERNAL int ss_swtp_attach(char *why, size_t len)
 {
 	struct perf_event_attr a;
@@ -467,13 +454,7 @@ SS_INTERNAL int ss_swtp_attach(char *why, size_t len)
 		}
 		if (ss_smp.enabled) /* the per-CPU events are on already */
 			ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-		uint64_t *ni = realloc(out_ids, (nout + 1) * sizeof *ni);
-		if (!ni) {
-			snprintf(why, len, "out of memory");
-			return -ENOMEM;
-		}
-		out_ids = ni;
-		out_ids[nout++] = id;
+		r->id_out = id;
 		union bpf_attr m;
 		memset(&m, 0, sizeof m);
 		uint32_t key = c, val = (uint32_t)fd;
@@ -486,8 +467,6 @@ SS_INTERNAL int ss_swtp_attach(char *why, size_t len)
 			return -e;
 		}
 	}
-	if (nout)
-		qsort(out_ids, nout, sizeof *out_ids, cmp_u64);
 	union bpf_attr t;
 	memset(&t, 0, sizeof t);
 	t.raw_tracepoint.name = (uint64_t)(uintptr_t)"sched_switch";
@@ -510,9 +489,8 @@ SS_INTERNAL void ss_swtp_close(void)
 	if (ss_smp.swtp_prog >= 0)
 		close(ss_smp.swtp_prog);
 	link_fd = out_map = ss_smp.swtp_prog = -1;
-	free(out_ids);
-	out_ids = NULL;
-	nout = 0;
+	for (uint32_t c = 0; ss_smp.cpus && c < ss_smp.ncpu_rings; c++)
+		ss_smp.cpus[c].id_out = 0;
 	ss_smp.swtp = ss_smp.swtp_stacks = ss_smp.swtp_skips_parks = 0;
 }
 
