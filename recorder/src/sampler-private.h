@@ -124,10 +124,11 @@ struct ss_sampler_state {
 	int inpoll_prog;
 	uint32_t inpoll_attached, inpoll_refused; /* PERF_EVENT_IOC_SET_BPF results */
 	/* Switches from the sched_switch program (sampler_swtp.c): its fd once
-	 * loaded (-1 = none), and swtp set while the per-CPU events are opened
-	 * without switch records because it writes them. */
+	 * loaded (-1 = none). Loaded only for the process's per-CPU events, and
+	 * closed whenever they are not opened with it attached: while it is
+	 * loaded they go without switch records, because it writes them
+	 * (ss_swtp_on). */
 	int swtp_prog;
-	int swtp;
 	int swtp_stacks;                  /* it writes off-CPU stacks: 1 in polls, 2 all */
 	int swtp_skips_parks;             /* nothing of a parked worker (PARKED cells) */
 	char swtp_refusal[512];           /* META "switches" when it was refused, else "" */
@@ -165,6 +166,12 @@ struct ss_sampler_state {
 };
 
 extern SS_INTERNAL struct ss_sampler_state ss_smp;
+
+/* The sched_switch program writes the switches (its fd is kept only then). */
+static inline int ss_swtp_on(void)
+{
+	return ss_smp.swtp_prog >= 0;
+}
 
 /* A perf ring held used of its size bytes when a drain began (the writer's
  * pace, ss_sampler_max_sleep_ns). */

@@ -104,21 +104,21 @@ int ss_sampler_offcpu_stacks(void)
 
 int ss_sampler_offcpu_in_polls(void)
 {
-	if (ss_smp.swtp && ss_smp.swtp_stacks)
+	if (ss_swtp_on() && ss_smp.swtp_stacks)
 		return ss_sampler_offcpu_stacks() && ss_smp.swtp_stacks == 1;
 	return ss_sampler_offcpu_stacks() && ss_smp.inpoll_prog >= 0 && ss_smp.inpoll_attached;
 }
 
 int ss_sampler_switch_program(void)
 {
-	return !ss_smp.started || !ss_smp.swtp ? 0 : ss_smp.swtp_skips_parks ? 2 : 1;
+	return !ss_smp.started || !ss_swtp_on() ? 0 : ss_smp.swtp_skips_parks ? 2 : 1;
 }
 
 const char *ss_sampler_switches(void)
 {
 	if (!ss_smp.started || ss_smp.mode != SS_SAMPLER_PERF)
 		return "none: no switch is recorded (the timer fallback, or no sampling)";
-	if (!ss_smp.swtp)
+	if (!ss_swtp_on())
 		return ss_smp.swtp_refusal[0] ? ss_smp.swtp_refusal :
 		       "events: the perf events' switch records, every switch of a followed thread";
 	if (ss_smp.swtp_skips_parks)
@@ -270,7 +270,7 @@ static void start_swtp(const struct ss_sampler_config *cfg)
  * as threads are added: a later refusal is said by ss_sampler_thread_add). */
 static void note_offcpu_filter(void)
 {
-	if (ss_smp.swtp && ss_smp.swtp_stacks) {
+	if (ss_swtp_on() && ss_smp.swtp_stacks) {
 		ss_sampler_note(ss_smp.swtp_stacks == 1 ?
 				"off-CPU stacks inside polls only (from the sched_switch program: user "
 				"registers and 1 KiB of stack at switch-outs inside a poll; no "
@@ -350,7 +350,6 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 			ss_smp.perf_pages = want;
 	}
 	char why[300];
-	ss_smp.swtp = ss_smp.swtp_prog >= 0;
 	/* Where the sched_switch program writes the switches, AUTO takes the
 	 * cpu-clock events once per CPU for every process (pid -1, the samples of
 	 * others dropped in the kernel by the pid filter): they live in the CPU's
@@ -361,7 +360,7 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 	 * The price is the machine's: the 999 Hz timer interrupts every CPU whoever
 	 * runs there, idle CPUs included (README). Without the program it would
 	 * also put every process's switch records in our rings: not then. */
-	if (cfg->mode == SS_SAMPLER_AUTO && ss_smp.swtp) {
+	if (cfg->mode == SS_SAMPLER_AUTO && ss_swtp_on()) {
 		int w = ss_percpu_open_wide(why, sizeof why);
 		if (w == 0 && attach_swtp(cfg)) {
 			ss_sampler_note("cpu-clock per CPU for every process, this one's kept (%s), ring "
@@ -384,9 +383,9 @@ static void start_percpu(const struct ss_sampler_config *cfg)
 		ss_sampler_note("per-CPU events of every process refused: %s", why);
 	}
 	int r = ss_percpu_open(why, sizeof why);
-	if (r == 0 && ss_smp.swtp && !attach_swtp(cfg))
+	if (r == 0 && ss_swtp_on() && !attach_swtp(cfg))
 		r = ss_percpu_open(why, sizeof why); /* again, with switch records */
-	if (r != 0 && ss_smp.swtp)
+	if (r != 0 && ss_swtp_on())
 		ss_swtp_close(); /* per-thread events: their own switch records */
 	if (r == 0) {
 		ss_sampler_note("events per CPU, inherited (%s), ring %u+1 pages per CPU", why,
@@ -529,7 +528,7 @@ static void read_comm(struct ss_sthread *t)
 static void inpoll_follow(struct ss_sthread *t)
 {
 	/* The sched_switch program knows followed threads by their cells too. */
-	if (ss_smp.inpoll_prog < 0 && !ss_smp.swtp)
+	if (ss_smp.inpoll_prog < 0 && !ss_swtp_on())
 		return;
 	ss_inpoll_follow(t->tid);
 	t->inpoll = 1;
@@ -633,7 +632,7 @@ int ss_sampler_thread_add(uint32_t tid, uint64_t stack_lo, uint64_t stack_hi)
 
 _Atomic uint32_t *ss_sampler_inpoll_cell(uint32_t tid, int in_poll)
 {
-	if (!ss_smp.started || (ss_smp.inpoll_prog < 0 && !ss_smp.swtp))
+	if (!ss_smp.started || (ss_smp.inpoll_prog < 0 && !ss_swtp_on()))
 		return NULL;
 	struct ss_sthread *t = find(tid);
 	if (!t || !t->inpoll)

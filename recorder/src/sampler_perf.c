@@ -109,7 +109,7 @@ SS_INTERNAL void ss_perf_attr_clock(struct perf_event_attr *a)
 	}
 	a->sample_period = ss_smp.period_ns;
 	/* Not where the sched_switch program writes the switches (sampler_swtp.c). */
-	a->context_switch = !ss_smp.swtp;
+	a->context_switch = !ss_swtp_on();
 	/* mmap too: the kernel counts only mmap/mmap_data listeners before it builds
 	 * any mapping event; mmap2 then picks the record type. */
 	a->mmap = 1;

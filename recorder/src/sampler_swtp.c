@@ -491,7 +491,7 @@ SS_INTERNAL void ss_swtp_close(void)
 	link_fd = out_map = ss_smp.swtp_prog = -1;
 	for (uint32_t c = 0; ss_smp.cpus && c < ss_smp.ncpu_rings; c++)
 		ss_smp.cpus[c].id_out = 0;
-	ss_smp.swtp = ss_smp.swtp_stacks = ss_smp.swtp_skips_parks = 0;
+	ss_smp.swtp_stacks = ss_smp.swtp_skips_parks = 0;
 }
 
 static void put_switch(const struct ss_sample_sink *sink, uint64_t ts, uint32_t tid, uint32_t cpu,
