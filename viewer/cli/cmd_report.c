@@ -240,10 +240,7 @@ static void json_cpu(struct ss_json *j, const struct cpu_hot *h, size_t top)
 		sv_sym_where(&h->tree, c->sym, where, sizeof where);
 		ss_json_open(j, NULL, '{');
 		ss_json_str(j, "function", name);
-		if (where[0])
-			ss_json_str(j, "where", where);
-		else
-			ss_json_null(j, "where");
+		ss_json_str(j, "where", where[0] ? where : NULL);
 		ss_json_int(j, "self_ns", c->self);
 		ss_json_int(j, "total_ns", c->total);
 		ss_json_int(j, "self_samples", c->self_count);
