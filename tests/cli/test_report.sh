@@ -134,6 +134,15 @@ text = open(sys.argv[4]).read()
 assert "\nCPU: " in text and "cpu_spin" in text.split("\nCPU: ")[1].split("\n")[2], text
 print("report CPU table matches SQL")
 PY
+# Without CPU samples the section says so, and the JSON has an empty list.
+cp "$tmp/lp.db" "$tmp/nosamples.db"
+sqlite3 "$tmp/nosamples.db" "DELETE FROM samples"
+"$cli" report "$tmp/nosamples.db" > "$tmp/nosamples.txt"
+grep -q '^CPU: no CPU samples in scope' "$tmp/nosamples.txt" || { cat "$tmp/nosamples.txt"; fail "no 'no CPU samples' line"; }
+"$cli" report "$tmp/nosamples.db" --json | python3 -c '
+import json, sys
+cp = json.load(sys.stdin)["cpu_profile"]
+assert cp == {"samples": 0, "cpu_ns": 0, "functions": []}, cp'
 
 # The README's per-location p99 query and the report's per-location p99 are
 # one definition: run the query exactly as the README prints it.
