@@ -50,6 +50,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -120,7 +121,7 @@ static void test_demangler(void)
 /* ---- segments with one stack ------------------------------------------------ */
 
 struct prog_stack {
-	char path[3000];
+	char path[PATH_MAX]; /* realpath's size */
 	unsigned long long lo, hi, off, pc[3];
 	uint8_t bid[64];
 	size_t bid_len;

@@ -49,8 +49,9 @@ struct ss_plt {
 	size_t names_len, names_cap;
 };
 
-/* Reads the PLT stubs of e into p (which must be zeroed or freed). Returns 0,
- * or -1 when memory ran out (then p holds what was read). */
+/* Reads the PLT stubs of e into p, which is overwritten (free it first if it
+ * holds an earlier read). Returns 0, or -1 when memory ran out (then p holds
+ * what was read). */
 int ss_plt_read(Elf *e, struct ss_plt *p);
 
 /* The stub holding vaddr, or NULL. */

@@ -40,6 +40,7 @@ struct sym_map {
 	Dwfl_Module *mod;
 	int64_t load_adjust;  /* ELF vaddr = addr - start + pgoff + load_adjust */
 	struct ss_plt plt;    /* the file's PLT stubs, read on first use */
+	GElf_Addr plt_bias;   /* the module's bias, taken with them */
 	bool plt_read;
 	char note[SS_SYM_TEXT + 128];
 };
@@ -533,14 +534,13 @@ static bool from_dwarf(Dwfl_Module *mod, GElf_Addr vaddr, struct ss_sym_result *
  * names; "puts@plt" as perf says, the mangled form kept for C++ and Rust. */
 static bool from_plt(struct sym_map *sm, GElf_Addr vaddr, struct ss_sym_result *out)
 {
-	GElf_Addr bias = 0;
 	if (!sm->plt_read) {
 		sm->plt_read = true;
-		ss_plt_read(dwfl_module_getelf(sm->mod, &bias), &sm->plt);
+		ss_plt_read(dwfl_module_getelf(sm->mod, &sm->plt_bias), &sm->plt);
 	}
-	if (!sm->plt.n || !dwfl_module_getelf(sm->mod, &bias))
+	if (!sm->plt.n)
 		return false;
-	const struct ss_plt_entry *e = ss_plt_find(&sm->plt, vaddr - bias);
+	const struct ss_plt_entry *e = ss_plt_find(&sm->plt, vaddr - sm->plt_bias);
 	if (!e)
 		return false;
 	struct ss_sym_frame *f = &out->f[0];
