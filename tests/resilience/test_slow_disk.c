@@ -124,6 +124,10 @@ static struct rq_now rq_read(void)
 {
 	if (!writer_dir[0])
 		io_spy_thread_dir("ss-writer", writer_dir, sizeof writer_dir);
+	/* An ss-watchdog made for a seal's sync is joined after it: its task
+	 * directory goes, and the looks are the writer's again. */
+	if (watchdog_dir[0] && access(watchdog_dir, F_OK) != 0)
+		watchdog_dir[0] = 0;
 	if (!watchdog_dir[0])
 		io_spy_thread_dir("ss-watchdog", watchdog_dir, sizeof watchdog_dir);
 	struct rq_now r = { .own = watchdog_dir[0] != 0 };
